@@ -1,0 +1,34 @@
+// Subcommands of the `cotune` command. Each lives in its own file under core/src/cli/ and registers
+// itself with COTUNE_COMMAND; main.cpp dispatches on the first argument.
+#ifndef COTUNE_CLI_COMMAND_HPP_
+#define COTUNE_CLI_COMMAND_HPP_
+
+#include <string>
+#include <vector>
+
+namespace cotune::cli {
+
+// A subcommand. `run` receives argv with argv[0] set to "cotune <name>" and returns the exit status
+// (0 ok, 1 failure of the work, 2 bad usage or input). It may throw core::UserError (printed, exit
+// 2) or any std::exception (printed, exit 1).
+struct Command {
+  const char* name;
+  const char* summary;
+  int (*run)(int argc, char** argv);
+};
+
+struct RegisterCommand {
+  explicit RegisterCommand(Command c);
+};
+
+// Every registered command, sorted by name.
+std::vector<Command> commands();
+
+}  // namespace cotune::cli
+
+#define COTUNE_CLI_CONCAT2(a, b) a##b
+#define COTUNE_CLI_CONCAT(a, b) COTUNE_CLI_CONCAT2(a, b)
+#define COTUNE_COMMAND(name, summary, fn) \
+  static ::cotune::cli::RegisterCommand COTUNE_CLI_CONCAT(cotune_command_, __LINE__)({name, summary, fn})
+
+#endif  // COTUNE_CLI_COMMAND_HPP_
