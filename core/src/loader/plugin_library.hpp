@@ -1,0 +1,40 @@
+// A loaded plugin library: the shared object, its validated descriptor and the components it offers.
+#ifndef COTUNE_LOADER_PLUGIN_LIBRARY_HPP_
+#define COTUNE_LOADER_PLUGIN_LIBRARY_HPP_
+
+#include <cotune/cotune.h>
+#include <cotune/core/components.hpp>
+
+#include <boost/dll/shared_library.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace cotune::core {
+
+class PluginLibrary {
+ public:
+  // Loads `path` with RTLD_NOW, calls its entry point with the host table and validates everything
+  // the descriptor says. Throws UserError("<path>: <reason>") when the library cannot be used.
+  static std::shared_ptr<const PluginLibrary> load(const std::string& path);
+
+  const std::string& path() const { return path_; }
+  const cotune_plugin& descriptor() const { return *plugin_; }
+  // One entry per component, in descriptor order (infos()[i] describes descriptor().components[i]).
+  const std::vector<ComponentInfo>& infos() const { return infos_; }
+
+ private:
+  PluginLibrary() = default;
+  std::string path_;
+  boost::dll::shared_library library_;
+  const cotune_plugin* plugin_ = nullptr;
+  std::vector<ComponentInfo> infos_;
+};
+
+// The smallest struct_size the host accepts for each table: the part every 1.x plugin must fill.
+// Fields after it are optional and read only when struct_size covers them.
+size_t min_api_size(int32_t kind);
+
+}  // namespace cotune::core
+
+#endif  // COTUNE_LOADER_PLUGIN_LIBRARY_HPP_

@@ -1,0 +1,205 @@
+// Loading, version negotiation and refusal: each fixture library bends the contract one way.
+#include <cotune/core/components.hpp>
+#include <cotune/core/errors.hpp>
+#include <cotune/core/registry.hpp>
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace cotune::core {
+namespace {
+
+std::string fixture(const std::string& name) {
+  return std::string(COTUNE_ABI_FIXTURE_DIR) + "/libcotune-predictor-abi" + name + ".so";
+}
+
+// Loads one fixture into a fresh registry and returns the refusal reason ("" when it loaded).
+std::string refusal(const std::string& name) {
+  Registry reg;
+  if (reg.load_file(fixture(name))) return "";
+  return reg.problems().back().reason;
+}
+
+TEST(Abi, GoodPluginLoadsAndWorks) {
+  Registry reg;
+  ASSERT_TRUE(reg.load_file(fixture("good")));
+  ASSERT_EQ(reg.components().size(), 1u);
+  const ComponentInfo& info = reg.components()[0].info;
+  EXPECT_EQ(info.id, "org.cotune.test.abi-mean");
+  EXPECT_EQ(info.name, "abi-mean");
+  EXPECT_EQ(info.version, "1.0.0");
+  EXPECT_EQ(info.abi_major, 1u);
+  auto p = reg.make_predictor("abi-mean");
+  const double x[3] = {0, 0, 0}, y[3] = {1, 2, 6};
+  p->fit(x, 3, 1, y);
+  double out[2];
+  p->predict(x, 2, 1, out);
+  EXPECT_DOUBLE_EQ(out[0], 3.0);
+  ASSERT_TRUE(p->can_save());
+  auto q = reg.make_predictor("org.cotune.test.abi-mean");
+  q->load(p->save());
+  q->predict(x, 1, 1, out);
+  EXPECT_DOUBLE_EQ(out[0], 3.0);
+}
+
+TEST(Abi, OlderMinorLoadsWithoutItsOptionalFunctions) {
+  Registry reg;
+  ASSERT_TRUE(reg.load_file(fixture("older"))) << reg.problems().back().reason;
+  EXPECT_EQ(reg.components()[0].info.abi_minor, 0u);
+  auto p = reg.make_predictor("abi-mean");
+  // save/load lie beyond the older table's struct_size: the host must not read them.
+  EXPECT_FALSE(p->can_save());
+  EXPECT_THROW(p->save(), PluginError);
+  EXPECT_EQ(p->describe_fit(), "{}");
+  const double x[1] = {0}, y[1] = {5};
+  p->fit(x, 1, 1, y);
+  double out = 0;
+  p->predict(x, 1, 1, &out);
+  EXPECT_DOUBLE_EQ(out, 5.0);
+}
+
+TEST(Abi, NewerMinorLoadsAndUnknownFieldsAreIgnored) {
+  Registry reg;
+  ASSERT_TRUE(reg.load_file(fixture("newer"))) << reg.problems().back().reason;
+  EXPECT_EQ(reg.components()[0].info.abi_minor, static_cast<uint32_t>(COTUNE_ABI_MINOR + 1));
+  auto p = reg.make_predictor("abi-mean");
+  EXPECT_TRUE(p->can_save());
+  const double x[2] = {0, 0}, y[2] = {1, 3};
+  p->fit(x, 2, 1, y);
+  double out = 0;
+  p->predict(x, 1, 1, &out);
+  EXPECT_DOUBLE_EQ(out, 2.0);
+}
+
+TEST(Abi, RefusalsNameTheReason) {
+  EXPECT_NE(refusal("major2").find("built for ABI 2.0, this host speaks ABI 1.x"), std::string::npos);
+  EXPECT_NE(refusal("noentry").find("no entry symbol cotune_plugin_entry_v1"), std::string::npos);
+  EXPECT_NE(refusal("nullentry").find("returned NULL"), std::string::npos);
+  EXPECT_NE(refusal("smallstruct").find("struct_size"), std::string::npos);
+  EXPECT_NE(refusal("zerosize").find("plugin descriptor struct_size 0"), std::string::npos);
+  EXPECT_NE(refusal("nullapi").find("NULL function table"), std::string::npos);
+  EXPECT_NE(refusal("missingfn").find("has no predict function"), std::string::npos);
+  EXPECT_NE(refusal("badutf8").find("not valid UTF-8"), std::string::npos);
+  EXPECT_NE(refusal("dupinside").find("appears twice"), std::string::npos);
+}
+
+TEST(Abi, LengthsNotTerminatorsDelimitStrings) {
+  Registry reg;
+  ASSERT_TRUE(reg.load_file(fixture("unterminated"))) << reg.problems().back().reason;
+  EXPECT_EQ(reg.components()[0].info.id, "org.cotune.test.abi-mean");
+  EXPECT_EQ(reg.components()[0].info.name, "abi-mean");
+}
+
+TEST(Abi, DuplicateIdAcrossLibrariesIsRefusedAndTheRestStillLoad) {
+  Registry reg;
+  reg.load_directories({COTUNE_ABI_FIXTURE_DIR});
+  // Of the two valid libraries with the id org.cotune.test.abi-mean (abiduplicate, abigood: sorted,
+  // abiduplicate first), exactly one is loaded and the other refused as a duplicate.
+  size_t with_id = 0;
+  for (const auto& c : reg.components()) with_id += c.info.id == "org.cotune.test.abi-mean";
+  EXPECT_EQ(with_id, 1u);
+  bool duplicate_refused = false;
+  for (const auto& p : reg.problems())
+    duplicate_refused |= p.reason.find("is already provided by") != std::string::npos;
+  EXPECT_TRUE(duplicate_refused);
+  EXPECT_NE(reg.try_find(COTUNE_KIND_PREDICTOR, "throwing"), nullptr);
+  // Every broken fixture was refused with a reason naming its file.
+  EXPECT_GE(reg.problems().size(), 9u);
+  for (const auto& p : reg.problems()) {
+    EXPECT_FALSE(p.file.empty());
+    EXPECT_FALSE(p.reason.empty());
+  }
+}
+
+TEST(Abi, NotASharedLibraryIsRefused) {
+  Registry reg;
+  EXPECT_FALSE(reg.load_file(COTUNE_ABI_FIXTURE_DIR "/../../../CMakeCache.txt"));
+  EXPECT_NE(reg.problems().back().reason.find("cannot load"), std::string::npos);
+  EXPECT_FALSE(reg.load_file("/nonexistent/libcotune-x.so"));
+  EXPECT_NE(reg.problems().back().reason.find("cannot open"), std::string::npos);
+}
+
+TEST(Abi, ExceptionsBecomeErrorObjects) {
+  Registry reg;
+  ASSERT_TRUE(reg.load_file(fixture("throwing")));
+  try {
+    reg.make_predictor("throwing", "{\"throw-in-create\": true}");
+    FAIL() << "create should have failed";
+  } catch (const PluginError& e) {
+    EXPECT_EQ(e.code(), COTUNE_ERR_INTERNAL);
+    EXPECT_NE(std::string(e.what()).find("create refused"), std::string::npos);
+  }
+  auto p = reg.make_predictor("throwing", "{}");
+  const double x[2] = {1, 2}, y[2] = {1, 2};
+  try {
+    p->fit(x, 2, 1, y);
+    FAIL() << "fit should have failed";
+  } catch (const PluginError& e) {
+    EXPECT_EQ(e.code(), COTUNE_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(e.what()).find("org.cotune.test.throwing: fit: this predictor never fits"), std::string::npos);
+  }
+  double out[2];
+  try {
+    p->predict(x, 2, 1, out);
+    FAIL();
+  } catch (const PluginError& e) {
+    EXPECT_NE(std::string(e.what()).find("out of range"), std::string::npos);
+  }
+  try {
+    p->predict(x, 1, 1, out);  // throws a plain int inside the plugin
+    FAIL();
+  } catch (const PluginError& e) {
+    EXPECT_EQ(e.code(), COTUNE_ERR_INTERNAL);
+    EXPECT_NE(std::string(e.what()).find("unknown exception"), std::string::npos);
+  }
+}
+
+TEST(Abi, LibraryStaysLoadedWhileAComponentLives) {
+  std::unique_ptr<Predictor> p;
+  {
+    Registry reg;
+    ASSERT_TRUE(reg.load_file(fixture("good")));
+    p = reg.make_predictor("abi-mean");
+  }  // the registry is gone; the predictor still holds the library
+  const double x[1] = {0}, y[1] = {7};
+  p->fit(x, 1, 1, y);
+  double out = 0;
+  p->predict(x, 1, 1, &out);
+  EXPECT_DOUBLE_EQ(out, 7.0);
+}
+
+TEST(Abi, PlainCPluginIsLoadedAndUsed) {
+  Registry reg;
+  ASSERT_TRUE(reg.load_file(COTUNE_PLUGIN_DIR "/libcotune-predictor-c-linear.so"));
+  auto p = reg.make_predictor("c-linear", "{\"lambda\": 0}");
+  // y = 3 + 2 x0 - x1, exactly linear.
+  std::vector<double> x, y;
+  for (int i = 0; i < 20; ++i) {
+    x.push_back(i);
+    x.push_back((i * 7) % 5);
+    y.push_back(3 + 2.0 * i - (i * 7) % 5);
+  }
+  p->fit(x.data(), 20, 2, y.data());
+  const double probe[2] = {100, 1};
+  double out = 0;
+  p->predict(probe, 1, 2, &out);
+  EXPECT_NEAR(out, 202.0, 1e-6);
+  auto q = reg.make_predictor("c-linear");
+  q->load(p->save());
+  double again = 0;
+  q->predict(probe, 1, 2, &again);
+  EXPECT_DOUBLE_EQ(again, out);
+  EXPECT_THROW(q->load("garbage"), PluginError);
+  EXPECT_THROW(reg.make_predictor("c-linear", "{\"lambda\": \"big\"}"), PluginError);
+}
+
+TEST(Abi, PluginsCheckCommandReportsUnusableLibraries) {
+  const std::string cli = COTUNE_CLI;
+  EXPECT_EQ(std::system((cli + " plugins check " + fixture("good") + " > /dev/null").c_str()), 0);
+  EXPECT_NE(std::system((cli + " plugins check " + fixture("major2") + " > /dev/null 2>&1").c_str()), 0);
+}
+
+}  // namespace
+}  // namespace cotune::core
