@@ -5,6 +5,13 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -83,6 +90,40 @@ TEST(Abi, RefusalsNameTheReason) {
   EXPECT_NE(refusal("missingfn").find("has no predict function"), std::string::npos);
   EXPECT_NE(refusal("badutf8").find("not valid UTF-8"), std::string::npos);
   EXPECT_NE(refusal("dupinside").find("appears twice"), std::string::npos);
+  EXPECT_NE(refusal("hugecount").find("components (limit 256)"), std::string::npos);
+}
+
+// Copies the good fixture into a temporary file, lets `damage` change its bytes, and returns the
+// refusal reason for the damaged copy.
+std::string refusal_of_damaged_copy(const std::function<void(std::string&)>& damage) {
+  std::ifstream in(fixture("good"), std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  damage(bytes);
+  char path[] = "/tmp/cotune-abi-damaged-XXXXXX";
+  const int fd = mkstemp(path);
+  if (fd < 0) return "mkstemp failed";
+  ::close(fd);
+  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  Registry reg;
+  const bool loaded = reg.load_file(path);
+  std::remove(path);
+  return loaded ? "" : reg.problems().back().reason;
+}
+
+TEST(Abi, TruncatedLibraryIsRefused) {
+  const std::string reason = refusal_of_damaged_copy([](std::string& b) { b.resize(b.size() / 3); });
+  EXPECT_NE(reason.find("cannot load: truncated"), std::string::npos) << reason;
+}
+
+TEST(Abi, LibraryForAnotherArchitectureIsRefused) {
+  // e_machine (offset 18 of the ELF header, little-endian) set to EM_AARCH64 (183) or, on an
+  // aarch64 host, to EM_X86_64 (62).
+  const std::string reason = refusal_of_damaged_copy([](std::string& b) {
+    const unsigned char machine = static_cast<unsigned char>(b[18]) == 183 ? 62 : 183;
+    b[18] = static_cast<char>(machine);
+    b[19] = 0;
+  });
+  EXPECT_NE(reason.find("cannot load: built for "), std::string::npos) << reason;
 }
 
 TEST(Abi, LengthsNotTerminatorsDelimitStrings) {
@@ -106,7 +147,7 @@ TEST(Abi, DuplicateIdAcrossLibrariesIsRefusedAndTheRestStillLoad) {
   EXPECT_TRUE(duplicate_refused);
   EXPECT_NE(reg.try_find(COTUNE_KIND_PREDICTOR, "throwing"), nullptr);
   // Every broken fixture was refused with a reason naming its file.
-  EXPECT_GE(reg.problems().size(), 9u);
+  EXPECT_GE(reg.problems().size(), 10u);
   for (const auto& p : reg.problems()) {
     EXPECT_FALSE(p.file.empty());
     EXPECT_FALSE(p.reason.empty());
@@ -116,7 +157,7 @@ TEST(Abi, DuplicateIdAcrossLibrariesIsRefusedAndTheRestStillLoad) {
 TEST(Abi, NotASharedLibraryIsRefused) {
   Registry reg;
   EXPECT_FALSE(reg.load_file(COTUNE_ABI_FIXTURE_DIR "/../../../CMakeCache.txt"));
-  EXPECT_NE(reg.problems().back().reason.find("cannot load"), std::string::npos);
+  EXPECT_NE(reg.problems().back().reason.find("cannot load: not a shared library"), std::string::npos);
   EXPECT_FALSE(reg.load_file("/nonexistent/libcotune-x.so"));
   EXPECT_NE(reg.problems().back().reason.find("cannot open"), std::string::npos);
 }

@@ -15,6 +15,7 @@
  *  FIXTURE_BAD_UTF8     the component name is not UTF-8
  *  FIXTURE_UNTERMINATED strings are not NUL-terminated (valid: lengths are what count)
  *  FIXTURE_DUP_INSIDE   two components with one id
+ *  FIXTURE_HUGE_COUNT   claims (size_t)-1 components (a negative count seen as unsigned)
  */
 #include <cotune/cotune.h>
 
@@ -181,7 +182,13 @@ static const cotune_plugin kPlugin = {
 #else
     COTUNE_STRUCT_SIZE(cotune_plugin, num_components),
 #endif
-    MAJOR, MINOR, kComponents, sizeof(kComponents) / sizeof(kComponents[0])};
+    MAJOR, MINOR, kComponents,
+#if defined(FIXTURE_HUGE_COUNT)
+    (size_t)-1
+#else
+    sizeof(kComponents) / sizeof(kComponents[0])
+#endif
+};
 
 #if !defined(FIXTURE_NO_ENTRY)
 COTUNE_EXPORT const cotune_plugin* cotune_plugin_entry_v1(const cotune_host* host) {

@@ -1,5 +1,7 @@
 #include "loader/plugin_library.hpp"
 
+#include "loader/elf_check.hpp"
+
 #include <cotune/core/errors.hpp>
 #include <cotune/core/registry.hpp>
 
@@ -116,6 +118,7 @@ size_t min_api_size(int32_t kind) {
 std::shared_ptr<const PluginLibrary> PluginLibrary::load(const std::string& path) {
   std::shared_ptr<PluginLibrary> lib(new PluginLibrary());
   lib->path_ = path;
+  if (const std::string problem = elf_problem(path); !problem.empty()) refuse(path, "cannot load: " + problem);
   try {
     // rtld_now: a missing symbol fails here, not in the middle of a study.
     lib->library_.load(path, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
