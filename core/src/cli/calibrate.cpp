@@ -1,0 +1,260 @@
+// `cotune calibrate --gpu --base NAME [--out FILE]`: measures GEMM efficiency over a grid of sizes
+// and dtypes, memory bandwidth and attention on the local GPU through the cuda executor plugin (the
+// core never links CUDA), fits the performance model's efficiency curve and writes a GPU description
+// that a study can use as cluster.gpu_spec instead of the catalogue entry.
+//
+// Each measurement is a single-op step trace submitted to the executor; its measured time comes
+// back in the metrics (measured_gemm_s, measured_memory_s, measured_attention_s).
+#include <cotune/core/components.hpp>
+#include <cotune/core/embedded.hpp>
+#include <cotune/core/errors.hpp>
+#include <cotune/core/perfmodel.hpp>
+#include <cotune/core/registry.hpp>
+
+#include <boost/program_options.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli/command.hpp"
+
+namespace cotune::cli {
+namespace {
+namespace po = boost::program_options;
+using nlohmann::json;
+
+const char* const kDtypes[COTUNE_DTYPE_COUNT] = {"fp32", "tf32", "bf16", "fp16", "fp8"};
+
+struct Sample {
+  double flops = 0;    // or bytes, for memory samples
+  double seconds = 0;
+};
+
+// A step trace holding one op on one GPU of `hw`.
+struct OneOpTrace {
+  cotune_op op{};
+  cotune_trace trace{};
+  OneOpTrace(const cotune_op& o, const cotune_hardware& hw, double flops) : op(o) {
+    trace.struct_size = COTUNE_STRUCT_SIZE(cotune_trace, hardware);
+    trace.ops = &op;
+    trace.num_ops = 1;
+    trace.op_stride = sizeof(cotune_op);
+    trace.schedule = COTUNE_SCHEDULE_1F1B;
+    trace.pipeline_stages = 1;
+    trace.virtual_stages = 1;
+    trace.micro_batches = 1;
+    trace.tokens_per_step = 1;
+    trace.model_flops_per_gpu = flops;
+    trace.gpus = 1;
+    trace.memory.struct_size = COTUNE_STRUCT_SIZE(cotune_memory, buffers);
+    trace.hardware = hw;
+  }
+};
+
+cotune_op base_op(int32_t kind, int32_t dtype, const char* label) {
+  cotune_op op{};
+  op.struct_size = COTUNE_STRUCT_SIZE(cotune_op, label);
+  op.kind = kind;
+  op.phase = COTUNE_PHASE_FORWARD;
+  op.depends_on = -1;
+  op.dtype = dtype;
+  op.count = 1;
+  op.label = cotune_str{label, std::char_traits<char>::length(label)};
+  return op;
+}
+
+// Runs one single-op trace; returns the measured seconds of the op class `metric`, or a negative
+// value with `why` set when the executor could not run it (an unsupported dtype on this GPU).
+double measure(core::Executor& executor, const OneOpTrace& t, const char* metric, std::string* why) {
+  cotune_trial trial{};
+  trial.struct_size = COTUNE_STRUCT_SIZE(cotune_trial, config);
+  static const char id[] = "calibrate";
+  trial.trial_id = cotune_str{id, sizeof(id) - 1};
+  trial.config_json = cotune_str{"{}", 2};
+  trial.workload_json = cotune_str{"{}", 2};
+  trial.trace = &t.trace;
+  auto job = executor.submit(trial);  // PluginError UNAVAILABLE without a GPU: the caller reports it
+  const core::TrialResult r = job->poll(600000);
+  if (r.status != COTUNE_STATUS_OK) {
+    *why = r.error;
+    return -1;
+  }
+  return json::parse(r.metrics_json).at(metric).get<double>();
+}
+
+// Fits t = (F + F_half) / (peak x e_max) + launch, the model's GEMM curve, by least squares on the
+// relative error: time is linear in F with slope 1 / (peak e_max) and intercept F_half x slope.
+void fit_gemm_curve(const std::vector<Sample>& samples, double peak, double launch_s, double* e_max,
+                    double* half_flops) {
+  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const Sample& s : samples) {
+    const double w = 1 / (s.seconds * s.seconds);
+    const double y = std::max(s.seconds - launch_s, s.seconds * 0.05);
+    sw += w, sx += w * s.flops, sy += w * y, sxx += w * s.flops * s.flops, sxy += w * s.flops * y;
+  }
+  const double det = sw * sxx - sx * sx;
+  double slope = det > 0 ? (sw * sxy - sx * sy) / det : 0;
+  double intercept = det > 0 ? (sy - slope * sx) / sw : 0;
+  if (!(slope > 0)) {  // degenerate samples: fall back to the efficiency of the largest GEMM
+    const Sample& big = samples.back();
+    slope = big.seconds / big.flops;
+    intercept = 0;
+  }
+  *e_max = std::min(1.0, 1 / (peak * slope));
+  *half_flops = std::max(0.0, intercept / slope);
+}
+
+std::string today() {
+  char buf[16];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", std::gmtime(&now));
+  return buf;
+}
+
+int run_calibrate(int argc, char** argv) {
+  std::string base, out_path, executor_options = "{}";
+  po::options_description desc(
+      "usage: cotune calibrate --gpu --base NAME [--out FILE] [--executor-options JSON]\n\n"
+      "Measures GEMM efficiency (sizes 256..8192, every dtype the GPU has), memory bandwidth and attention\n"
+      "on the local GPU with the cuda executor plugin, fits the performance model's efficiency curve\n"
+      "against the peaks of the catalogue GPU NAME, and writes a GPU description usable as\n"
+      "cluster.gpu_spec. Exit status: 0 ok, 1 no usable GPU or a failed measurement, 2 bad input.\n\noptions");
+  desc.add_options()
+      ("help,h", "this help")
+      ("gpu", "calibrate on the local GPU (the only calibration source so far)")
+      ("base", po::value(&base), "catalogue GPU whose peaks, memory and network the measurement refines")
+      ("out", po::value(&out_path), "write the GPU description here (default: stdout)")
+      ("executor-options", po::value(&executor_options)->default_value("{}"),
+       "JSON options of the cuda executor (device, warmup, repeats)");
+  po::variables_map vm;
+  try {
+    po::store(po::parse_command_line(argc, argv, desc), vm);
+    if (vm.count("help")) {
+      std::cout << desc << "\n";
+      return 0;
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw core::UserError(std::string(e.what()) + " (see 'cotune calibrate --help')");
+  }
+  if (!vm.count("gpu")) throw core::UserError("calibrate: --gpu is required (it is the only calibration source)");
+  if (base.empty()) throw core::UserError("calibrate: --base NAME is required (a catalogue GPU, e.g. h100-sxm)");
+
+  const json catalogue = json::parse(core::embedded_file("gpus.json"));
+  if (!catalogue.at("gpus").contains(base)) {
+    std::string names;
+    for (const auto& n : core::perf::catalogue_gpu_names()) names += (names.empty() ? "" : ", ") + n;
+    throw core::UserError("calibrate: --base '" + base + "' is not in the GPU catalogue (expected one of " + names + ")");
+  }
+  cotune_hardware hw{};
+  hw.struct_size = COTUNE_STRUCT_SIZE(cotune_hardware, host_bytes_per_node);
+  core::perf::resolve_hardware(json{{"gpu", base}, {"nodes", 1}, {"gpus_per_node", 1}}, &hw, "--base");
+
+  core::Registry registry;
+  registry.load_default();
+  if (registry.try_find(COTUNE_KIND_EXECUTOR, "cuda") == nullptr) {
+    std::fprintf(stderr, "calibrate: the cuda executor plugin is not installed (it is built only when the CUDA "
+                         "toolkit is found)\n");
+    return 1;
+  }
+  auto executor = registry.make_executor("cuda", executor_options);
+
+  json report = {{"gemm", json::object()}};
+  std::string device;
+  try {
+    // GEMMs: square sizes, every dtype the base GPU has a peak for.
+    std::vector<Sample> bf16_samples;
+    for (int dtype = 0; dtype < COTUNE_DTYPE_COUNT; ++dtype) {
+      if (hw.peak_flops[dtype] <= 0) continue;
+      for (double n : {256.0, 512.0, 1024.0, 2048.0, 4096.0, 8192.0}) {
+        cotune_op op = base_op(COTUNE_OP_GEMM, dtype, "gemm");
+        op.m = op.n = op.k = n;
+        const double flops = 2 * n * n * n;
+        std::string why;
+        const double s = measure(*executor, OneOpTrace(op, hw, flops), "measured_gemm_s", &why);
+        if (s <= 0) {
+          std::fprintf(stderr, "calibrate: %s GEMMs skipped: %s\n", kDtypes[dtype], why.c_str());
+          break;
+        }
+        const double tflops = flops / s / 1e12;
+        report["gemm"][kDtypes[dtype]][std::to_string(int(n))] = {{"seconds", s}, {"tflops", tflops},
+                                                                  {"fraction_of_peak", flops / s / hw.peak_flops[dtype]}};
+        std::printf("gemm %-4s %5d^3  %10.3f us  %8.1f TFLOP/s  %5.1f%% of catalogue peak\n", kDtypes[dtype], int(n),
+                    s * 1e6, tflops, 100 * flops / s / hw.peak_flops[dtype]);
+        if (dtype == COTUNE_DTYPE_BF16) bf16_samples.push_back({flops, s});
+      }
+    }
+    if (bf16_samples.size() < 2) {
+      std::fprintf(stderr, "calibrate: no bf16 GEMMs could be measured; nothing to fit\n");
+      return 1;
+    }
+    double e_max = 0, half = 0;
+    fit_gemm_curve(bf16_samples, hw.peak_flops[COTUNE_DTYPE_BF16], hw.kernel_launch_s, &e_max, &half);
+
+    // Memory bandwidth: a 1 GiB copy (512 MiB read, 512 MiB written).
+    cotune_op copy = base_op(COTUNE_OP_MEMORY, COTUNE_DTYPE_BF16, "copy");
+    copy.bytes = double(1ull << 30);
+    std::string why;
+    const double mem_s = measure(*executor, OneOpTrace(copy, hw, 0), "measured_memory_s", &why);
+    if (mem_s <= 0) {
+      std::fprintf(stderr, "calibrate: the memory measurement failed: %s\n", why.c_str());
+      return 1;
+    }
+    const double mem_eff = std::min(1.0, copy.bytes / mem_s / hw.hbm_bytes_per_s);
+    std::printf("memory copy 1 GiB  %10.3f us  %8.1f GB/s  %5.1f%% of catalogue bandwidth\n", mem_s * 1e6,
+                copy.bytes / mem_s / 1e9, 100 * mem_eff);
+
+    // Attention (reported; the model's attention factor is not a GPU field).
+    cotune_op att = base_op(COTUNE_OP_ATTENTION, COTUNE_DTYPE_BF16, "attention");
+    att.batch = 1, att.heads = 32, att.seq_q = att.seq_kv = 4096, att.head_dim = 128;
+    const double att_flops = 4 * att.batch * att.heads * att.seq_q * att.seq_kv * att.head_dim;
+    const double att_s = measure(*executor, OneOpTrace(att, hw, att_flops), "measured_attention_s", &why);
+    if (att_s > 0) {
+      report["attention"] = {{"shape", "1x32 heads, 4096 x 4096, head_dim 128, bf16, forward"},
+                             {"seconds", att_s},
+                             {"tflops", att_flops / att_s / 1e12}};
+      std::printf("attention fwd 32x4096^2x128  %10.3f us  %8.1f TFLOP/s\n", att_s * 1e6, att_flops / att_s / 1e12);
+    }
+
+    json spec = catalogue.at("gpus").at(base);
+    spec["name"] = base + "-calibrated";
+    spec["gemm_efficiency_max"] = e_max;
+    spec["gemm_half_efficiency_gflops"] = half / 1e9;
+    spec["memory_efficiency"] = mem_eff;
+    report["fit"] = {{"gemm_efficiency_max", e_max}, {"gemm_half_efficiency_gflops", half / 1e9},
+                     {"memory_efficiency", mem_eff}};
+    spec["about"] = "Calibrated on " + today() + " by cotune calibrate --gpu from catalogue entry " + base +
+                    " with the cuda executor: " + report.dump();
+    std::printf("fit: gemm_efficiency_max %.3f, gemm_half_efficiency_gflops %.3f, memory_efficiency %.3f\n", e_max,
+                half / 1e9, mem_eff);
+    // The file must be accepted by the model as it stands.
+    cotune_hardware check{};
+    check.struct_size = COTUNE_STRUCT_SIZE(cotune_hardware, host_bytes_per_node);
+    core::perf::resolve_hardware(json{{"gpu_spec", spec}, {"nodes", 1}}, &check, "calibrated gpu_spec");
+
+    const std::string text = spec.dump(2) + "\n";
+    if (out_path.empty()) {
+      std::cout << text;
+    } else {
+      std::ofstream f(out_path, std::ios::binary | std::ios::trunc);
+      if (!(f << text)) throw core::UserError("calibrate: --out '" + out_path + "': cannot write it");
+      std::printf("wrote %s (use it as cluster.gpu_spec)\n", out_path.c_str());
+    }
+  } catch (const core::PluginError& e) {
+    std::fprintf(stderr, "calibrate: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+COTUNE_COMMAND("calibrate", "measure the local GPU and write a calibrated GPU description", run_calibrate);
+
+}  // namespace cotune::cli
