@@ -1,0 +1,20 @@
+// The envelope around saved predictor state: magic, plugin id, format version, payload length and
+// an FNV-1a checksum. load() checks all of them before the payload is parsed, so bytes from another
+// plugin, an older format, or a truncated or corrupted file give a clear error and never a crash.
+#ifndef COTUNE_PREDICTOR_KRR_STATE_BLOB_HPP_
+#define COTUNE_PREDICTOR_KRR_STATE_BLOB_HPP_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace krr {
+
+std::string wrap_state(std::string_view plugin_id, uint32_t version, std::string_view payload);
+
+// Returns the payload, or throws cotune::Error(INVALID_ARGUMENT / VERSION) saying what is wrong.
+std::string_view unwrap_state(std::string_view bytes, std::string_view plugin_id, uint32_t version);
+
+}  // namespace krr
+
+#endif  // COTUNE_PREDICTOR_KRR_STATE_BLOB_HPP_
