@@ -1,0 +1,50 @@
+// The study loop (DESIGN.md "The study loop"): keeps up to `parallel` trials in flight, refits the
+// surrogate whenever capacity frees, asks the searcher for what to run next, records every trial in
+// the store before it is submitted and commits it the moment it ends, and stops on the budget, a
+// target, patience, or a stop request (Ctrl-C). Running the same study again resumes it: finished
+// trials stay, trials that were in flight are re-attached (executors that can) or submitted again
+// under the same trial record, and the searcher carries on from its saved state.
+#ifndef COTUNE_CORE_STUDY_RUNNER_HPP_
+#define COTUNE_CORE_STUDY_RUNNER_HPP_
+
+#include <cotune/core/store_records.hpp>
+#include <cotune/core/study_file.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <string>
+
+namespace cotune::core {
+
+struct RunOptions {
+  std::string store_path = "cotune.db";
+  // Progress: "live" redraws one line (for a terminal), "lines" writes one line per finished trial,
+  // "quiet" writes nothing but warnings.
+  enum class Display { live, lines, quiet } display = Display::lines;
+  std::FILE* display_out = stderr;
+  // Stop requests (a signal handler increments it): 1 stops proposing and applies the study's
+  // on_stop to the trials in flight; 2 or more cancels them at once. nullptr: never stopped.
+  const std::atomic<int>* stop = nullptr;
+  // Called after each trial is committed (tests use it to interrupt at a chosen point).
+  std::function<void(const TrialRecord&)> on_trial_committed;
+};
+
+struct RunResult {
+  std::int64_t study_id = 0;
+  StudyStatus status = StudyStatus::running;  // finished or stopped
+  std::string reason;                         // why the loop ended
+  bool interrupted = false;                   // a stop request ended it
+  std::int64_t counted_trials = 0;            // trials that count against the budget, all runs
+  std::int64_t trials_this_run = 0;           // trials that finished during this call
+  bool already_finished = false;              // the study had finished before this call
+};
+
+// Runs (or resumes) the study. Throws UserError for bad input (unknown plugins, a study name taken
+// by another study file, ...); on any error the study is marked stopped and can be resumed.
+RunResult run_study(const StudySpec& spec, const RunOptions& options);
+
+}  // namespace cotune::core
+
+#endif  // COTUNE_CORE_STUDY_RUNNER_HPP_

@@ -1,0 +1,85 @@
+// The surrogate of a study: the predictor plugin, optionally on top of the analytic prior.
+//
+// The host owns the target transform. Every target is the log of a positive metric, so relative
+// errors count the same at every scale, and the predictor is created with {"log": false}:
+//  - without the prior, the predictor learns log(metric) from the space's features;
+//  - with the prior (issue 5), the space lowers each configuration to a step trace, the performance
+//    model estimates the same metric, and the predictor learns the residual
+//    r = log(measured) - log(estimated) from the features plus log(estimated) as one more feature.
+//    The prediction is estimated x exp(predicted r): with no measurement it is the model's estimate,
+//    and every measurement corrects the model where it is biased.
+// Targets that are all equal (one measurement, or a flat metric) are kept as a constant instead of
+// fitting a regression to nothing.
+#ifndef COTUNE_CORE_SURROGATE_HPP_
+#define COTUNE_CORE_SURROGATE_HPP_
+
+#include <cotune/cotune.h>
+#include <cotune/core/components.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cotune::core {
+
+// The performance model's value of a metric for a simulated trace: step_time_s, tokens_per_s,
+// tflops_per_gpu, mfu, cost_per_mtokens, peak_memory_bytes, peak_mem_gib (the sim executor's name),
+// gpus. nullopt for a metric the model does not produce.
+std::optional<double> model_metric(const cotune_sim_result& result, const cotune_trace& trace,
+                                   const std::string& metric);
+
+// The predictor options the surrogate needs on top of the study's ({"log": false}); a UserError when
+// the study sets "log" itself.
+std::string surrogate_predictor_options(const std::string& study_options_json, const std::string& where);
+
+class Surrogate {
+ public:
+  // `want_prior`: use the analytic prior when the space lowers and the model knows `metric`
+  // (prior_note() says why not otherwise). `probe`: one valid configuration on which the model is
+  // tried once (an estimate that is not positive, a price-less cost for instance, turns the prior off).
+  Surrogate(const Space& space, Predictor& predictor, std::string metric, bool want_prior,
+            const double* probe = nullptr);
+
+  bool uses_prior() const { return prior_; }
+  const std::string& prior_note() const { return prior_note_; }
+  const std::string& metric() const { return metric_; }
+  size_t fitted_rows() const { return fitted_rows_; }
+  // True when predict() says something: fitted, or the prior alone.
+  bool informed() const { return prior_ || fitted_rows_ > 0; }
+
+  // Fits on n configurations (row-major) and their measured metric values; values that are not
+  // positive and finite are skipped (with a warning). n may be 0 (forgets any fit).
+  void fit(const double* configs, size_t n, const double* values);
+
+  // Predicted metric values into out_value (NaN where nothing is known: no data and no prior, or a
+  // configuration the model cannot estimate) and, when out_log_std is not null, the uncertainty of
+  // log(value) (0 when unknown).
+  void predict(const double* configs, size_t n, double* out_value, double* out_log_std) const;
+
+  // The performance model's estimate of the metric for one configuration; nullopt without a prior
+  // or when the configuration cannot be lowered.
+  std::optional<double> estimate(const double* config) const;
+
+  // The predictor's own state, when it has one to save (empty when nothing is fitted).
+  std::string save_state() const;
+
+ private:
+  // Features of n configurations, with log(estimate) appended under the prior; rows the model
+  // cannot estimate are marked false in `ok`.
+  std::vector<double> features(const double* configs, size_t n, std::vector<double>* log_estimates,
+                               std::vector<char>* ok) const;
+
+  const Space& space_;
+  Predictor& predictor_;
+  std::string metric_;
+  bool prior_ = false;
+  std::string prior_note_;
+  size_t fitted_rows_ = 0;
+  bool fitted_predictor_ = false;  // false with a constant target (or no data)
+  double constant_ = 0;            // the target when it is constant
+  size_t width_ = 0;               // feature columns given to the predictor
+};
+
+}  // namespace cotune::core
+
+#endif  // COTUNE_CORE_SURROGATE_HPP_

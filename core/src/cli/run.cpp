@@ -1,0 +1,125 @@
+// `cotune run STUDY.json [--store FILE] [--quiet]`: runs a study (or resumes it) to the end of its
+// budget, then prints the best configurations. Ctrl-C (SIGINT) or SIGTERM stops it cleanly (exit
+// 130); running the same command again resumes it.
+#include <cotune/core/errors.hpp>
+#include <cotune/core/store.hpp>
+#include <cotune/core/study_file.hpp>
+#include <cotune/core/study_report.hpp>
+#include <cotune/core/study_runner.hpp>
+#include <cotune/core/study_setup.hpp>
+
+#include <boost/program_options.hpp>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli/command.hpp"
+
+namespace cotune::cli {
+namespace {
+namespace po = boost::program_options;
+using namespace cotune::core;
+
+constexpr size_t kBestShown = 5;
+
+std::atomic<int> g_stop_requests{0};
+static_assert(std::atomic<int>::is_always_lock_free, "the signal handler needs a lock-free counter");
+
+extern "C" void on_stop_signal(int) { g_stop_requests.fetch_add(1); }
+
+// Installs the stop handlers for its lifetime and restores the previous ones after.
+class StopSignals {
+ public:
+  StopSignals() {
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~StopSignals() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+ private:
+  struct sigaction old_int_ {}, old_term_ {};
+};
+
+void print_summary(const StudySpec& spec, const RunResult& result, const std::string& store_path) {
+  Store store(store_path);
+  std::optional<StudyRecord> study = store.study(result.study_id);
+  std::map<TrialStatus, std::int64_t> counts;
+  std::vector<TrialRecord> trials = store.trials(result.study_id);
+  for (const TrialRecord& t : trials) ++counts[t.status];
+  std::printf("\nstudy '%s' %s: %s\n", spec.name.c_str(),
+              result.interrupted ? "stopped" : (result.already_finished ? "had already finished" : "finished"),
+              result.reason.c_str());
+  std::printf("trials: %s\n\n", status_counts_text(counts).c_str());
+
+  Registry registry;
+  load_study_plugins(registry, spec);
+  std::unique_ptr<Space> space = make_study_space(registry, spec);
+  print_best_table(stdout, best_trials(trials, spec.objectives, kBestShown), spec, *space);
+  std::string abs_store = std::filesystem::absolute(store_path).lexically_normal().string();
+  std::printf("\nstore: %s\n", abs_store.c_str());
+  std::printf("details: cotune show '%s' --store %s\n", spec.name.c_str(), abs_store.c_str());
+  if (result.interrupted) std::printf("resume: cotune run %s --store %s\n", spec.file.c_str(), abs_store.c_str());
+}
+
+int run(int argc, char** argv) {
+  po::options_description opts("cotune run STUDY.json [options]");
+  std::string study_path, store_path = kDefaultStorePath;
+  opts.add_options()("help,h", "show this help")("store", po::value(&store_path),
+                                                  "the study store (default: ./cotune.db)")(
+      "quiet,q", "no progress output, only the final table");
+  po::options_description hidden;
+  hidden.add_options()("study", po::value(&study_path));
+  po::options_description all;
+  all.add(opts).add(hidden);
+  po::positional_options_description pos;
+  pos.add("study", 1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UserError(e.what());
+  }
+  if (vm.count("help")) {
+    std::cout << opts
+              << "\nRuns the study to the end of its budget and prints the best configurations. On a\n"
+                 "terminal a live line shows the progress; otherwise one line per finished trial.\n"
+                 "Ctrl-C stops cleanly (exit 130); the same command resumes the study.\n";
+    return 0;
+  }
+  if (study_path.empty()) throw UserError("usage: cotune run STUDY.json [--store FILE] [--quiet]");
+
+  StudySpec spec = load_study_file(study_path);
+  RunOptions options;
+  options.store_path = store_path;
+  options.display = vm.count("quiet")               ? RunOptions::Display::quiet
+                    : isatty(fileno(stderr)) != 0 ? RunOptions::Display::live
+                                                    : RunOptions::Display::lines;
+  options.stop = &g_stop_requests;
+  RunResult result;
+  {
+    StopSignals signals;
+    result = run_study(spec, options);
+  }
+  print_summary(spec, result, store_path);
+  return result.interrupted ? 130 : 0;
+}
+
+COTUNE_COMMAND("run", "run or resume a study (the tuning loop)", run);
+}  // namespace
+}  // namespace cotune::cli

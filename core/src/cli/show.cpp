@@ -1,0 +1,124 @@
+// `cotune show [STUDY] [--store FILE]`: without a study, lists the studies of the store; with one,
+// prints its trials and best configurations (the Pareto front for two objectives).
+#include <cotune/core/errors.hpp>
+#include <cotune/core/objective.hpp>
+#include <cotune/core/store.hpp>
+#include <cotune/core/study_report.hpp>
+#include <cotune/core/study_setup.hpp>
+
+#include <boost/program_options.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include "cli/command.hpp"
+#include "study/progress.hpp"
+
+namespace cotune::cli {
+namespace {
+namespace po = boost::program_options;
+using namespace cotune::core;
+
+constexpr size_t kBestShown = 5;
+
+std::string metric_of(const StudyRecord& s) {
+  nlohmann::json objectives = nlohmann::json::parse(s.objective_json, nullptr, false);
+  if (objectives.is_array() && !objectives.empty() && objectives[0].is_object() && objectives[0].contains("metric"))
+    return objectives[0]["metric"].get<std::string>();
+  return "objective";
+}
+
+void list_studies(Store& store) {
+  std::vector<StudySummary> studies = store.list_studies();
+  if (studies.empty()) {
+    std::printf("no studies in %s\n", store.path().c_str());
+    return;
+  }
+  std::printf("%-28s %-9s %-36s %s\n", "STUDY", "STATUS", "TRIALS", "BEST");
+  for (const StudySummary& s : studies) {
+    std::string best = s.best_objective ? metric_of(s.study) + " " + compact_number(*s.best_objective) : "-";
+    std::printf("%-28s %-9s %-36s %s\n", s.study.name.c_str(), std::string(to_string(s.study.status)).c_str(),
+                status_counts_text(s.trials_by_status).c_str(), best.c_str());
+  }
+}
+
+void show_study(Store& store, const std::string& name) {
+  std::optional<StudyRecord> study = store.find_study(name);
+  if (!study) throw UserError("store " + store.path() + ": no study named '" + name + "' (cotune show lists them)");
+  StudySpec spec = spec_from_store(*study);
+  Registry registry;
+  load_study_plugins(registry, spec);
+  std::unique_ptr<Space> space = make_study_space(registry, spec);
+  std::vector<TrialRecord> trials = store.trials(study->id);
+
+  std::printf("study %s (%s)%s%s\n", study->name.c_str(), std::string(to_string(study->status)).c_str(),
+              spec.description.empty() ? "" : ": ", spec.description.c_str());
+  std::printf("space %s, predictor %s (prior %s), searcher %s, executor %s, parallel %lld\n", spec.space.name.c_str(),
+              spec.predictor.name.c_str(), std::string(to_string(spec.predictor.prior)).c_str(),
+              spec.searcher.name.c_str(), spec.executor.name.c_str(), static_cast<long long>(spec.parallel));
+  for (const ObjectiveSpec& o : spec.objectives) {
+    std::printf("objective: %s %s", std::string(to_string(o.direction)).c_str(), o.metric.c_str());
+    for (const Constraint& k : o.constraints) {
+      if (k.max) std::printf(", %s <= %s", k.metric.c_str(), compact_number(*k.max).c_str());
+      if (k.min) std::printf(", %s >= %s", k.metric.c_str(), compact_number(*k.min).c_str());
+    }
+    std::printf("\n");
+  }
+
+  const std::string& metric = spec.objectives.front().metric;
+  std::printf("\n%-5s %-12s %-12s %-12s %s\n", "TRIAL", "STATUS", metric.c_str(), "PREDICTED", "CONFIGURATION / NOTE");
+  for (const TrialRecord& t : trials) {
+    std::string status(to_string(t.status));
+    // A trial left in flight by a stopped study is resumed by the next `cotune run`.
+    if (!is_finished(t.status) && study->status != StudyStatus::running) status = "interrupted";
+    std::optional<double> value = t.metrics_json ? metric_value(*t.metrics_json, metric) : std::nullopt;
+    std::string config;
+    try {
+      std::vector<double> c = space->parse(t.config_json);
+      config = config_summary(*space, c.data());
+    } catch (const std::exception&) {
+      config = t.config_json;
+    }
+    std::printf("%-5lld %-12s %-12s %-12s %s%s%s\n", static_cast<long long>(t.seq), status.c_str(),
+                value ? compact_number(*value).c_str() : "-", t.predicted ? compact_number(*t.predicted).c_str() : "-",
+                config.c_str(), t.error ? " -- " : "", t.error ? t.error->c_str() : "");
+  }
+  std::printf("\n");
+  print_best_table(stdout, best_trials(trials, spec.objectives, kBestShown), spec, *space);
+}
+
+int run(int argc, char** argv) {
+  po::options_description opts("cotune show [STUDY] [options]");
+  std::string name, store_path = kDefaultStorePath;
+  opts.add_options()("help,h", "show this help")("store", po::value(&store_path),
+                                                  "the study store (default: ./cotune.db)");
+  po::options_description hidden;
+  hidden.add_options()("study", po::value(&name));
+  po::options_description all;
+  all.add(opts).add(hidden);
+  po::positional_options_description pos;
+  pos.add("study", 1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UserError(e.what());
+  }
+  if (vm.count("help")) {
+    std::cout << opts << "\nWithout STUDY: the studies of the store. With STUDY: its trials and best\n"
+                         "configurations (the Pareto front when it has two objectives).\n";
+    return 0;
+  }
+  Store::Options store_options;
+  store_options.create = false;
+  Store store(store_path, store_options);
+  if (name.empty()) list_studies(store);
+  else show_study(store, name);
+  return 0;
+}
+
+COTUNE_COMMAND("show", "list studies, or show a study's trials and best configurations", run);
+}  // namespace
+}  // namespace cotune::cli

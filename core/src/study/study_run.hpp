@@ -1,0 +1,125 @@
+// One invocation of the study loop (study_runner.hpp): the components, the store, the trials in
+// flight and the bookkeeping between them. Setup and resume live in study_run_setup.cpp, the loop
+// in study_run_loop.cpp, submitting and committing trials in study_run_trials.cpp.
+#ifndef COTUNE_STUDY_STUDY_RUN_HPP_
+#define COTUNE_STUDY_STUDY_RUN_HPP_
+
+#include <cotune/core/components.hpp>
+#include <cotune/core/objective.hpp>
+#include <cotune/core/registry.hpp>
+#include <cotune/core/store.hpp>
+#include <cotune/core/study_runner.hpp>
+#include <cotune/core/surrogate.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "study/budget.hpp"
+#include "study/progress.hpp"
+
+namespace cotune::core {
+
+// A trial in flight (or waiting to be submitted again after a resume).
+struct RunningTrial {
+  std::int64_t trial_id = 0;
+  std::int64_t seq = 0;
+  std::vector<double> config;
+  std::optional<double> predicted;
+  double trace_gpus = 0;  // GPUs of its step trace, for GPU-hours when the executor does not say
+  std::unique_ptr<Executor::Job> job;
+  bool reattached = false;        // followed from an earlier run through Executor::attach
+  bool cancel_requested = false;  // we asked the executor to stop it
+};
+
+// One finished trial as the searcher hears of it.
+struct Observation {
+  std::int64_t seq = 0;
+  std::vector<double> config;
+  double score = 0;  // normalised objective; -inf when infeasible, NaN when not measured
+  int32_t status = COTUNE_STATUS_OK;
+};
+
+class StudyRun {
+ public:
+  StudyRun(const StudySpec& spec, const RunOptions& options);
+  ~StudyRun();
+  RunResult run();
+
+ private:
+  // setup and resume (study_run_setup.cpp)
+  void load_components();
+  void open_study();
+  void restore();
+  void restore_history();
+  void restore_searcher(const std::vector<TrialRecord>& finished);
+  void add_training(const double* config, const std::string& metrics_json);
+
+  // the loop (study_run_loop.cpp)
+  void loop();
+  void handle_stop_requests();
+  void check_budget(double elapsed_s);
+  void fill_slots();
+  void refit();
+  void cancel_all();
+  void observe(const std::vector<Observation>& batch);
+  void save_searcher_state();
+  ProgressState progress_state() const;
+  double elapsed_s() const;
+
+  // trials (study_run_trials.cpp)
+  std::vector<RunningTrial> propose(size_t n);
+  bool launch(RunningTrial& trial, const std::string* attach_id);
+  size_t poll_round();
+  Observation commit(RunningTrial& trial, const TrialResult& result);
+  void commit_failure(RunningTrial& trial, const std::string& error);
+
+  const StudySpec& spec_;
+  const RunOptions& options_;
+  Registry registry_;
+  std::unique_ptr<Space> space_;
+  std::unique_ptr<Predictor> predictor_;
+  std::unique_ptr<Searcher> searcher_;
+  std::unique_ptr<Executor> executor_;
+  std::unique_ptr<Surrogate> surrogate_;
+  std::unique_ptr<Store> store_;
+  StudyRecord study_;
+  std::string workload_json_;
+  std::string fingerprint_json_;
+  std::string runs_dir_;  // <store dir>/cotune-runs/<study>
+  size_t capacity_ = 1;
+  int32_t launch_format_ = COTUNE_RENDER_JSON;
+
+  BudgetTracker budget_;
+  Progress progress_;
+  std::unordered_set<std::string> seen_;  // Space::key of everything measured, in flight or in history
+  std::vector<double> train_configs_;     // measured configurations (row-major) ...
+  std::vector<double> train_values_;      // ... and their objective metric
+  size_t fitted_on_ = SIZE_MAX;           // training rows at the last refit
+  std::set<std::int64_t> observed_;       // trials the searcher has been told about
+  std::vector<RunningTrial> running_;
+  std::deque<RunningTrial> resubmit_;     // interrupted trials waiting for a slot
+  std::string best_config_;
+
+  std::chrono::steady_clock::time_point started_;
+  std::optional<std::chrono::steady_clock::time_point> cancel_deadline_;
+  bool stopping_ = false;  // a stop request: propose nothing more, on_stop for the trials in flight
+  bool done_ = false;      // the budget or a stopping rule ended the study
+  bool cancelled_all_ = false;
+  int empty_rounds_ = 0;         // proposal rounds that brought nothing new, in a row
+  int failed_submissions_ = 0;   // in a row
+  std::string reason_;
+  std::int64_t finished_this_run_ = 0;
+};
+
+}  // namespace cotune::core
+
+#endif  // COTUNE_STUDY_STUDY_RUN_HPP_

@@ -1,0 +1,265 @@
+// Setting up a study run: plugins, components, the study in the store, and everything a resumed
+// study had (finished trials, trials in flight, history of the workload, the searcher's state).
+#include <cotune/core/canonical_json.hpp>
+#include <cotune/core/errors.hpp>
+#include <cotune/core/log.hpp>
+#include <cotune/core/search_context.hpp>
+#include <cotune/core/study_setup.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <limits>
+
+#include "study/environment.hpp"
+#include "study/searcher_state.hpp"
+#include "study/study_run.hpp"
+
+namespace cotune::core {
+namespace {
+
+ProgressMode progress_mode(RunOptions::Display d) {
+  switch (d) {
+    case RunOptions::Display::live: return ProgressMode::live;
+    case RunOptions::Display::quiet: return ProgressMode::quiet;
+    case RunOptions::Display::lines: break;
+  }
+  return ProgressMode::lines;
+}
+
+// A study name as a directory name: anything but letters, digits, '.', '-' and '_' becomes '_'.
+std::string directory_name(const std::string& name) {
+  std::string out = name;
+  for (char& c : out)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_') c = '_';
+  if (out == "." || out == "..") out = "_";
+  return out;
+}
+
+}  // namespace
+
+StudyRun::StudyRun(const StudySpec& spec, const RunOptions& options)
+    : spec_(spec),
+      options_(options),
+      budget_(spec),
+      progress_(options.display_out, progress_mode(options.display)),
+      started_(std::chrono::steady_clock::now()) {}
+
+StudyRun::~StudyRun() = default;
+
+void StudyRun::load_components() {
+  load_study_plugins(registry_, spec_);
+  space_ = make_study_space(registry_, spec_);
+  executor_ = registry_.make_executor(spec_.executor.name, spec_.executor.options.dump());
+  if (executor_->needs_trace() && !space_->can_lower())
+    throw UserError(spec_.file + ": /executor: the executor '" + executor_->info().name +
+                    "' needs step traces, which the space '" + space_->info().name + "' does not produce");
+  predictor_ = registry_.make_predictor(
+      spec_.predictor.name, surrogate_predictor_options(spec_.predictor.options.dump(), spec_.file + ": /predictor/options"));
+  searcher_ = registry_.make_searcher(spec_.searcher.name, spec_.searcher.options.dump(), *space_, spec_.seed);
+  capacity_ = static_cast<size_t>(std::max<std::int64_t>(1, std::min<std::int64_t>(spec_.parallel, executor_->capacity())));
+  launch_format_ = render_format_code(spec_.format);
+  workload_json_ = spec_.workload.dump();
+
+  // One valid configuration: proof that the workload fits somewhere, and the prior's probe.
+  std::vector<double> probe(space_->num_params());
+  if (space_->sample(spec_.seed, 1, probe.data()) == 0)
+    throw UserError(spec_.file + ": the space '" + space_->info().name +
+                    "' has no valid configuration for this workload (does the model fit the cluster?)");
+  const ObjectiveSpec& objective = spec_.objectives.front();
+  surrogate_ = std::make_unique<Surrogate>(*space_, *predictor_, objective.metric,
+                                           spec_.predictor.prior == Prior::analytic, probe.data());
+  if (spec_.predictor.prior == Prior::analytic && !surrogate_->uses_prior())
+    log(COTUNE_LOG_INFO, "study", "analytic prior off: " + surrogate_->prior_note());
+
+  fingerprint_json_ = environment_fingerprint(spec_.hash, {{"space", &space_->info()},
+                                                           {"predictor", &predictor_->info()},
+                                                           {"searcher", &searcher_->info()},
+                                                           {"executor", &executor_->info()}})
+                          .dump();
+}
+
+void StudyRun::open_study() {
+  store_ = std::make_unique<Store>(options_.store_path);
+  NewStudy n;
+  n.name = spec_.name;
+  n.study_json = stored_study_json(spec_);
+  n.study_hash = spec_.hash;
+  n.workload_key = spec_.workload_key();
+  n.space = spec_.space.name;
+  n.objective_json = spec_.objectives_json().dump();
+  n.direction = spec_.objectives.front().direction;
+  n.environment_json = fingerprint_json_;
+  study_ = store_->create_study(n);
+
+  namespace fs = std::filesystem;
+  fs::path store_dir = fs::absolute(options_.store_path).parent_path();
+  runs_dir_ = (store_dir / "cotune-runs" / directory_name(spec_.name)).lexically_normal().string();
+}
+
+void StudyRun::add_training(const double* config, const std::string& metrics_json) {
+  auto v = metric_value(metrics_json, spec_.objectives.front().metric);
+  if (!v) return;
+  train_configs_.insert(train_configs_.end(), config, config + space_->num_params());
+  train_values_.push_back(*v);
+}
+
+void StudyRun::restore() {
+  std::vector<TrialRecord> trials = store_->trials(study_.id);
+  std::vector<TrialRecord> finished;
+  for (TrialRecord& t : trials) {
+    std::vector<double> config;
+    try {
+      config = space_->parse(t.config_json);
+    } catch (const std::exception& e) {
+      throw UserError("store " + options_.store_path + ": study '" + spec_.name + "', trial " + std::to_string(t.seq) +
+                      ": the space cannot read its configuration (" + e.what() + ")");
+    }
+    seen_.insert(space_->key(config.data()));
+    if (is_finished(t.status)) {
+      if (t.status == TrialStatus::ok && t.metrics_json) add_training(config.data(), *t.metrics_json);
+      finished.push_back(t);
+      continue;
+    }
+    RunningTrial r;
+    r.trial_id = t.id;
+    r.seq = t.seq;
+    r.config = std::move(config);
+    r.predicted = t.predicted;
+    if (executor_->can_attach() && t.external_id && !t.external_id->empty()) {
+      if (launch(r, &*t.external_id)) running_.push_back(std::move(r));
+    } else {
+      resubmit_.push_back(std::move(r));
+    }
+  }
+
+  // The budget replays the finished trials in the order they ended.
+  std::vector<const TrialRecord*> by_end;
+  for (const TrialRecord& t : finished) by_end.push_back(&t);
+  std::stable_sort(by_end.begin(), by_end.end(), [](const TrialRecord* a, const TrialRecord* b) {
+    return a->finished_at.value_or(0) < b->finished_at.value_or(0);
+  });
+  for (const TrialRecord* t : by_end) {
+    std::vector<double> config = space_->parse(t->config_json);
+    double trace_gpus = space_->can_lower() && space_->valid(config.data()) ? space_->lower(config.data()).gpus : 0;
+    std::string metrics = t->metrics_json.value_or("{}");
+    std::optional<Evaluation> eval;
+    if (t->status == TrialStatus::ok) eval = evaluate(spec_.objectives, nlohmann::json::parse(metrics, nullptr, false));
+    budget_.record(t->status, eval ? &*eval : nullptr, trial_gpu_hours(metrics, t->started_at, t->finished_at, trace_gpus));
+    if (budget_.last_improved()) best_config_ = config_summary(*space_, config.data());
+  }
+  restore_history();
+  restore_searcher(finished);
+  if (!trials.empty())
+    progress_.note("resuming study '" + spec_.name + "': " + std::to_string(finished.size()) + " finished, " +
+                   std::to_string(running_.size() + resubmit_.size()) + " to resume");
+}
+
+void StudyRun::restore_history() {
+  const std::string key = spec_.workload_key();
+  size_t unreadable = 0, used = 0;
+  auto take = [&](const std::string& config_json, TrialStatus status, const std::string& metrics) {
+    std::vector<double> config;
+    try {
+      config = space_->parse(config_json);
+    } catch (const std::exception&) {
+      ++unreadable;
+      return;
+    }
+    seen_.insert(space_->key(config.data()));
+    if (status == TrialStatus::ok) add_training(config.data(), metrics);
+    ++used;
+  };
+  const std::vector<TrialStatus> measured = {TrialStatus::ok, TrialStatus::failed, TrialStatus::oom, TrialStatus::timeout};
+  for (const TrialRecord& t : store_->trials_of_workload(key, spec_.space.name, study_.id, measured))
+    take(t.config_json, t.status, t.metrics_json.value_or("{}"));
+  for (const HistoryRow& h : store_->history_for(key, spec_.space.name)) take(h.config_json, h.status, h.metrics_json);
+  if (used > 0) progress_.note("history: " + std::to_string(used) + " earlier runs of this workload seed the predictor");
+  if (unreadable > 0)
+    log(COTUNE_LOG_WARN, "study",
+        std::to_string(unreadable) + " history rows of this workload have configurations the space cannot read; skipped");
+}
+
+void StudyRun::restore_searcher(const std::vector<TrialRecord>& finished) {
+  if (searcher_->can_save()) {
+    if (auto blob = store_->load_searcher_state(study_.id)) {
+      try {
+        SearcherState state = decode_searcher_state(*blob);
+        searcher_->load(state.plugin_bytes);
+        observed_ = std::move(state.observed);
+      } catch (const std::exception& e) {
+        log(COTUNE_LOG_WARN, "study",
+            std::string("the saved searcher state cannot be restored (") + e.what() +
+                "); the searcher starts afresh and is told about every finished trial");
+        observed_.clear();
+      }
+    }
+  }
+  // Tell it about what finished since its state was saved (everything, without a state).
+  std::vector<Observation> missed;
+  for (const TrialRecord& t : finished) {
+    if (observed_.count(t.seq) || t.status == TrialStatus::cancelled) continue;
+    Observation o;
+    o.seq = t.seq;
+    o.config = space_->parse(t.config_json);
+    o.status = status_from_name(to_string(t.status));
+    o.score = std::numeric_limits<double>::quiet_NaN();
+    if (t.status == TrialStatus::ok) {
+      o.score = -std::numeric_limits<double>::infinity();
+      if (t.objective) {
+        // Feasible: the store kept its objective. The searcher's score is that of the first metric.
+        o.score = normalised_score(*t.objective, spec_.objectives.front().direction);
+      }
+    }
+    missed.push_back(std::move(o));
+  }
+  if (!missed.empty()) observe(missed);
+}
+
+RunResult StudyRun::run() {
+  load_components();
+  open_study();
+  RunResult result;
+  result.study_id = study_.id;
+  if (study_.status == StudyStatus::finished) {
+    result.status = StudyStatus::finished;
+    result.already_finished = true;
+    result.reason = "the study had already finished";
+    result.counted_trials = 0;
+    for (const TrialRecord& t : store_->trials(study_.id))
+      if (t.status == TrialStatus::ok || t.status == TrialStatus::failed || t.status == TrialStatus::oom ||
+          t.status == TrialStatus::timeout)
+        ++result.counted_trials;
+    return result;
+  }
+  store_->set_study_status(study_.id, StudyStatus::running);
+  store_->set_study_environment(study_.id, fingerprint_json_);
+  try {
+    restore();
+    loop();
+  } catch (...) {
+    progress_.clear();
+    // Trials in flight keep their "running" record: the next run re-attaches or resubmits them.
+    try {
+      store_->set_study_status(study_.id, StudyStatus::stopped);
+    } catch (const std::exception&) {
+      // The original error says more than this one.
+    }
+    throw;
+  }
+  progress_.clear();
+  result.status = stopping_ ? StudyStatus::stopped : StudyStatus::finished;
+  store_->set_study_status(study_.id, result.status);
+  result.reason = reason_;
+  result.interrupted = stopping_;
+  result.counted_trials = budget_.counted();
+  result.trials_this_run = finished_this_run_;
+  return result;
+}
+
+RunResult run_study(const StudySpec& spec, const RunOptions& options) {
+  StudyRun run(spec, options);
+  return run.run();
+}
+
+}  // namespace cotune::core

@@ -1,0 +1,66 @@
+#include <cotune/core/errors.hpp>
+#include <cotune/core/study_setup.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <filesystem>
+
+namespace cotune::core {
+
+void load_study_plugins(Registry& registry, const StudySpec& spec) {
+  namespace fs = std::filesystem;
+  registry.load_default();
+  for (const std::string& path : spec.plugin_paths) {
+    std::error_code ec;
+    if (fs::is_directory(path, ec)) {
+      registry.load_directories({path});
+    } else if (fs::is_regular_file(path, ec)) {
+      if (!registry.load_file(path)) {
+        const LoadProblem& p = registry.problems().back();
+        throw UserError(spec.file + ": /plugin_paths: cannot load " + p.file + ": " + p.reason);
+      }
+    } else {
+      throw UserError(spec.file + ": /plugin_paths: " + path + " is neither a plugin directory nor a plugin library");
+    }
+  }
+}
+
+std::unique_ptr<Space> make_study_space(const Registry& registry, const StudySpec& spec) {
+  return registry.make_space(spec.space.name, spec.workload.dump(), spec.space.options.dump());
+}
+
+std::string stored_study_json(const StudySpec& spec) {
+  nlohmann::json doc = nlohmann::json::parse(spec.text);
+  doc["workload"] = spec.workload;
+  if (!spec.plugin_paths.empty()) {
+    nlohmann::json paths = nlohmann::json::array();
+    for (const std::string& p : spec.plugin_paths)
+      paths.push_back(std::filesystem::absolute(p).lexically_normal().string());
+    doc["plugin_paths"] = paths;
+  }
+  return doc.dump(2);
+}
+
+StudySpec spec_from_store(const StudyRecord& study) {
+  StudySpec spec = parse_study_file(study.study_json, "study '" + study.name + "' in the store", "/");
+  spec.hash = study.study_hash;
+  return spec;
+}
+
+int32_t render_format_code(RenderFormat format) {
+  switch (format) {
+    case RenderFormat::megatron: return COTUNE_RENDER_MEGATRON;
+    case RenderFormat::torchtitan: return COTUNE_RENDER_TORCHTITAN;
+    case RenderFormat::json: break;
+  }
+  return COTUNE_RENDER_JSON;
+}
+
+std::string config_summary(const Space& space, const double* config) {
+  std::string s = space.key(config);
+  std::replace(s.begin(), s.end(), ';', ' ');
+  return s;
+}
+
+}  // namespace cotune::core

@@ -1,0 +1,183 @@
+#include <cotune/core/errors.hpp>
+#include <cotune/core/log.hpp>
+#include <cotune/core/perfmodel.hpp>
+#include <cotune/core/surrogate.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <limits>
+
+namespace cotune::core {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+bool usable(double v) { return std::isfinite(v) && v > 0; }
+
+// All targets equal to within rounding: a regression would have nothing to learn.
+bool constant_targets(const std::vector<double>& y) {
+  for (double v : y)
+    if (std::fabs(v - y.front()) > 1e-12 * std::max(1.0, std::fabs(y.front()))) return false;
+  return true;
+}
+
+}  // namespace
+
+std::optional<double> model_metric(const cotune_sim_result& r, const cotune_trace& trace, const std::string& metric) {
+  if (metric == "step_time_s") return r.step_time_s;
+  if (metric == "tokens_per_s") return r.tokens_per_s;
+  if (metric == "tflops_per_gpu") return r.tflops_per_gpu;
+  if (metric == "mfu") return r.mfu;
+  if (metric == "cost_per_mtokens") return r.cost_per_mtokens;
+  if (metric == "peak_memory_bytes") return r.peak_memory_bytes;
+  if (metric == "peak_mem_gib") return r.peak_memory_bytes / 1073741824.0;
+  if (metric == "gpus") return trace.gpus;
+  return std::nullopt;
+}
+
+std::string surrogate_predictor_options(const std::string& study_options_json, const std::string& where) {
+  nlohmann::json options = study_options_json.empty() ? nlohmann::json::object()
+                                                      : nlohmann::json::parse(study_options_json);
+  if (!options.is_object()) throw UserError(where + ": expected an object");
+  if (options.contains("log"))
+    throw UserError(where + "/log: set by cotune itself (it hands the predictor log-transformed targets); "
+                            "remove this option");
+  options["log"] = false;
+  return options.dump();
+}
+
+Surrogate::Surrogate(const Space& space, Predictor& predictor, std::string metric, bool want_prior,
+                     const double* probe)
+    : space_(space), predictor_(predictor), metric_(std::move(metric)) {
+  if (want_prior) {
+    if (!space.can_lower()) {
+      prior_note_ = "the space '" + space.info().name + "' does not lower configurations to step traces";
+    } else {
+      prior_ = true;
+      if (probe != nullptr) {
+        const cotune_trace& trace = space.lower(probe);
+        cotune_sim_result r{};
+        r.struct_size = sizeof r;
+        perf::simulate(trace, &r);
+        auto v = model_metric(r, trace, metric_);
+        if (!v) {
+          prior_ = false;
+          prior_note_ = "the performance model does not estimate the metric '" + metric_ + "'";
+        } else if (!usable(*v)) {
+          prior_ = false;
+          prior_note_ = "the performance model's estimate of '" + metric_ + "' is " + std::to_string(*v) +
+                        " (not positive) for this workload";
+        }
+      }
+    }
+  }
+  width_ = space.feature_names().size() + (prior_ ? 1 : 0);
+}
+
+std::optional<double> Surrogate::estimate(const double* config) const {
+  if (!prior_) return std::nullopt;
+  const cotune_trace& trace = space_.lower(config);
+  cotune_sim_result r{};
+  r.struct_size = sizeof r;
+  perf::simulate(trace, &r);
+  auto v = model_metric(r, trace, metric_);
+  if (!v || !usable(*v)) return std::nullopt;
+  return v;
+}
+
+std::vector<double> Surrogate::features(const double* configs, size_t n, std::vector<double>* log_estimates,
+                                        std::vector<char>* ok) const {
+  const size_t d = space_.feature_names().size();
+  const size_t p = space_.num_params();
+  std::vector<double> base(n * d);
+  if (n > 0 && d > 0) space_.featurize(configs, n, base.data());
+  ok->assign(n, 1);
+  log_estimates->assign(n, 0.0);
+  if (!prior_) return base;
+  std::vector<double> x(n * width_);
+  for (size_t i = 0; i < n; ++i) {
+    std::optional<double> e;
+    try {
+      e = estimate(configs + i * p);
+    } catch (const std::exception&) {
+      // An invalid configuration may not lower; it cannot be predicted, which is what it deserves.
+      e.reset();
+    }
+    (*ok)[i] = e.has_value();
+    (*log_estimates)[i] = e ? std::log(*e) : 0.0;
+    std::copy(base.begin() + i * d, base.begin() + (i + 1) * d, x.begin() + i * width_);
+    x[i * width_ + d] = (*log_estimates)[i];
+  }
+  return x;
+}
+
+void Surrogate::fit(const double* configs, size_t n, const double* values) {
+  const size_t p = space_.num_params();
+  std::vector<double> kept_configs;
+  std::vector<double> kept_values;
+  size_t skipped = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (!usable(values[i])) {
+      ++skipped;
+      continue;
+    }
+    kept_configs.insert(kept_configs.end(), configs + i * p, configs + (i + 1) * p);
+    kept_values.push_back(values[i]);
+  }
+  if (skipped > 0)
+    log(COTUNE_LOG_WARN, "study",
+        std::to_string(skipped) + " measured value(s) of '" + metric_ +
+            "' are not positive and finite; the predictor learns from the others");
+
+  const size_t m = kept_values.size();
+  std::vector<double> log_est;
+  std::vector<char> ok;
+  std::vector<double> x = features(kept_configs.data(), m, &log_est, &ok);
+  std::vector<double> rows, y;
+  rows.reserve(x.size());
+  for (size_t i = 0; i < m; ++i) {
+    if (!ok[i]) continue;  // the model could not estimate it: no residual to learn
+    rows.insert(rows.end(), x.begin() + i * width_, x.begin() + (i + 1) * width_);
+    y.push_back(std::log(kept_values[i]) - log_est[i]);
+  }
+  fitted_rows_ = y.size();
+  fitted_predictor_ = false;
+  constant_ = 0;
+  if (y.empty()) return;
+  if (constant_targets(y) || width_ == 0) {
+    double sum = 0;
+    for (double v : y) sum += v;
+    constant_ = sum / static_cast<double>(y.size());
+    return;
+  }
+  predictor_.fit(rows.data(), y.size(), width_, y.data());
+  fitted_predictor_ = true;
+}
+
+void Surrogate::predict(const double* configs, size_t n, double* out_value, double* out_log_std) const {
+  if (out_log_std != nullptr) std::fill(out_log_std, out_log_std + n, 0.0);
+  if (n == 0) return;
+  if (!informed()) {
+    std::fill(out_value, out_value + n, kNaN);
+    return;
+  }
+  std::vector<double> log_est;
+  std::vector<char> ok;
+  std::vector<double> x = features(configs, n, &log_est, &ok);
+  std::vector<double> r(n, constant_);
+  if (fitted_predictor_) {
+    std::vector<double> std_dev(predictor_.has_std() && out_log_std != nullptr ? n : 0);
+    predictor_.predict(x.data(), n, width_, r.data(), std_dev.empty() ? nullptr : std_dev.data());
+    if (!std_dev.empty())
+      for (size_t i = 0; i < n; ++i) out_log_std[i] = std::isfinite(std_dev[i]) ? std_dev[i] : 0.0;
+  }
+  for (size_t i = 0; i < n; ++i) out_value[i] = ok[i] ? std::exp(log_est[i] + r[i]) : kNaN;
+}
+
+std::string Surrogate::save_state() const {
+  if (!fitted_predictor_ || !predictor_.can_save()) return {};
+  return predictor_.save();
+}
+
+}  // namespace cotune::core

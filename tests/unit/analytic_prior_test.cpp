@@ -1,0 +1,145 @@
+// The analytic prior through the real llm space and krr predictor plugins: with no data the
+// surrogate answers the performance model's estimate, and measurements correct a biased model.
+#include <cotune/core/errors.hpp>
+#include <cotune/core/perfmodel.hpp>
+#include <cotune/core/registry.hpp>
+#include <cotune/core/search_context.hpp>
+#include <cotune/core/surrogate.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <unordered_set>
+
+namespace cotune::core {
+namespace {
+
+const char* kWorkload = R"({"model": {"preset": "llama3-8b"}, "training": {"global_batch": 256},
+                            "cluster": {"gpu": "h100-sxm", "nodes": 4, "gpus_per_node": 8}})";
+
+class AnalyticPrior : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    registry_.load_directories({COTUNE_PLUGIN_DIR});
+    space_ = registry_.make_space("llm", kWorkload);
+    ASSERT_TRUE(space_->can_lower());
+    predictor_ = registry_.make_predictor("krr", surrogate_predictor_options("{}", "test"));
+    configs_.resize(200 * space_->num_params());
+    n_ = space_->sample(7, 200, configs_.data());
+    ASSERT_GE(n_, 60u) << "the test workload needs a space with some room";
+  }
+
+  const double* config(size_t i) const { return configs_.data() + i * space_->num_params(); }
+
+  double model_step_time(const double* c) const {
+    const cotune_trace& trace = space_->lower(c);
+    cotune_sim_result r{};
+    r.struct_size = sizeof r;
+    perf::simulate(trace, &r);
+    return r.step_time_s;
+  }
+
+  Registry registry_;
+  std::unique_ptr<Space> space_;
+  std::unique_ptr<Predictor> predictor_;
+  std::vector<double> configs_;
+  size_t n_ = 0;
+};
+
+TEST_F(AnalyticPrior, WithoutDataAnswersTheModelsEstimate) {
+  Surrogate s(*space_, *predictor_, "step_time_s", true, config(0));
+  ASSERT_TRUE(s.uses_prior()) << s.prior_note();
+  EXPECT_TRUE(s.informed());
+  std::vector<double> value(n_), log_std(n_);
+  s.predict(configs_.data(), n_, value.data(), log_std.data());
+  for (size_t i = 0; i < n_; ++i) {
+    EXPECT_NEAR(value[i], model_step_time(config(i)), 1e-12 * value[i]) << "config " << i;
+    EXPECT_EQ(log_std[i], 0.0);
+  }
+}
+
+TEST_F(AnalyticPrior, MeasurementsCorrectABiasedModel) {
+  // The "hardware" is 30% slower than the model everywhere, and another 25% slower with tensor
+  // parallelism above 2: a bias that depends on the configuration.
+  const size_t tp = 0;
+  ASSERT_EQ(space_->params()[tp].name, "tp");
+  auto measured = [&](const double* c) { return model_step_time(c) * 1.3 * (c[tp] > 2 ? 1.25 : 1.0); };
+  const size_t train = n_ / 2;
+  std::vector<double> y(train);
+  for (size_t i = 0; i < train; ++i) y[i] = measured(config(i));
+
+  Surrogate s(*space_, *predictor_, "step_time_s", true, config(0));
+  double before = 0, after = 0;
+  std::vector<double> prior_only(n_ - train);
+  s.predict(config(train), n_ - train, prior_only.data(), nullptr);
+  s.fit(configs_.data(), train, y.data());
+  EXPECT_EQ(s.fitted_rows(), train);
+  std::vector<double> corrected(n_ - train);
+  s.predict(config(train), n_ - train, corrected.data(), nullptr);
+  for (size_t i = train; i < n_; ++i) {
+    double truth = std::log(measured(config(i)));
+    before += std::fabs(std::log(prior_only[i - train]) - truth);
+    after += std::fabs(std::log(corrected[i - train]) - truth);
+  }
+  before /= double(n_ - train);
+  after /= double(n_ - train);
+  EXPECT_GT(before, 0.25) << "the biased model is off by at least log(1.3)";
+  EXPECT_LT(after, 0.05) << "held-out mean |log error| after learning the residual";
+}
+
+TEST_F(AnalyticPrior, OneMeasurementScalesTheModel) {
+  Surrogate s(*space_, *predictor_, "step_time_s", true, config(0));
+  double y = model_step_time(config(0)) * 2;
+  s.fit(config(0), 1, &y);
+  double v = 0;
+  s.predict(config(1), 1, &v, nullptr);
+  EXPECT_NEAR(v, 2 * model_step_time(config(1)), 1e-9 * v);
+}
+
+TEST_F(AnalyticPrior, WithoutPriorNothingIsKnownBeforeData) {
+  Surrogate s(*space_, *predictor_, "step_time_s", false);
+  EXPECT_FALSE(s.uses_prior());
+  EXPECT_FALSE(s.informed());
+  double v = 0;
+  s.predict(config(0), 1, &v, nullptr);
+  EXPECT_TRUE(std::isnan(v));
+  // The searcher then sees equal scores for every valid configuration.
+  std::unordered_set<std::string> seen;
+  SearchContext ctx(*space_, s, Direction::minimize, seen);
+  double score = 1;
+  ctx.score(config(0), 1, &score, nullptr);
+  EXPECT_EQ(score, 0.0);
+}
+
+TEST_F(AnalyticPrior, ModelThatCannotEstimateTheMetricTurnsThePriorOff) {
+  Surrogate s(*space_, *predictor_, "loss", true, config(0));
+  EXPECT_FALSE(s.uses_prior());
+  EXPECT_NE(s.prior_note().find("loss"), std::string::npos);
+}
+
+TEST_F(AnalyticPrior, ScoresAreHigherForBetterAndMinusInfinityForInvalid) {
+  Surrogate s(*space_, *predictor_, "step_time_s", true, config(0));
+  std::unordered_set<std::string> seen{space_->key(config(1))};
+  SearchContext ctx(*space_, s, Direction::minimize, seen);
+  double scores[2], stds[2];
+  ctx.score(configs_.data(), 2, scores, stds);
+  EXPECT_DOUBLE_EQ(scores[0], -std::log(model_step_time(config(0))));
+  EXPECT_EQ(scores[0] > scores[1], model_step_time(config(0)) < model_step_time(config(1)));
+
+  std::vector<double> bad(config(0), config(0) + space_->num_params());
+  bad[0] = 3;  // tp 3 does not divide anything
+  double bad_score = 0;
+  ctx.score(bad.data(), 1, &bad_score, nullptr);
+  EXPECT_EQ(bad_score, -std::numeric_limits<double>::infinity());
+
+  int32_t flags[2];
+  ctx.seen(configs_.data(), 2, flags);
+  EXPECT_EQ(flags[0], 0);
+  EXPECT_EQ(flags[1], 1);
+  EXPECT_EQ(surrogate_predictor_options(R"({"gamma": 0.5})", "x"), R"({"gamma":0.5,"log":false})");
+  EXPECT_THROW(surrogate_predictor_options(R"({"log": true})", "x"), UserError);
+}
+
+}  // namespace
+}  // namespace cotune::core

@@ -1,0 +1,210 @@
+// `cotune run`, `show` and `export` as a user runs them: the real binary (fork + exec), the real
+// plugins and store, kill -9 and SIGINT in the middle of a study, then the same command again.
+#include <cotune/core/canonical_json.hpp>
+#include <cotune/core/store.hpp>
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+namespace cotune::core {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class RunCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/cotune-cli-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    store_ = dir_ + "/cotune.db";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string write_study(const std::string& name, int trials, int parallel, const std::string& searcher = "reinforce") {
+    json doc = {{"name", name},
+                {"workload",
+                 json::parse(R"({"model": {"preset": "llama3-8b"}, "training": {"global_batch": 256},
+                                 "cluster": {"gpu": "h100-sxm", "nodes": 4, "gpus_per_node": 8}})")},
+                {"searcher", searcher},
+                {"executor", {{"name", "sim"}, {"options", {{"noise", 0.05}}}}},
+                {"objective", {{"metric", "tokens_per_s"}, {"direction", "maximize"}}},
+                {"budget", {{"trials", trials}}},
+                {"parallel", parallel},
+                {"format", "megatron"}};
+    std::string path = dir_ + "/" + name + ".json";
+    std::ofstream(path) << doc.dump(2);
+    return path;
+  }
+
+  // Starts `cotune args...` in the test directory with stdout and stderr going to files.
+  pid_t spawn(const std::vector<std::string>& args) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      if (chdir(dir_.c_str()) != 0) _exit(127);
+      int out = open((dir_ + "/stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      int err = open((dir_ + "/stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(out, 1);
+      dup2(err, 2);
+      std::vector<char*> argv;
+      std::string exe = COTUNE_CLI;
+      argv.push_back(exe.data());
+      std::vector<std::string> copy = args;
+      for (std::string& a : copy) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(exe.c_str(), argv.data());
+      _exit(127);
+    }
+    return pid;
+  }
+
+  // Runs to completion; returns the exit status (128 + signal when killed).
+  int run(const std::vector<std::string>& args) { return wait_for(spawn(args)); }
+
+  static int wait_for(pid_t pid) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+  std::string out() const { return read_file(dir_ + "/stdout"); }
+  std::string err() const { return read_file(dir_ + "/stderr"); }
+
+  // Finished trials of a study, read from the store while another process writes it.
+  std::vector<TrialRecord> trials(const std::string& study) const {
+    if (!fs::exists(store_)) return {};
+    Store store(store_);
+    auto s = store.find_study(study);
+    return s ? store.trials(s->id) : std::vector<TrialRecord>{};
+  }
+
+  static size_t finished(const std::vector<TrialRecord>& ts) {
+    size_t n = 0;
+    for (const TrialRecord& t : ts) n += is_finished(t.status);
+    return n;
+  }
+
+  // Waits until the study has at least `n` finished trials (false when the process ended first).
+  bool wait_for_trials(pid_t pid, const std::string& study, size_t n) {
+    for (int i = 0; i < 6000; ++i) {
+      if (finished(trials(study)) >= n) return true;
+      if (waitpid(pid, nullptr, WNOHANG) == pid) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }
+
+  // After a resume: every configuration once, every finished trial of before unchanged, the budget met.
+  void expect_complete(const std::vector<TrialRecord>& before, const std::string& study, size_t budget) {
+    std::vector<TrialRecord> after = trials(study);
+    EXPECT_EQ(after.size(), budget);
+    EXPECT_EQ(finished(after), budget);
+    std::set<std::string> keys;
+    for (const TrialRecord& t : after) EXPECT_TRUE(keys.insert(t.config_key).second) << "trial " << t.seq << " repeated";
+    for (const TrialRecord& t : before) {
+      if (!is_finished(t.status)) continue;
+      const TrialRecord& same = after.at(static_cast<size_t>(t.seq - 1));
+      EXPECT_EQ(same.config_key, t.config_key);
+      EXPECT_EQ(same.finished_at, t.finished_at) << "trial " << t.seq << " was measured again";
+      EXPECT_EQ(same.metrics_json, t.metrics_json);
+    }
+  }
+
+  std::string dir_, store_;
+};
+
+TEST_F(RunCli, RunShowAndExport) {
+  std::string study = write_study("demo", 8, 2);
+  ASSERT_EQ(run({"run", study, "--store", store_}), 0) << err();
+  EXPECT_NE(out().find("best configurations"), std::string::npos) << out();
+  EXPECT_NE(out().find("--tensor-model-parallel-size"), std::string::npos) << "launch arguments in the table";
+  EXPECT_NE(out().find("store: " + store_), std::string::npos) << "the store path";
+  EXPECT_NE(err().find("trial 1 ok"), std::string::npos) << "one line per trial without a terminal:\n" << err();
+
+  ASSERT_EQ(run({"show", "--store", store_}), 0) << err();
+  EXPECT_NE(out().find("demo"), std::string::npos);
+  EXPECT_NE(out().find("finished"), std::string::npos);
+  EXPECT_NE(out().find("8 ok"), std::string::npos) << out();
+
+  ASSERT_EQ(run({"show", "demo", "--store", store_}), 0) << err();
+  EXPECT_NE(out().find("TRIAL"), std::string::npos);
+  EXPECT_NE(out().find("tp="), std::string::npos);
+
+  ASSERT_EQ(run({"export", "demo", "--format", "json", "--store", store_}), 0) << err();
+  json exported = json::parse(out());
+  Store store(store_);
+  auto best = store.best_trial(store.find_study("demo")->id);
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(config_key(exported), best->config_key);
+
+  ASSERT_EQ(run({"export", "demo", "--format", "megatron", "--store", store_}), 0) << err();
+  EXPECT_NE(out().find("--pipeline-model-parallel-size"), std::string::npos) << out();
+
+  EXPECT_EQ(run({"export", "nosuch", "--store", store_}), 2);
+  EXPECT_NE(err().find("no study named 'nosuch'"), std::string::npos) << err();
+  EXPECT_EQ(run({"export", "demo", "--format", "yaml", "--store", store_}), 2);
+}
+
+TEST_F(RunCli, BadStudyFileExitsWithStatusTwo) {
+  std::ofstream(dir_ + "/bad.json") << R"({"name": "x", "workload": {}, "objective": {"metric": "mfu",
+      "direction": "maximize"}})";
+  EXPECT_EQ(run({"run", dir_ + "/bad.json", "--store", store_}), 2);
+  EXPECT_NE(err().find("/budget"), std::string::npos) << err();
+}
+
+TEST_F(RunCli, ResumesAfterKillNineWithNothingLostOrRepeated) {
+  const size_t budget = 120;
+  std::string study = write_study("killed", static_cast<int>(budget), 1);
+  pid_t pid = spawn({"run", study, "--store", store_});
+  ASSERT_TRUE(wait_for_trials(pid, "killed", 6)) << "the study ended before it could be killed:\n" << err();
+  kill(pid, SIGKILL);
+  ASSERT_EQ(wait_for(pid), 128 + SIGKILL);
+  std::vector<TrialRecord> before = trials("killed");
+  ASSERT_LT(finished(before), budget) << "the study finished before the kill";
+
+  ASSERT_EQ(run({"run", study, "--store", store_}), 0) << err();
+  EXPECT_NE(err().find("resuming study 'killed'"), std::string::npos) << err();
+  expect_complete(before, "killed", budget);
+}
+
+TEST_F(RunCli, SigintStopsWithStatus130AndTheStudyResumes) {
+  const size_t budget = 120;
+  std::string study = write_study("interrupted", static_cast<int>(budget), 2);
+  pid_t pid = spawn({"run", study, "--store", store_});
+  ASSERT_TRUE(wait_for_trials(pid, "interrupted", 4)) << err();
+  kill(pid, SIGINT);
+  ASSERT_EQ(wait_for(pid), 130) << err();
+  EXPECT_NE(out().find("resume: cotune run"), std::string::npos) << out();
+  std::vector<TrialRecord> before = trials("interrupted");
+  {
+    Store store(store_);
+    EXPECT_EQ(store.find_study("interrupted")->status, StudyStatus::stopped);
+  }
+  ASSERT_LT(finished(before), budget);
+
+  ASSERT_EQ(run({"run", study, "--store", store_}), 0) << err();
+  expect_complete(before, "interrupted", budget);
+}
+
+}  // namespace
+}  // namespace cotune::core

@@ -1,0 +1,307 @@
+// The study loop through the real plugins (llm space, sim executor, krr predictor, random and
+// reinforce searchers) and a real store: budget and stopping rules, stop and resume, failed history
+// never proposed again, constraints and the Pareto front.
+#include <cotune/core/canonical_json.hpp>
+#include <cotune/core/errors.hpp>
+#include <cotune/core/objective.hpp>
+#include <cotune/core/registry.hpp>
+#include <cotune/core/store.hpp>
+#include <cotune/core/study_file.hpp>
+#include <cotune/core/study_report.hpp>
+#include <cotune/core/study_runner.hpp>
+#include <cotune/core/study_setup.hpp>
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <atomic>
+#include <filesystem>
+#include <set>
+
+namespace cotune::core {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const json kWorkload = json::parse(R"({"model": {"preset": "llama3-8b"}, "training": {"global_batch": 256},
+                                        "cluster": {"gpu": "h100-sxm", "nodes": 4, "gpus_per_node": 8}})");
+// A space small enough to run out of: tp x pp x micro_batch x recompute x sp, dp derived.
+const json kSmallSpace = json::parse(R"({"tp": [1, 2, 4, 8], "pp": [1, 2], "cp": [1], "vpp": [1], "zero": [1],
+                                          "micro_batch": [1, 2]})");
+
+class StudyLoop : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/cotune-loop-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    store_path_ = dir_ + "/cotune.db";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  json study(const std::string& name, const json& budget, const std::string& searcher = "reinforce") const {
+    return {{"name", name},
+            {"workload", kWorkload},
+            {"predictor", {{"name", "krr"}}},
+            {"searcher", searcher},
+            {"executor", {{"name", "sim"}, {"options", {{"noise", 0.05}}}}},
+            {"objective", {{"metric", "tokens_per_s"}, {"direction", "maximize"}}},
+            {"budget", budget},
+            {"parallel", 3},
+            {"seed", 5},
+            {"format", "megatron"}};
+  }
+
+  StudySpec spec(const json& doc) const { return parse_study_file(doc.dump(2), dir_ + "/study.json", dir_); }
+
+  RunResult run(const StudySpec& s, const std::atomic<int>* stop = nullptr,
+                std::function<void(const TrialRecord&)> hook = nullptr) const {
+    RunOptions o;
+    o.store_path = store_path_;
+    o.display = RunOptions::Display::quiet;
+    o.stop = stop;
+    o.on_trial_committed = std::move(hook);
+    return run_study(s, o);
+  }
+
+  std::vector<TrialRecord> trials(const std::string& name) const {
+    Store store(store_path_);
+    auto study = store.find_study(name);
+    EXPECT_TRUE(study.has_value());
+    return study ? store.trials(study->id) : std::vector<TrialRecord>{};
+  }
+
+  static void expect_distinct(const std::vector<TrialRecord>& ts) {
+    std::set<std::string> keys;
+    for (const TrialRecord& t : ts) EXPECT_TRUE(keys.insert(t.config_key).second) << "trial " << t.seq << " repeats a configuration";
+  }
+
+  static std::int64_t counted(const std::vector<TrialRecord>& ts) {
+    std::int64_t n = 0;
+    for (const TrialRecord& t : ts)
+      n += t.status == TrialStatus::ok || t.status == TrialStatus::failed || t.status == TrialStatus::oom ||
+           t.status == TrialStatus::timeout;
+    return n;
+  }
+
+  std::string dir_, store_path_;
+};
+
+TEST_F(StudyLoop, RunsExactlyTheTrialBudgetAndRecordsEachTrial) {
+  StudySpec s = spec(study("budget", {{"trials", 10}}));
+  RunResult r = run(s);
+  EXPECT_EQ(r.status, StudyStatus::finished);
+  EXPECT_FALSE(r.interrupted);
+  EXPECT_EQ(r.counted_trials, 10);
+  EXPECT_NE(r.reason.find("trial budget"), std::string::npos) << r.reason;
+
+  std::vector<TrialRecord> ts = trials("budget");
+  ASSERT_EQ(ts.size(), 10u);
+  expect_distinct(ts);
+  for (const TrialRecord& t : ts) {
+    EXPECT_EQ(t.status, TrialStatus::ok) << t.error.value_or("");
+    EXPECT_EQ(t.executor, "sim");
+    ASSERT_TRUE(t.predicted.has_value()) << "with the analytic prior every proposal has a prediction";
+    ASSERT_TRUE(t.objective.has_value());
+    EXPECT_EQ(t.objective, metric_value(*t.metrics_json, "tokens_per_s"));
+    // 5% noise: the prior's prediction is close to what the simulator measured.
+    EXPECT_NEAR(*t.predicted / *t.objective, 1.0, 0.3);
+    ASSERT_TRUE(t.fingerprint_json.has_value());
+    json fp = json::parse(*t.fingerprint_json);
+    EXPECT_EQ(fp["study_hash"], s.hash);
+    EXPECT_EQ(fp["plugins"]["executor"]["id"], "org.cotune.executor.sim");
+    EXPECT_TRUE(fs::is_directory(dir_ + "/cotune-runs/budget/" + std::to_string(t.seq)));
+  }
+  Store store(store_path_);
+  auto study_record = store.find_study("budget");
+  EXPECT_EQ(study_record->status, StudyStatus::finished);
+  EXPECT_TRUE(store.load_searcher_state(study_record->id).has_value());
+  EXPECT_TRUE(store.load_predictor_state(study_record->id).has_value());
+
+  // Running a finished study again changes nothing.
+  RunResult again = run(s);
+  EXPECT_TRUE(again.already_finished);
+  EXPECT_EQ(trials("budget").size(), 10u);
+}
+
+TEST_F(StudyLoop, StopsWhenTheTargetIsReached) {
+  StudySpec s = spec(study("target", {{"trials", 50}, {"target", 1.0}}));
+  RunResult r = run(s);
+  EXPECT_NE(r.reason.find("target"), std::string::npos) << r.reason;
+  // The first round started `parallel` trials at once; nothing was started after the target.
+  EXPECT_LE(r.counted_trials, 3);
+  EXPECT_GE(r.counted_trials, 1);
+}
+
+TEST_F(StudyLoop, StopsAfterPatienceTrialsWithoutImprovement) {
+  json doc = study("patience", {{"trials", 200}, {"patience", 4}}, "random");
+  doc["parallel"] = 1;
+  RunResult r = run(spec(doc));
+  EXPECT_NE(r.reason.find("no improvement"), std::string::npos) << r.reason;
+  std::vector<TrialRecord> ts = trials("patience");
+  ASSERT_GT(ts.size(), 4u);
+  ASSERT_LT(ts.size(), 200u);
+  // The best came exactly four trials before the end, and nothing after it beat it.
+  size_t best = 0;
+  for (size_t i = 0; i < ts.size(); ++i)
+    if (*ts[i].objective > *ts[best].objective) best = i;
+  EXPECT_EQ(best, ts.size() - 5);
+}
+
+TEST_F(StudyLoop, ExhaustsASmallSpaceWithoutRepeatingAConfiguration) {
+  json doc = study("small", {{"trials", 500}}, "random");
+  doc["space"] = {{"name", "llm"}, {"options", kSmallSpace}};
+  StudySpec s = spec(doc);
+  RunResult r = run(s);
+  EXPECT_EQ(r.status, StudyStatus::finished);
+  EXPECT_NE(r.reason.find("no unmeasured configuration"), std::string::npos) << r.reason;
+
+  Registry registry;
+  load_study_plugins(registry, s);
+  auto space = make_study_space(registry, s);
+  std::vector<double> draws(20000 * space->num_params());
+  size_t n = space->sample(11, 20000, draws.data());
+  std::set<std::string> valid;
+  for (size_t i = 0; i < n; ++i) valid.insert(space->key(draws.data() + i * space->num_params()));
+
+  std::vector<TrialRecord> ts = trials("small");
+  expect_distinct(ts);
+  EXPECT_EQ(ts.size(), valid.size()) << "every valid configuration ran once";
+}
+
+TEST_F(StudyLoop, FailedRunsInTheHistoryAreNeverProposed) {
+  json doc = study("history", {{"trials", 500}}, "random");
+  doc["space"] = {{"name", "llm"}, {"options", kSmallSpace}};
+  StudySpec s = spec(doc);
+  Registry registry;
+  load_study_plugins(registry, s);
+  auto space = make_study_space(registry, s);
+  std::vector<double> draws(64 * space->num_params());
+  size_t n = space->sample(3, 64, draws.data());
+  ASSERT_GE(n, 4u);
+
+  std::vector<HistoryRow> rows;
+  std::set<std::string> failed_keys;
+  for (size_t i = 0; i < n && rows.size() < 4; ++i) {
+    std::string config_json = space->render(draws.data() + i * space->num_params(), COTUNE_RENDER_JSON);
+    HistoryRow h;
+    h.workload_key = s.workload_key();
+    h.space = "llm";
+    h.config_json = config_json;
+    h.config_key = config_key(json::parse(config_json));
+    if (!failed_keys.insert(h.config_key).second) continue;
+    h.status = rows.size() % 2 ? TrialStatus::oom : TrialStatus::failed;
+    h.source = "earlier-runs.csv";
+    h.row_number = static_cast<std::int64_t>(rows.size() + 1);
+    rows.push_back(h);
+  }
+  {
+    Store store(store_path_);
+    store.import_history(rows);
+  }
+  RunResult r = run(s);
+  EXPECT_EQ(r.status, StudyStatus::finished);
+  std::vector<TrialRecord> ts = trials("history");
+  EXPECT_FALSE(ts.empty());
+  for (const TrialRecord& t : ts) EXPECT_EQ(failed_keys.count(t.config_key), 0u) << "trial " << t.seq << " reran a failed run";
+}
+
+TEST_F(StudyLoop, StopRequestStopsCleanlyAndTheNextRunResumes) {
+  json doc = study("resume", {{"trials", 14}});
+  StudySpec s = spec(doc);
+  std::atomic<int> stop{0};
+  int committed = 0;
+  RunResult first = run(s, &stop, [&](const TrialRecord&) {
+    if (++committed == 5) stop = 1;
+  });
+  EXPECT_TRUE(first.interrupted);
+  EXPECT_EQ(first.status, StudyStatus::stopped);
+  std::vector<TrialRecord> before = trials("resume");
+  EXPECT_GE(counted(before), 5);
+  EXPECT_LT(counted(before), 14);
+  {
+    Store store(store_path_);
+    EXPECT_EQ(store.find_study("resume")->status, StudyStatus::stopped);
+  }
+
+  RunResult second = run(s);
+  EXPECT_FALSE(second.interrupted);
+  EXPECT_EQ(second.status, StudyStatus::finished);
+  EXPECT_EQ(second.counted_trials, 14);
+  std::vector<TrialRecord> after = trials("resume");
+  expect_distinct(after);
+  EXPECT_EQ(counted(after), 14);
+  // Nothing measured in the first run was lost or measured again.
+  for (const TrialRecord& t : before) {
+    if (!is_finished(t.status)) continue;
+    const TrialRecord& same = after.at(static_cast<size_t>(t.seq - 1));
+    EXPECT_EQ(same.config_key, t.config_key);
+    EXPECT_EQ(same.metrics_json, t.metrics_json);
+    EXPECT_EQ(same.finished_at, t.finished_at);
+    EXPECT_EQ(same.attempts, t.attempts);
+  }
+}
+
+TEST_F(StudyLoop, ConstraintsMakeTrialsInfeasibleButKeepThem) {
+  json doc = study("constrained", {{"trials", 16}}, "random");
+  doc["objective"]["constraints"] = json::array({{{"metric", "peak_mem_gib"}, {"max", 30}}});
+  StudySpec s = spec(doc);
+  run(s);
+  std::vector<TrialRecord> ts = trials("constrained");
+  ASSERT_EQ(ts.size(), 16u);
+  for (const TrialRecord& t : ts) {
+    ASSERT_EQ(t.status, TrialStatus::ok);
+    bool fits = *metric_value(*t.metrics_json, "peak_mem_gib") <= 30;
+    EXPECT_EQ(t.objective.has_value(), fits) << "trial " << t.seq;
+    if (!fits) {
+      EXPECT_NE(t.error.value_or("").find("infeasible"), std::string::npos);
+    }
+  }
+  for (const RankedTrial& b : best_trials(ts, s.objectives, 5))
+    EXPECT_LE(*metric_value(*b.trial.metrics_json, "peak_mem_gib"), 30);
+}
+
+TEST_F(StudyLoop, TwoObjectivesKeepTheParetoFront) {
+  json doc = study("pareto", {{"trials", 24}});
+  doc.erase("objective");
+  doc["objectives"] = json::array({{{"metric", "tokens_per_s"}, {"direction", "maximize"}},
+                                   {{"metric", "gpus"}, {"direction", "minimize"}}});
+  doc["space"] = {{"name", "llm"}, {"options", {{"gpus", {8, 16, 32}}}}};
+  StudySpec s = spec(doc);
+  RunResult r = run(s);
+  EXPECT_EQ(r.counted_trials, 24);
+  std::vector<TrialRecord> ts = trials("pareto");
+  std::vector<RankedTrial> front = best_trials(ts, s.objectives, 5);
+  ASSERT_FALSE(front.empty());
+  auto values = [](const TrialRecord& t) {
+    return std::vector<double>{*metric_value(*t.metrics_json, "tokens_per_s"), *metric_value(*t.metrics_json, "gpus")};
+  };
+  auto dominates = [](const std::vector<double>& a, const std::vector<double>& b) {
+    return a[0] >= b[0] && a[1] <= b[1] && (a[0] > b[0] || a[1] < b[1]);
+  };
+  std::set<std::int64_t> on_front;
+  for (const RankedTrial& f : front) on_front.insert(f.trial.seq);
+  for (const TrialRecord& t : ts) {
+    bool dominated = false;
+    for (const TrialRecord& u : ts) dominated = dominated || dominates(values(u), values(t));
+    EXPECT_EQ(on_front.count(t.seq) == 1, !dominated) << "trial " << t.seq;
+  }
+}
+
+TEST_F(StudyLoop, UnknownPluginIsAClearError) {
+  json doc = study("bad", {{"trials", 3}});
+  doc["searcher"] = "annealing";
+  try {
+    run(spec(doc));
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("annealing"), std::string::npos) << e.what();
+  }
+  json log_option = study("bad-log", {{"trials", 3}});
+  log_option["predictor"]["options"] = {{"log", true}};
+  EXPECT_THROW(run(spec(log_option)), UserError);
+}
+
+}  // namespace
+}  // namespace cotune::core
