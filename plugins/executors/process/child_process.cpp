@@ -1,0 +1,161 @@
+#include "child_process.hpp"
+
+#include <cotune/cotune.hpp>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace cotune_exec {
+namespace {
+
+int open_log(const std::string& path) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    throw cotune::Error(COTUNE_ERR_UNAVAILABLE, "cannot open log file '" + path + "': " + std::strerror(errno));
+  return fd;
+}
+
+int open_pidfd(pid_t pid) {
+#ifdef SYS_pidfd_open
+  long fd = ::syscall(SYS_pidfd_open, pid, 0);
+  return fd < 0 ? -1 : static_cast<int>(fd);
+#else
+  (void)pid;
+  return -1;
+#endif
+}
+
+// In the child between fork and exec: only async-signal-safe calls. Writes errno to `err_fd` and
+// exits when exec fails.
+[[noreturn]] void exec_child(char* const* argv, char* const* envp, const char* cwd, int out_fd, int err_fd_log,
+                             int err_pipe) {
+  ::setpgid(0, 0);
+  struct sigaction dfl;
+  std::memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGQUIT, SIGHUP, SIGCHLD, SIGUSR1, SIGUSR2}) ::sigaction(sig, &dfl, nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  int in_fd = ::open("/dev/null", O_RDONLY);
+  int step = 0;
+  if (in_fd < 0 || ::dup2(in_fd, 0) < 0) step = 1;
+  if (step == 0 && (::dup2(out_fd, 1) < 0 || ::dup2(err_fd_log, 2) < 0)) step = 2;
+  if (step == 0 && cwd[0] != '\0' && ::chdir(cwd) != 0) step = 3;
+  if (step == 0) ::execvpe(argv[0], argv, envp);
+  int report[2] = {step == 0 ? 4 : step, errno};
+  ssize_t ignored = ::write(err_pipe, report, sizeof report);
+  (void)ignored;
+  ::_exit(127);
+}
+
+std::vector<char*> c_strings(const std::vector<std::string>& v) {
+  std::vector<char*> out;
+  for (const std::string& s : v) out.push_back(const_cast<char*>(s.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
+}  // namespace
+
+ChildProcess::ChildProcess(const SpawnRequest& request) {
+  if (request.argv.empty()) throw cotune::Error(COTUNE_ERR_INVALID_ARGUMENT, "empty command");
+  int out_fd = open_log(request.stdout_path);
+  int err_fd = -1;
+  try {
+    err_fd = open_log(request.stderr_path);
+  } catch (...) {
+    ::close(out_fd);
+    throw;
+  }
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    ::close(out_fd);
+    ::close(err_fd);
+    throw cotune::Error(COTUNE_ERR_UNAVAILABLE, std::string("pipe: ") + std::strerror(errno));
+  }
+  // Everything the child touches is prepared before fork: the host may be multi-threaded.
+  std::vector<char*> argv = c_strings(request.argv);
+  std::vector<char*> envp = c_strings(request.env);
+  pid_t pid = ::fork();
+  if (pid == 0) exec_child(argv.data(), envp.data(), request.cwd.c_str(), out_fd, err_fd, pipe_fds[1]);
+  int fork_errno = errno;
+  ::close(out_fd);
+  ::close(err_fd);
+  ::close(pipe_fds[1]);
+  if (pid < 0) {
+    ::close(pipe_fds[0]);
+    throw cotune::Error(COTUNE_ERR_RESOURCE_EXHAUSTED, std::string("fork: ") + std::strerror(fork_errno));
+  }
+  ::setpgid(pid, pid);  // also here, so that the group exists before anyone signals it
+  pid_ = pid;
+  int report[2] = {0, 0};
+  ssize_t got;
+  do {
+    got = ::read(pipe_fds[0], report, sizeof report);
+  } while (got < 0 && errno == EINTR);
+  ::close(pipe_fds[0]);
+  if (got > 0) {  // exec failed: the pipe stayed open long enough to carry the reason
+    kill_and_reap();
+    static const char* const what[] = {"", "cannot open /dev/null", "cannot redirect output", "cannot enter directory",
+                                       "cannot execute"};
+    int step = report[0] >= 1 && report[0] <= 4 ? report[0] : 4;
+    std::string detail = step == 3 ? " '" + request.cwd + "'" : " '" + request.argv[0] + "'";
+    throw cotune::Error(COTUNE_ERR_INVALID_ARGUMENT,
+                        std::string(what[step]) + detail + ": " + std::strerror(report[1]));
+  }
+  pidfd_ = open_pidfd(pid_);
+}
+
+ChildProcess::~ChildProcess() {
+  if (!reaped_ && pid_ > 0) kill_and_reap();
+  if (pidfd_ >= 0) ::close(pidfd_);
+}
+
+bool ChildProcess::try_reap() {
+  if (reaped_) return true;
+  int status = 0;
+  pid_t r;
+  do {
+    r = ::waitpid(pid_, &status, WNOHANG);
+  } while (r < 0 && errno == EINTR);
+  if (r == pid_ || (r < 0 && errno == ECHILD)) {
+    reaped_ = true;
+    status_ = r == pid_ ? status : 0;
+  }
+  return reaped_;
+}
+
+void ChildProcess::signal_group(int sig) const {
+  if (pid_ > 0) ::killpg(pid_, sig);
+}
+
+void ChildProcess::kill_and_reap() {
+  if (reaped_) return;  // once reaped, the group id may one day belong to someone else
+  signal_group(SIGKILL);
+  int status = 0;
+  pid_t r;
+  do {
+    r = ::waitpid(pid_, &status, 0);
+  } while (r < 0 && errno == EINTR);
+  reaped_ = true;
+  status_ = r == pid_ ? status : 0;
+}
+
+std::string describe_wait_status(int status) {
+  if (WIFEXITED(status)) return "exit code " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    int sig = WTERMSIG(status);
+    const char* abbrev = ::sigabbrev_np(sig);
+    return "killed by signal " + std::to_string(sig) + (abbrev ? std::string(" (SIG") + abbrev + ")" : "");
+  }
+  return "ended with wait status " + std::to_string(status);
+}
+
+}  // namespace cotune_exec

@@ -1,0 +1,58 @@
+// A child process in a process group of its own, so that a timeout or a cancel can signal the job
+// and everything it started (killpg), with stdout and stderr going to files. Plain POSIX: fork,
+// setpgid, execvpe, waitpid; a pidfd (when the kernel has one) lets the owner sleep until it exits.
+#ifndef COTUNE_EXECUTOR_CHILD_PROCESS_HPP_
+#define COTUNE_EXECUTOR_CHILD_PROCESS_HPP_
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace cotune_exec {
+
+struct SpawnRequest {
+  std::vector<std::string> argv;  // argv[0] is looked up in PATH
+  std::vector<std::string> env;   // the whole environment, "NAME=value"
+  std::string cwd;
+  std::string stdout_path, stderr_path;
+};
+
+class ChildProcess {
+ public:
+  // Starts the process. Throws cotune::Error when it cannot be started (the message says why:
+  // program not found, not executable, log file not writable).
+  explicit ChildProcess(const SpawnRequest& request);
+  // Kills the group and reaps the child if it is still running.
+  ~ChildProcess();
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  // A descriptor that becomes readable when the child exits, or -1 when the kernel has none.
+  int exit_fd() const { return pidfd_; }
+
+  // Reaps the child without blocking; true once it has exited (status() then holds its wait status).
+  bool try_reap();
+  bool exited() const { return reaped_; }
+  int status() const { return status_; }
+
+  // Sends a signal to the child's whole process group (harmless when the group is gone).
+  void signal_group(int sig) const;
+
+  // Kills the group with SIGKILL and waits for the child.
+  void kill_and_reap();
+
+ private:
+  pid_t pid_ = -1;
+  int pidfd_ = -1;
+  bool reaped_ = false;
+  int status_ = 0;
+};
+
+// "exit code 3", "killed by signal 9 (KILL)".
+std::string describe_wait_status(int status);
+
+}  // namespace cotune_exec
+
+#endif  // COTUNE_EXECUTOR_CHILD_PROCESS_HPP_
