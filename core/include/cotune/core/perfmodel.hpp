@@ -20,8 +20,31 @@ std::vector<std::string> catalogue_gpu_names();
 void resolve_hardware(const nlohmann::json& cluster, cotune_hardware* out,
                       const std::string& where = "/cluster");
 
+// The duration of one run of `op` on `hw`, in seconds (before multiplying by op.count; a positive
+// op.measured_s is returned as is). The rules:
+//  GEMM       2mnk FLOPs at peak x gemm_efficiency_max x F/(F + gemm_half_efficiency_flops), or the
+//             bytes (mk + kn + mn) at memory speed when slower (skinny GEMMs), plus a kernel launch.
+//  ATTENTION  fused (flash) attention: 4 b h sq skv d FLOPs, halved when causal; 2.5x in the backward
+//             phase unless flagged RECOMPUTE (then it is a forward rerun); at 0.8 of the GEMM curve.
+//  MEMORY     bytes at hbm_bytes_per_s x memory_efficiency, plus a kernel launch.
+//  COLLECTIVE alpha-beta on the level's bandwidth x network_efficiency and latency. `bytes` is the
+//             full buffer: the reduced buffer (all-reduce), the gathered buffer (all-gather and
+//             reduce-scatter), a rank's send buffer (all-to-all, send/recv). All-reduce takes the
+//             faster of ring 2(n-1)/n B/bw + 2(n-1)a and tree 2B/bw + 2 log2(n) a; the others are
+//             rings (n-1)/n B/bw + (n-1)a; send/recv is B/bw + a. Groups of one rank cost nothing.
+double op_time(const cotune_op& op, const cotune_hardware& hw);
+
 // Times one step of `trace`. Reads only the fields each struct_size covers. Throws UserError on a
 // malformed trace (no ops stride, negative sizes).
+//
+// Each of the FORWARD and BACKWARD phases is timed once (for one micro-batch of this GPU's stage,
+// all its virtual chunks) with stream clocks: ops on a stream run in order, an op starts after
+// the op it depends on, and a collective on the compute stream blocks it. Time the compute stream
+// spends waiting, or blocked in a collective, is exposed communication of that op's group.
+// STEP-phase ops on a communication stream that depend on nothing overlap with the backward of
+// the last micro-batch (gradient reduction as gradients become ready). The step is
+//   micro_batches x (F + B) + bubble + step phase,  bubble = (p - 1) / v x (F + B)
+// (1F1B and interleaved; GPipe: (p - 1) x (F + B)). MFU uses the peak of the first GEMM's dtype.
 void simulate(const cotune_trace& trace, cotune_sim_result* out);
 
 }  // namespace cotune::core::perf

@@ -1,0 +1,185 @@
+// `cotune simulate`: times one configuration of the llm space with the performance model and
+// prints the breakdown (or JSON), or checks a CSV of configurations in one go (--batch).
+#include <cotune/core/errors.hpp>
+#include <cotune/core/perfmodel.hpp>
+#include <cotune/core/registry.hpp>
+
+#include <boost/program_options.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+
+#include "cli/command.hpp"
+#include "cli/simulate_batch.hpp"
+
+namespace cotune::cli {
+namespace {
+
+namespace po = boost::program_options;
+using nlohmann::json;
+
+std::string read_file(const std::string& path, const char* what) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw core::UserError(std::string(what) + " '" + path + "': cannot open it");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+const char* const kGroupNames[COTUNE_GROUP_COUNT] = {"other", "tp", "cp", "ep", "pp", "dp", "emb"};
+constexpr double GiB = 1073741824.0;
+
+json result_json(const std::string& status, const std::string& reason, const json& config, const cotune_trace& t,
+                 const cotune_sim_result& r) {
+  json exposed = json::object();
+  for (int g = 0; g < COTUNE_GROUP_COUNT; ++g)
+    if (r.exposed_comm_s[g] > 0) exposed[kGroupNames[g]] = r.exposed_comm_s[g];
+  json j = {{"status", status},
+            {"config", config},
+            {"gpu", std::string(t.hardware.gpu_name.data, t.hardware.gpu_name.len)},
+            {"gpus", t.gpus},
+            {"step_time_s", r.step_time_s},
+            {"tokens_per_s", r.tokens_per_s},
+            {"tflops_per_gpu", r.tflops_per_gpu},
+            {"mfu", r.mfu},
+            {"peak_mem_gib", r.peak_memory_bytes / GiB},
+            {"hbm_gib", t.hardware.hbm_bytes / GiB},
+            {"breakdown",
+             {{"compute_s", r.compute_s},
+              {"bubble_s", r.bubble_s},
+              {"optimizer_s", r.optimizer_s},
+              {"exposed_comm_s", exposed},
+              {"memory_gib",
+               {{"weights", t.memory.weights / GiB},
+                {"gradients", t.memory.gradients / GiB},
+                {"optimizer", t.memory.optimizer / GiB},
+                {"activations", t.memory.activations / GiB},
+                {"buffers", t.memory.buffers / GiB}}}}}};
+  if (r.cost_per_mtokens > 0) j["cost_per_mtokens"] = r.cost_per_mtokens;
+  if (!reason.empty()) j["reason"] = reason;
+  return j;
+}
+
+void print_text(const std::string& status, const std::string& reason, const std::string& config, const cotune_trace& t,
+                const cotune_sim_result& r) {
+  const double step = r.step_time_s;
+  auto line = [step](const char* name, double s) {
+    std::printf("  %-22s %12.4f s  %5.1f %%\n", name, s, step > 0 ? 100 * s / step : 0);
+  };
+  std::printf("configuration   %s\n", config.c_str());
+  std::printf("hardware        %g x %.*s (%d per node)\n", t.gpus, static_cast<int>(t.hardware.gpu_name.len),
+              t.hardware.gpu_name.data, t.hardware.gpus_per_node);
+  std::printf("status          %s%s%s\n", status.c_str(), reason.empty() ? "" : ": ", reason.c_str());
+  std::printf("step time       %.4f s\n", step);
+  std::printf("tokens/s        %.6g\n", r.tokens_per_s);
+  std::printf("TFLOP/s per GPU %.1f\n", r.tflops_per_gpu);
+  std::printf("MFU             %.1f %%\n", 100 * r.mfu);
+  if (r.cost_per_mtokens > 0) std::printf("cost            %.4f per million tokens\n", r.cost_per_mtokens);
+  std::printf("peak memory     %.1f GiB of %.1f GiB (weights %.1f, gradients %.1f, optimizer %.1f, activations %.1f, "
+              "buffers %.1f)\n",
+              r.peak_memory_bytes / GiB, t.hardware.hbm_bytes / GiB, t.memory.weights / GiB, t.memory.gradients / GiB,
+              t.memory.optimizer / GiB, t.memory.activations / GiB, t.memory.buffers / GiB);
+  std::printf("time per step:\n");
+  line("compute", r.compute_s);
+  line("pipeline bubble", r.bubble_s);
+  line("optimizer", r.optimizer_s);
+  for (int g = 0; g < COTUNE_GROUP_COUNT; ++g) {
+    if (r.exposed_comm_s[g] <= 0) continue;
+    std::string name = std::string("exposed ") + kGroupNames[g] + " comm";
+    line(name.c_str(), r.exposed_comm_s[g]);
+  }
+}
+
+int run_simulate(int argc, char** argv) {
+  std::string workload_path, config_path, batch_path, out_path, space_options = "{}";
+  po::options_description desc(
+      "usage: cotune simulate --workload W.json --config C.json [--json]\n"
+      "       cotune simulate --batch IN.csv [--out OUT.csv]\n\n"
+      "Times one configuration of the llm space with the analytic performance model and prints the\n"
+      "breakdown, or simulates every row of a CSV (columns in docs/simulate.md; '-' reads stdin).\n"
+      "Exit status: 0 ok, 1 when the configuration (or any batch row) is not ok, 2 bad input.\n\noptions");
+  desc.add_options()
+      ("help,h", "this help")
+      ("workload", po::value(&workload_path), "workload JSON (model, training, cluster; docs/workloads.md)")
+      ("config", po::value(&config_path), "configuration JSON ({\"tp\": 8, \"pp\": 4, ...}); absent keys take defaults")
+      ("space-options", po::value(&space_options)->default_value("{}"), "JSON options of the llm space")
+      ("json", "print the result as JSON")
+      ("batch", po::value(&batch_path), "CSV of workloads and configurations, one per row")
+      ("out", po::value(&out_path), "write the batch result here instead of stdout");
+  po::variables_map vm;
+  try {
+    po::store(po::parse_command_line(argc, argv, desc), vm);
+    if (vm.count("help")) {
+      std::cout << desc << "\n";
+      return 0;
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw core::UserError(std::string(e.what()) + " (see 'cotune simulate --help')");
+  }
+
+  core::Registry registry;
+  registry.load_default();
+
+  if (!batch_path.empty()) {
+    if (!workload_path.empty() || !config_path.empty())
+      throw core::UserError("--batch takes its workloads and configurations from the CSV; drop --workload/--config");
+    std::ifstream file;
+    if (batch_path != "-") {
+      file.open(batch_path, std::ios::binary);
+      if (!file) throw core::UserError("--batch '" + batch_path + "': cannot open it");
+    }
+    std::istream& in = batch_path == "-" ? std::cin : file;
+    std::ofstream outfile;
+    if (!out_path.empty()) {
+      outfile.open(out_path, std::ios::binary | std::ios::trunc);
+      if (!outfile) throw core::UserError("--out '" + out_path + "': cannot write it");
+    }
+    std::ostream& out = out_path.empty() ? std::cout : outfile;
+    const size_t bad = simulate_batch(registry, in, batch_path, out);
+    out.flush();
+    return bad == 0 ? 0 : 1;
+  }
+
+  if (workload_path.empty() || config_path.empty())
+    throw core::UserError("give --workload and --config, or --batch (see 'cotune simulate --help')");
+  const std::string workload = read_file(workload_path, "--workload");
+  const std::string config_text = read_file(config_path, "--config");
+  std::unique_ptr<core::Space> space;
+  std::vector<double> values;
+  try {
+    space = registry.make_space("llm", workload, space_options);
+  } catch (const core::PluginError& e) {
+    throw core::UserError("--workload '" + workload_path + "': " + e.what());
+  }
+  try {
+    values = space->parse(config_text);
+  } catch (const core::PluginError& e) {
+    throw core::UserError("--config '" + config_path + "': " + e.what());
+  }
+  const std::string reason = space->explain(values.data());
+  const bool oom = reason.rfind("out of memory", 0) == 0;
+  if (!reason.empty() && !oom) throw core::UserError("--config '" + config_path + "' is invalid: " + reason);
+
+  const cotune_trace& trace = space->lower(values.data());
+  cotune_sim_result r{};
+  r.struct_size = COTUNE_STRUCT_SIZE(cotune_sim_result, cost_per_mtokens);
+  core::perf::simulate(trace, &r);
+  const std::string status = oom ? "oom" : "ok";
+  const std::string rendered = space->render(values.data(), COTUNE_RENDER_JSON);
+  if (vm.count("json"))
+    std::cout << result_json(status, reason, json::parse(rendered), trace, r).dump(2) << "\n";
+  else
+    print_text(status, reason, rendered, trace, r);
+  return oom ? 1 : 0;
+}
+
+}  // namespace
+
+COTUNE_COMMAND("simulate", "time a configuration (or a CSV of them) with the performance model", run_simulate);
+
+}  // namespace cotune::cli

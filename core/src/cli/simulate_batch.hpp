@@ -1,0 +1,20 @@
+// `cotune simulate --batch`: one output row per input row of a CSV of configurations (schema in
+// docs/simulate.md).
+#ifndef COTUNE_CLI_SIMULATE_BATCH_HPP_
+#define COTUNE_CLI_SIMULATE_BATCH_HPP_
+
+#include <cotune/core/registry.hpp>
+
+#include <istream>
+#include <ostream>
+#include <string>
+
+namespace cotune::cli {
+
+// Reads CSV from `in` (named `source` in messages) and writes the result CSV to `out`. Returns the
+// number of rows that were not ok. Throws core::UserError when the header itself is unusable.
+size_t simulate_batch(const core::Registry& registry, std::istream& in, const std::string& source, std::ostream& out);
+
+}  // namespace cotune::cli
+
+#endif

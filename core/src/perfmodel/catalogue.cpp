@@ -1,0 +1,242 @@
+// The GPU catalogue (core/data/gpus.json) and the resolution of a workload's "cluster" object into a
+// cotune_hardware: a catalogue GPU, optionally overridden field by field by "gpu_spec", or a GPU
+// defined entirely in "gpu_spec"; the network levels, optionally overridden by "network".
+#include <cotune/core/embedded.hpp>
+#include <cotune/core/errors.hpp>
+#include <cotune/core/perfmodel.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace cotune::core::perf {
+namespace {
+
+using nlohmann::json;
+
+// A GPU description with every field optional, so that overrides can be layered.
+struct GpuFields {
+  std::string name;
+  double peak_tflops[COTUNE_DTYPE_COUNT] = {-1, -1, -1, -1, -1};
+  double hbm_gib = -1, hbm_GBps = -1, nvlink_GBps = -1, network_GBps = -1, island_GBps = -1;
+  double latency_us[COTUNE_NET_LEVELS] = {-1, -1, -1};
+  double gpus_per_node = -1, host_gib_per_node = -1, kernel_launch_us = -1;
+  double gemm_efficiency_max = -1, gemm_half_efficiency_gflops = -1, memory_efficiency = -1,
+         network_efficiency = -1;
+};
+
+const char* const kDtypeNames[COTUNE_DTYPE_COUNT] = {"fp32", "tf32", "bf16", "fp16", "fp8"};
+const char* const kLevelNames[COTUNE_NET_LEVELS] = {"node", "cluster", "island"};
+
+double number(const json& j, const std::string& where, double low, double high) {
+  if (!j.is_number()) throw UserError(where + ": expected a number, got " + j.dump());
+  double v = j.get<double>();
+  if (!std::isfinite(v) || v < low || v > high)
+    throw UserError(where + ": " + j.dump() + " is out of range [" + json(low).dump() + ", " +
+                    json(high).dump() + "]");
+  return v;
+}
+
+void require_object(const json& j, const std::string& where) {
+  if (!j.is_object()) throw UserError(where + ": expected an object, got " + j.dump());
+}
+
+// Applies the fields present in `j` (a catalogue entry or a gpu_spec) onto `g`.
+void apply_gpu_fields(const json& j, GpuFields& g, const std::string& where) {
+  require_object(j, where);
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& key = it.key();
+    const std::string at = where + "/" + key;
+    const json& v = it.value();
+    if (key == "description" || key == "about") {
+      if (!v.is_string()) throw UserError(at + ": expected a string");
+    } else if (key == "name") {
+      if (!v.is_string() || v.get<std::string>().empty()) throw UserError(at + ": expected a non-empty string");
+      g.name = v.get<std::string>();
+    } else if (key == "peak_tflops") {
+      require_object(v, at);
+      for (auto p = v.begin(); p != v.end(); ++p) {
+        int d = -1;
+        for (int i = 0; i < COTUNE_DTYPE_COUNT; ++i)
+          if (p.key() == kDtypeNames[i]) d = i;
+        if (d < 0) throw UserError(at + "/" + p.key() + ": unknown dtype (expected fp32, tf32, bf16, fp16 or fp8)");
+        g.peak_tflops[d] = number(p.value(), at + "/" + p.key(), 0, 1e6);
+      }
+    } else if (key == "latency_us") {
+      require_object(v, at);
+      for (auto p = v.begin(); p != v.end(); ++p) {
+        int l = -1;
+        for (int i = 0; i < COTUNE_NET_LEVELS; ++i)
+          if (p.key() == kLevelNames[i]) l = i;
+        if (l < 0) throw UserError(at + "/" + p.key() + ": unknown network level (expected node, cluster or island)");
+        g.latency_us[l] = number(p.value(), at + "/" + p.key(), 0, 1e6);
+      }
+    } else if (key == "hbm_gib") { g.hbm_gib = number(v, at, 1e-3, 1e6);
+    } else if (key == "hbm_GBps") { g.hbm_GBps = number(v, at, 1e-3, 1e7);
+    } else if (key == "nvlink_GBps") { g.nvlink_GBps = number(v, at, 1e-3, 1e7);
+    } else if (key == "network_GBps") { g.network_GBps = number(v, at, 1e-3, 1e7);
+    } else if (key == "island_GBps") { g.island_GBps = number(v, at, 1e-3, 1e7);
+    } else if (key == "gpus_per_node") { g.gpus_per_node = number(v, at, 1, 1024);
+    } else if (key == "host_gib_per_node") { g.host_gib_per_node = number(v, at, 0, 1e9);
+    } else if (key == "kernel_launch_us") { g.kernel_launch_us = number(v, at, 0, 1e4);
+    } else if (key == "gemm_efficiency_max") { g.gemm_efficiency_max = number(v, at, 1e-3, 1);
+    } else if (key == "gemm_half_efficiency_gflops") { g.gemm_half_efficiency_gflops = number(v, at, 0, 1e9);
+    } else if (key == "memory_efficiency") { g.memory_efficiency = number(v, at, 1e-3, 1);
+    } else if (key == "network_efficiency") { g.network_efficiency = number(v, at, 1e-3, 1);
+    } else {
+      throw UserError(at + ": unknown GPU field (expected name, peak_tflops, hbm_gib, hbm_GBps, nvlink_GBps, "
+                      "network_GBps, island_GBps, latency_us, gpus_per_node, host_gib_per_node, "
+                      "kernel_launch_us, gemm_efficiency_max, gemm_half_efficiency_gflops, "
+                      "memory_efficiency, network_efficiency)");
+    }
+  }
+}
+
+const json& catalogue() {
+  static const json cat = [] {
+    std::string_view text = embedded_file("gpus.json");
+    if (text.empty()) throw std::runtime_error("the GPU catalogue gpus.json is not embedded in this build");
+    json j = json::parse(text.begin(), text.end());
+    if (!j.contains("gpus") || !j["gpus"].is_object()) throw std::runtime_error("gpus.json: no \"gpus\" object");
+    return j;
+  }();
+  return cat;
+}
+
+// Names live as long as the process: cotune_hardware.gpu_name is borrowed from the host.
+cotune_str intern(const std::string& s) {
+  static std::mutex mu;
+  static std::set<std::string> names;
+  std::lock_guard<std::mutex> lock(mu);
+  const std::string& kept = *names.insert(s).first;
+  return cotune_str{kept.data(), kept.size()};
+}
+
+void check_complete(const GpuFields& g, const std::string& where) {
+  std::vector<std::string> missing;
+  if (g.peak_tflops[COTUNE_DTYPE_BF16] < 0 && g.peak_tflops[COTUNE_DTYPE_FP16] < 0) missing.push_back("peak_tflops.bf16");
+  if (g.hbm_gib < 0) missing.push_back("hbm_gib");
+  if (g.hbm_GBps < 0) missing.push_back("hbm_GBps");
+  if (g.nvlink_GBps < 0) missing.push_back("nvlink_GBps");
+  if (g.network_GBps < 0) missing.push_back("network_GBps");
+  if (g.gemm_efficiency_max < 0) missing.push_back("gemm_efficiency_max");
+  if (g.gemm_half_efficiency_gflops < 0) missing.push_back("gemm_half_efficiency_gflops");
+  if (g.memory_efficiency < 0) missing.push_back("memory_efficiency");
+  if (g.network_efficiency < 0) missing.push_back("network_efficiency");
+  if (g.kernel_launch_us < 0) missing.push_back("kernel_launch_us");
+  for (int l = 0; l < 2; ++l)
+    if (g.latency_us[l] < 0) missing.push_back(std::string("latency_us.") + kLevelNames[l]);
+  if (missing.empty()) return;
+  std::string list;
+  for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;
+  throw UserError(where + ": the GPU description is incomplete; missing " + list);
+}
+
+}  // namespace
+
+std::vector<std::string> catalogue_gpu_names() {
+  std::vector<std::string> names;
+  for (auto it = catalogue()["gpus"].begin(); it != catalogue()["gpus"].end(); ++it) names.push_back(it.key());
+  return names;
+}
+
+void resolve_hardware(const json& cluster, cotune_hardware* out, const std::string& where) {
+  if (out == nullptr || out->struct_size < COTUNE_STRUCT_SIZE(cotune_hardware, host_bytes_per_node))
+    throw UserError("resolve_hardware: the output struct is too small for this host");
+  require_object(cluster, where);
+  for (auto it = cluster.begin(); it != cluster.end(); ++it) {
+    static const char* const known[] = {"gpu", "gpu_spec", "nodes", "gpus_per_node", "nodes_per_island",
+                                        "network", "price_per_gpu_hour"};
+    bool ok = false;
+    for (const char* k : known) ok = ok || it.key() == k;
+    if (!ok)
+      throw UserError(where + "/" + it.key() + ": unknown cluster field (expected gpu, gpu_spec, nodes, "
+                      "gpus_per_node, nodes_per_island, network, price_per_gpu_hour)");
+  }
+
+  GpuFields g;
+  if (cluster.contains("gpu")) {
+    const json& name = cluster["gpu"];
+    if (!name.is_string()) throw UserError(where + "/gpu: expected a GPU name (string)");
+    const json& gpus = catalogue()["gpus"];
+    std::string n = name.get<std::string>();
+    if (!gpus.contains(n)) {
+      std::string list;
+      for (const auto& k : catalogue_gpu_names()) list += (list.empty() ? "" : ", ") + k;
+      throw UserError(where + "/gpu: unknown GPU '" + n + "' (the catalogue has " + list +
+                      "; or describe it in gpu_spec)");
+    }
+    g.name = n;
+    apply_gpu_fields(gpus[n], g, "gpus.json/gpus/" + n);
+  } else if (!cluster.contains("gpu_spec")) {
+    throw UserError(where + ": expected \"gpu\" (a catalogue name) or \"gpu_spec\" (a GPU description)");
+  }
+  if (cluster.contains("gpu_spec")) {
+    apply_gpu_fields(cluster["gpu_spec"], g, where + "/gpu_spec");
+    if (g.name.empty()) throw UserError(where + "/gpu_spec/name: a GPU defined in gpu_spec needs a name");
+  }
+  check_complete(g, where + (cluster.contains("gpu_spec") ? "/gpu_spec" : ""));
+
+  if (!cluster.contains("nodes")) throw UserError(where + "/nodes: missing (expected the number of nodes, >= 1)");
+  const double nodes = number(cluster["nodes"], where + "/nodes", 1, 1e6);
+  if (nodes != std::floor(nodes)) throw UserError(where + "/nodes: expected an integer");
+  double gpn = g.gpus_per_node > 0 ? g.gpus_per_node : 8;
+  if (cluster.contains("gpus_per_node")) gpn = number(cluster["gpus_per_node"], where + "/gpus_per_node", 1, 1024);
+  if (gpn != std::floor(gpn)) throw UserError(where + "/gpus_per_node: expected an integer");
+  double npi = 0;
+  if (cluster.contains("nodes_per_island")) npi = number(cluster["nodes_per_island"], where + "/nodes_per_island", 0, 1e6);
+  if (npi != std::floor(npi)) throw UserError(where + "/nodes_per_island: expected an integer");
+  double price = 0;
+  if (cluster.contains("price_per_gpu_hour"))
+    price = number(cluster["price_per_gpu_hour"], where + "/price_per_gpu_hour", 0, 1e6);
+
+  double bw[COTUNE_NET_LEVELS] = {g.nvlink_GBps, g.network_GBps, g.island_GBps > 0 ? g.island_GBps : g.network_GBps / 4};
+  double lat[COTUNE_NET_LEVELS] = {g.latency_us[0], g.latency_us[1],
+                                   g.latency_us[2] >= 0 ? g.latency_us[2] : 4 * g.latency_us[1]};
+  if (cluster.contains("network")) {
+    const json& net = cluster["network"];
+    require_object(net, where + "/network");
+    for (auto it = net.begin(); it != net.end(); ++it) {
+      int l = -1;
+      for (int i = 0; i < COTUNE_NET_LEVELS; ++i)
+        if (it.key() == kLevelNames[i]) l = i;
+      const std::string at = where + "/network/" + it.key();
+      if (l < 0) throw UserError(at + ": unknown network level (expected node, cluster or island)");
+      require_object(it.value(), at);
+      for (auto f = it.value().begin(); f != it.value().end(); ++f) {
+        if (f.key() == "bandwidth_GBps") bw[l] = number(f.value(), at + "/bandwidth_GBps", 1e-3, 1e7);
+        else if (f.key() == "latency_us") lat[l] = number(f.value(), at + "/latency_us", 0, 1e6);
+        else throw UserError(at + "/" + f.key() + ": unknown field (expected bandwidth_GBps, latency_us)");
+      }
+    }
+  }
+
+  const size_t keep = out->struct_size;
+  *out = cotune_hardware{};
+  out->struct_size = keep;
+  out->gpu_name = intern(g.name);
+  for (int d = 0; d < COTUNE_DTYPE_COUNT; ++d) out->peak_flops[d] = std::max(0.0, g.peak_tflops[d]) * 1e12;
+  if (g.peak_tflops[COTUNE_DTYPE_FP16] < 0) out->peak_flops[COTUNE_DTYPE_FP16] = out->peak_flops[COTUNE_DTYPE_BF16];
+  if (g.peak_tflops[COTUNE_DTYPE_BF16] < 0) out->peak_flops[COTUNE_DTYPE_BF16] = out->peak_flops[COTUNE_DTYPE_FP16];
+  out->hbm_bytes = g.hbm_gib * 1073741824.0;
+  out->hbm_bytes_per_s = g.hbm_GBps * 1e9;
+  for (int l = 0; l < COTUNE_NET_LEVELS; ++l) {
+    out->net_bytes_per_s[l] = bw[l] * 1e9;
+    out->net_latency_s[l] = lat[l] * 1e-6;
+  }
+  out->gpus_per_node = static_cast<int32_t>(gpn);
+  out->nodes = static_cast<int32_t>(nodes);
+  out->nodes_per_island = static_cast<int32_t>(npi);
+  out->kernel_launch_s = g.kernel_launch_us * 1e-6;
+  out->gemm_efficiency_max = g.gemm_efficiency_max;
+  out->gemm_half_efficiency_flops = g.gemm_half_efficiency_gflops * 1e9;
+  out->memory_efficiency = g.memory_efficiency;
+  out->network_efficiency = g.network_efficiency;
+  out->price_per_gpu_hour = price;
+  out->host_bytes_per_node = std::max(0.0, g.host_gib_per_node) * 1073741824.0;
+}
+
+}  // namespace cotune::core::perf

@@ -1,0 +1,136 @@
+// The sim executor: answers a trial from the performance model (through the host's
+// simulate_trace), reports `oom` with the memory breakdown when the trace's peak memory does not
+// fit, and can add seeded multiplicative noise that is the same for the same configuration and
+// seed, so reruns are reproducible.
+#include <cotune/cotune.h>
+#include <cotune/cotune.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <string>
+
+namespace cotune_sim {
+namespace {
+
+using nlohmann::json;
+
+[[noreturn]] void bad(const std::string& msg) { throw cotune::Error(COTUNE_ERR_INVALID_ARGUMENT, msg); }
+
+std::string gib(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f", bytes / 1073741824.0);
+  return buf;
+}
+
+// FNV-1a over the configuration, so that each configuration draws its own noise.
+uint64_t fingerprint(std::string_view s, uint64_t seed) {
+  uint64_t h = 1469598103934665603ull ^ seed;
+  for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ull;
+  return h;
+}
+
+}  // namespace
+
+class SimExecutor {
+ public:
+  struct Job {
+    cotune::JobResult result;
+  };
+
+  explicit SimExecutor(std::string_view options_json) {
+    json o;
+    try {
+      o = options_json.empty() ? json::object() : json::parse(options_json);
+    } catch (const std::exception& e) {
+      bad(std::string("sim executor options: not valid JSON: ") + e.what());
+    }
+    if (!o.is_object()) bad("sim executor options: expected a JSON object");
+    for (auto it = o.begin(); it != o.end(); ++it) {
+      const json& v = it.value();
+      if (it.key() == "noise") {
+        if (!v.is_number() || v.get<double>() < 0 || v.get<double>() >= 1)
+          bad("sim executor options/noise: expected a relative standard deviation in [0, 1), got " + v.dump());
+        noise_ = v.get<double>();
+      } else if (it.key() == "seed") {
+        if (!v.is_number_integer() || v.get<int64_t>() < 0)
+          bad("sim executor options/seed: expected a non-negative integer, got " + v.dump());
+        seed_ = v.get<uint64_t>();
+      } else {
+        bad("sim executor options/" + it.key() + ": unknown option (expected noise, seed)");
+      }
+    }
+  }
+
+  int32_t capacity() { return 1024; }
+
+  std::unique_ptr<Job> submit(const cotune_trial& trial) {
+    auto job = std::make_unique<Job>();
+    job->result.attempts = 1;
+    if (trial.trace == nullptr)
+      throw cotune::Error(COTUNE_ERR_INVALID_ARGUMENT,
+                          "the sim executor needs a step trace: use a space that lowers configurations (e.g. llm)");
+    const cotune_trace& trace = *trial.trace;
+    const cotune_sim_result r = cotune::simulate(trace);
+    if (!r.fits) {
+      const cotune_memory& m = trace.memory;
+      job->result.status = COTUNE_STATUS_OOM;
+      job->result.error = "out of memory: needs " + gib(r.peak_memory_bytes) + " GiB per GPU but the " +
+                          std::string(cotune::view(trace.hardware.gpu_name)) + " has " + gib(trace.hardware.hbm_bytes) +
+                          " GiB (weights " + gib(m.weights) + ", gradients " + gib(m.gradients) + ", optimizer state " +
+                          gib(m.optimizer) + ", activations " + gib(m.activations) + ", buffers " + gib(m.buffers) +
+                          " GiB)";
+      return job;
+    }
+    double factor = 1;
+    if (noise_ > 0) {
+      std::mt19937_64 rng(fingerprint(cotune::view(trial.config_json), seed_));
+      factor = std::exp(noise_ * std::normal_distribution<double>(0, 1)(rng));
+    }
+    job->result.status = COTUNE_STATUS_OK;
+    job->result.metrics_json = metrics(r, trace, factor);
+    return job;
+  }
+
+  const cotune::JobResult& poll(Job& job, int32_t) { return job.result; }
+  void cancel(Job&) {}  // trials finish inside submit(); there is nothing left to stop
+
+ private:
+  static std::string metrics(const cotune_sim_result& r, const cotune_trace& t, double factor) {
+    static const char* const groups[COTUNE_GROUP_COUNT] = {"other", "tp", "cp", "ep", "pp", "dp", "emb"};
+    json exposed = json::object();
+    for (int g = 0; g < COTUNE_GROUP_COUNT; ++g)
+      if (r.exposed_comm_s[g] > 0) exposed[groups[g]] = r.exposed_comm_s[g] * factor;
+    json m = {{"step_time_s", r.step_time_s * factor},
+              {"tokens_per_s", r.tokens_per_s / factor},
+              {"tflops_per_gpu", r.tflops_per_gpu / factor},
+              {"mfu", r.mfu / factor},
+              {"peak_mem_gib", r.peak_memory_bytes / 1073741824.0},
+              {"gpus", t.gpus},
+              {"breakdown",
+               {{"compute_s", r.compute_s * factor},
+                {"bubble_s", r.bubble_s * factor},
+                {"optimizer_s", r.optimizer_s * factor},
+                {"exposed_comm_s", exposed},
+                {"memory_gib",
+                 {{"weights", t.memory.weights / 1073741824.0},
+                  {"gradients", t.memory.gradients / 1073741824.0},
+                  {"optimizer", t.memory.optimizer / 1073741824.0},
+                  {"activations", t.memory.activations / 1073741824.0},
+                  {"buffers", t.memory.buffers / 1073741824.0}}}}}};
+    if (r.cost_per_mtokens > 0) m["cost_per_mtokens"] = r.cost_per_mtokens * factor;
+    return m.dump();
+  }
+
+  double noise_ = 0;
+  uint64_t seed_ = 1;
+};
+
+}  // namespace cotune_sim
+
+COTUNE_PLUGIN(cotune::executor<cotune_sim::SimExecutor>({"org.cotune.executor.sim", "sim", "1.0.0",
+                                                          "Answers trials from the analytic performance model.",
+                                                          COTUNE_CAP_NEEDS_TRACE | COTUNE_CAP_THREAD_SAFE}))

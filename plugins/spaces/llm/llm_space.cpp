@@ -1,0 +1,422 @@
+// The LLM training search space (component "llm"): parameters, validity, sampling, features,
+// lowering to step traces and rendering for Megatron-LM and TorchTitan.
+#include <cotune/cotune.h>
+#include <cotune/cotune.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "config.hpp"
+#include "estimate.hpp"
+#include "lowering.hpp"
+#include "render.hpp"
+#include "validity.hpp"
+#include "workload.hpp"
+
+namespace cotune_llm {
+namespace {
+
+using nlohmann::json;
+
+const char* const kParamNames[kNumParams] = {"tp",  "pp",   "dp",        "cp", "ep",   "micro_batch",
+                                              "vpp", "zero", "recompute", "sp", "gpus", "gpu"};
+
+const char* const kDerivedFeatures[] = {
+    "micro_batches",       "tokens_per_micro_batch", "model_flops_per_gpu", "hardware_flops_per_gpu",
+    "bubble_fraction",     "comm_bytes_node",        "comm_bytes_cluster",  "comm_bytes_island",
+    "memory_gib",          "arithmetic_intensity",   "peak_tflops",         "hbm_gib"};
+constexpr size_t kNumDerived = sizeof(kDerivedFeatures) / sizeof(kDerivedFeatures[0]);
+
+[[noreturn]] void bad(const std::string& msg) { throw cotune::Error(COTUNE_ERR_INVALID_ARGUMENT, msg); }
+
+std::vector<double> powers_of_two(double limit) {
+  std::vector<double> v;
+  for (double x = 1; x <= limit; x *= 2) v.push_back(x);
+  return v;
+}
+
+std::vector<double> divisors(double n, double limit) {
+  std::vector<double> v;
+  for (double x = 1; x <= std::min(n, limit); ++x)
+    if (std::fmod(n, x) == 0) v.push_back(x);
+  return v;
+}
+
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.15g", v);
+  return buf;
+}
+
+std::string list_text(const std::vector<double>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + num(v[i]);
+  return s + "]";
+}
+
+}  // namespace
+
+class LlmSpace {
+ public:
+  LlmSpace(std::string_view workload_json, std::string_view options_json) {
+    json wj, oj;
+    try {
+      wj = json::parse(workload_json);
+    } catch (const std::exception& e) {
+      bad(std::string("workload: not valid JSON: ") + e.what());
+    }
+    try {
+      oj = options_json.empty() ? json::object() : json::parse(options_json);
+    } catch (const std::exception& e) {
+      bad(std::string("space options: not valid JSON: ") + e.what());
+    }
+    if (!oj.is_object()) bad("space options: expected a JSON object");
+    try {
+      w_ = parse_workload(wj);
+    } catch (const std::invalid_argument& e) {
+      bad(std::string("workload") + e.what());
+    }
+    resolve_gpus(oj);
+    build_params(oj);
+    for (size_t i = 0; i < kNumParams; ++i) features_.push_back(kParamNames[i]);
+    for (const char* f : kDerivedFeatures) features_.push_back(f);
+    ops_.reserve(kMaxOps);
+    scratch_ops_.reserve(kMaxOps);
+  }
+
+  const cotune::ParamList& params() const { return params_; }
+  const std::vector<std::string>& feature_names() const { return features_; }
+
+  void check(const double* configs, size_t n, int32_t* out_valid) {
+    for (size_t i = 0; i < n; ++i) {
+      const double* v = configs + i * kNumParams;
+      out_valid[i] = in_domain(v, nullptr) && check_config(w_, Config::decode(v), hardware_[gpu_of(v)], nullptr) ? 1 : 0;
+    }
+  }
+
+  std::string explain(const double* v) {
+    std::string why;
+    if (!in_domain(v, &why)) return why;
+    check_config(w_, Config::decode(v), hardware_[gpu_of(v)], &why);
+    return why;
+  }
+
+  size_t sample(uint64_t seed, size_t n, double* out) {
+    std::mt19937_64 rng(seed);
+    size_t found = 0;
+    const size_t max_attempts = 2000 * std::max<size_t>(n, 1);
+    double v[kNumParams];
+    for (size_t attempt = 0; attempt < max_attempts && found < n; ++attempt) {
+      for (size_t p = 0; p < kNumParams; ++p) {
+        const std::vector<double>& d = domains_[p];
+        v[p] = d[std::uniform_int_distribution<size_t>(0, d.size() - 1)(rng)];
+      }
+      // Most draws of dp break the product rule; derive it from the others when it can be.
+      const double dp = v[kGpus] / (v[kTp] * v[kPp] * v[kCp]);
+      if (contains(domains_[kDp], dp)) v[kDp] = dp;
+      if (!in_domain(v, nullptr) || !check_config(w_, Config::decode(v), hardware_[gpu_of(v)], nullptr)) continue;
+      std::copy(v, v + kNumParams, out + found * kNumParams);
+      ++found;
+    }
+    return found;
+  }
+
+  void featurize(const double* configs, size_t n, double* out) {
+    const size_t width = kNumParams + kNumDerived;
+    for (size_t i = 0; i < n; ++i) {
+      const double* v = configs + i * kNumParams;
+      double* f = out + i * width;
+      std::copy(v, v + kNumParams, f);
+      std::fill(f + kNumParams, f + width, 0.0);
+      if (!in_domain(v, nullptr)) continue;  // degrees of zero would divide by zero below
+      const Config c = Config::decode(v);
+      const cotune_hardware& hw = hardware_[gpu_of(v)];
+      lower_config(w_, c, hw, scratch_ops_, scratch_trace_);
+      derived_features(c, hw, scratch_trace_, f + kNumParams);
+    }
+  }
+
+  const cotune_trace* lower(const double* v) {
+    std::string why;
+    if (!in_domain(v, &why)) bad("lower: " + why);
+    lower_config(w_, Config::decode(v), hardware_[gpu_of(v)], ops_, trace_);
+    return &trace_;
+  }
+
+  std::string render(const double* v, int32_t format) {
+    std::string why;
+    if (!in_domain(v, &why)) bad("render: " + why);
+    const Config c = Config::decode(v);
+    switch (format) {
+      case COTUNE_RENDER_JSON: return render_json(c, gpu_names_[c.gpu]);
+      case COTUNE_RENDER_MEGATRON: return render_megatron(w_, c);
+      case COTUNE_RENDER_TORCHTITAN: return render_torchtitan(w_, c);
+      default:
+        throw cotune::Error(COTUNE_ERR_UNSUPPORTED,
+                            "the llm space renders JSON, Megatron-LM and TorchTitan, not format " + std::to_string(format));
+    }
+  }
+
+  void parse(std::string_view text, double* out) {
+    json j;
+    try {
+      j = json::parse(text);
+    } catch (const std::exception& e) {
+      bad(std::string("configuration: not valid JSON: ") + e.what());
+    }
+    if (!j.is_object()) bad("configuration: expected a JSON object");
+    for (size_t p = 0; p < kNumParams; ++p) out[p] = params_[p].default_value;
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      const std::string& key = it.key();
+      size_t p = params_.find(key);
+      if (p >= kNumParams)
+        bad("configuration/" + key + ": unknown parameter (expected tp, pp, dp, cp, ep, micro_batch, vpp, zero, "
+            "recompute, sp, gpus, gpu)");
+      out[p] = value_of(p, it.value(), "configuration/" + key);
+    }
+    if (!j.contains("dp")) {  // the data-parallel degree that uses every GPU
+      const double dp = out[kGpus] / (out[kTp] * out[kPp] * out[kCp]);
+      if (!contains(domains_[kDp], dp))
+        bad("configuration/dp: missing, and gpus/(tp*pp*cp) = " + num(dp) + " is not a valid degree");
+      out[kDp] = dp;
+    }
+  }
+
+ private:
+  static bool contains(const std::vector<double>& d, double x) {
+    for (double y : d)
+      if (y == x) return true;
+    return false;
+  }
+  size_t gpu_of(const double* v) const { return static_cast<size_t>(v[kGpu]); }
+
+  bool in_domain(const double* v, std::string* why) const {
+    for (size_t p = 0; p < kNumParams; ++p) {
+      if (contains(domains_[p], v[p])) continue;
+      if (why != nullptr)
+        *why = std::string(kParamNames[p]) + " = " + num(v[p]) + " is outside its domain " +
+               list_text(domains_[p]);
+      return false;
+    }
+    return true;
+  }
+
+  double value_of(size_t p, const json& v, const std::string& at) const {
+    double x = 0;
+    if (p == kRecompute) {
+      if (!v.is_string()) bad(at + ": expected none, selective or full");
+      const std::string s = v.get<std::string>();
+      x = -1;
+      for (int i = 0; i < 3; ++i)
+        if (s == kRecomputeNames[i]) x = i;
+      if (x < 0) bad(at + ": expected none, selective or full, got '" + s + "'");
+    } else if (p == kSp) {
+      if (!v.is_boolean()) bad(at + ": expected true or false");
+      x = v.get<bool>() ? 1 : 0;
+    } else if (p == kGpu) {
+      if (!v.is_string()) bad(at + ": expected a GPU name");
+      const auto it = std::find(gpu_names_.begin(), gpu_names_.end(), v.get<std::string>());
+      if (it == gpu_names_.end()) {
+        std::string list;
+        for (const auto& g : gpu_names_) list += (list.empty() ? "" : ", ") + g;
+        bad(at + ": GPU '" + v.get<std::string>() + "' is not in this space (" + list + ")");
+      }
+      x = static_cast<double>(it - gpu_names_.begin());
+    } else {
+      if (!v.is_number()) bad(at + ": expected a number, got " + v.dump());
+      x = v.get<double>();
+    }
+    if (!contains(domains_[p], x)) bad(at + ": " + v.dump() + " is outside the domain " + list_text(domains_[p]));
+    return x;
+  }
+
+  void resolve_gpus(const json& oj) {
+    const json& cluster = w_.cluster;
+    hardware_.push_back(resolve(cluster, "/cluster"));
+    gpu_names_.push_back(std::string(cotune::view(hardware_[0].gpu_name)));
+    if (!oj.contains("gpu")) return;
+    const json& list = oj["gpu"];
+    if (!list.is_array() || list.empty()) bad("space options/gpu: expected a non-empty list of GPU names");
+    std::vector<std::string> names;
+    std::vector<cotune_hardware> hws;
+    for (const json& g : list) {
+      if (!g.is_string()) bad("space options/gpu: expected GPU names (strings), got " + g.dump());
+      const std::string name = g.get<std::string>();
+      if (std::find(names.begin(), names.end(), name) != names.end()) bad("space options/gpu: '" + name + "' is listed twice");
+      if (name == gpu_names_[0]) {
+        hws.push_back(hardware_[0]);
+      } else {
+        json c = cluster;  // the same cluster with another catalogue GPU
+        c["gpu"] = name;
+        c.erase("gpu_spec");
+        hws.push_back(resolve(c, "space options/gpu/" + name));
+      }
+      names.push_back(name);
+    }
+    gpu_names_ = names;
+    hardware_ = hws;
+  }
+
+  static cotune_hardware resolve(const json& cluster, const std::string& where) {
+    try {
+      return cotune::resolve_hardware(cluster.dump());
+    } catch (const cotune::Error& e) {
+      throw cotune::Error(e.code(), where + ": " + e.what());
+    }
+  }
+
+  void build_params(const json& oj) {
+    static const char* const known[] = {"tp", "pp", "dp", "cp", "ep", "micro_batch", "vpp", "zero", "recompute",
+                                        "sp", "gpus", "gpu"};
+    for (auto it = oj.begin(); it != oj.end(); ++it)
+      if (std::find_if(std::begin(known), std::end(known), [&](const char* k) { return it.key() == k; }) ==
+          std::end(known))
+        bad("space options/" + it.key() + ": unknown option (expected a parameter name: tp, pp, dp, cp, ep, "
+            "micro_batch, vpp, zero, recompute, sp, gpus, gpu)");
+    const Model& m = w_.model;
+    const cotune_hardware& hw0 = hardware_[0];
+    std::vector<double> gpus = restrict_numbers(oj, "gpus", {double(hw0.nodes) * hw0.gpus_per_node});
+    const double G = *std::max_element(gpus.begin(), gpus.end());
+    std::vector<double> dp_default;
+    for (double g : gpus)
+      for (double x : divisors(g, g))
+        if (!contains(dp_default, x)) dp_default.push_back(x);
+    std::sort(dp_default.begin(), dp_default.end());
+    std::vector<double> ep_default = {1};
+    if (m.moe()) ep_default = divisors(m.experts, m.experts), ep_default.erase(
+        std::remove_if(ep_default.begin(), ep_default.end(), [](double x) { return std::fmod(std::log2(x), 1) != 0; }),
+        ep_default.end());
+
+    domains_.resize(kNumParams);
+    domains_[kTp] = restrict_numbers(oj, "tp", powers_of_two(std::min(G, 64.0)));
+    domains_[kPp] = restrict_numbers(oj, "pp", divisors(m.layers, G));
+    domains_[kDp] = restrict_numbers(oj, "dp", dp_default);
+    domains_[kCp] = restrict_numbers(oj, "cp", powers_of_two(std::min(G, 16.0)));
+    domains_[kEp] = restrict_numbers(oj, "ep", ep_default);
+    domains_[kMicroBatch] = restrict_numbers(oj, "micro_batch", powers_of_two(std::min(16.0, w_.training.global_batch)));
+    domains_[kVpp] = restrict_numbers(oj, "vpp", divisors(m.layers, 8));
+    domains_[kZero] = restrict_numbers(oj, "zero", {0, 1, 2, 3});
+    domains_[kGpus] = gpus;
+
+    std::vector<std::string> recompute = {"none", "selective", "full"};
+    domains_[kRecompute] = {0, 1, 2};
+    domains_[kSp] = {0, 1};
+    // Parsed against the full domains above, then narrowed.
+    for (size_t p : {size_t(kRecompute), size_t(kSp)}) {
+      const char* name = kParamNames[p];
+      if (!oj.contains(name)) continue;
+      const json& r = oj[name];
+      if (!r.is_array() || r.empty())
+        bad(std::string("space options/") + name + (p == kSp ? ": expected a non-empty list of true/false"
+                                                             : ": expected a non-empty list of none, selective, full"));
+      std::vector<double> allowed;
+      for (const json& x : r) {
+        const double v = value_of(p, x, std::string("space options/") + name);
+        if (!contains(allowed, v)) allowed.push_back(v);
+      }
+      std::sort(allowed.begin(), allowed.end());
+      domains_[p] = allowed;
+    }
+    domains_[kGpu].clear();
+    for (size_t i = 0; i < gpu_names_.size(); ++i) domains_[kGpu].push_back(double(i));
+
+    auto first_or = [](const std::vector<double>& d, double want) { return contains(d, want) ? want : d.front(); };
+    const double tp0 = first_or(domains_[kTp], 1), pp0 = first_or(domains_[kPp], 1), cp0 = first_or(domains_[kCp], 1);
+    params_.add_int("tp", domains_[kTp], tp0, "ranks", "Tensor-parallel degree (Megatron column/row-parallel layers).");
+    params_.add_int("pp", domains_[kPp], pp0, "stages", "Pipeline-parallel degree.");
+    params_.add_int("dp", domains_[kDp], first_or(domains_[kDp], gpus.front() / (tp0 * pp0 * cp0)), "ranks",
+                    "Data-parallel degree; tp*pp*dp*cp equals the GPUs used.");
+    params_.add_int("cp", domains_[kCp], cp0, "ranks", "Context-parallel degree (the sequence split across ranks).");
+    params_.add_int("ep", domains_[kEp], first_or(domains_[kEp], 1), "ranks",
+                    "Expert-parallel degree (mixture of experts), carved out of dp*cp.");
+    params_.add_int("micro_batch", domains_[kMicroBatch], first_or(domains_[kMicroBatch], 1), "sequences",
+                    "Sequences per micro-batch.");
+    params_.add_int("vpp", domains_[kVpp], first_or(domains_[kVpp], 1), "chunks",
+                    "Interleaved pipeline chunks per device (1: plain 1F1B).");
+    params_.add_int("zero", domains_[kZero], first_or(domains_[kZero], 0), "",
+                    "Sharding over data-parallel ranks: 0 none, 1 optimizer state, 2 and gradients, 3 and weights (FSDP).");
+    params_.add_categorical("recompute", {recompute.begin(), recompute.end()}, size_t(domains_[kRecompute].front()),
+                            "Activation recomputation: none, selective (attention core) or full (whole layers).");
+    params_.add_bool("sp", domains_[kSp].front() != 0, "Sequence parallelism (needs tp > 1).");
+    params_.add_int("gpus", gpus, gpus.front(), "GPUs", "GPUs the job uses.");
+    params_.add_categorical("gpu", gpu_names_, 0, "GPU type.");
+  }
+
+  static std::vector<double> restrict_numbers(const json& oj, const char* name, std::vector<double> fallback) {
+    if (!oj.contains(name)) {
+      if (fallback.empty()) bad(std::string("space: parameter ") + name + " has an empty domain for this workload");
+      return fallback;
+    }
+    const json& l = oj[name];
+    const std::string at = std::string("space options/") + name;
+    if (!l.is_array() || l.empty()) bad(at + ": expected a non-empty list of positive integers");
+    std::vector<double> v;
+    for (const json& x : l) {
+      const bool zero_ok = std::string(name) == "zero";
+      if (!x.is_number() || x.get<double>() != std::floor(x.get<double>()) || x.get<double>() < (zero_ok ? 0 : 1) ||
+          (zero_ok && x.get<double>() > 3))
+        bad(at + ": " + x.dump() + (zero_ok ? " is not a ZeRO stage (0-3)" : " is not a positive integer"));
+      if (!contains(v, x.get<double>())) v.push_back(x.get<double>());
+    }
+    std::sort(v.begin(), v.end());
+    return v;
+  }
+
+  void derived_features(const Config& c, const cotune_hardware& hw, const cotune_trace& t, double* f) const {
+    const double m = t.micro_batches;
+    double hw_flops = 0, bytes_moved = 0, comm[COTUNE_NET_LEVELS] = {0, 0, 0};
+    for (size_t i = 0; i < t.num_ops; ++i) {
+      const cotune_op& op = t.ops[i];
+      const double runs = op.count * (op.phase == COTUNE_PHASE_STEP ? 1 : m);
+      if (op.kind == COTUNE_OP_GEMM) {
+        hw_flops += runs * 2 * op.m * op.n * op.k;
+        bytes_moved += runs * 2 * (op.m * op.k + op.k * op.n + op.m * op.n);
+      } else if (op.kind == COTUNE_OP_ATTENTION) {
+        double fl = 2 * op.batch * op.heads * op.seq_q * op.seq_kv * op.head_dim;  // causal half of 4bhsqd
+        if (op.phase == COTUNE_PHASE_BACKWARD && !(op.flags & COTUNE_OP_RECOMPUTE)) fl *= 2.5;
+        hw_flops += runs * fl;
+        bytes_moved += runs * 2 * op.batch * op.heads * (2 * op.seq_q + 2 * op.seq_kv) * op.head_dim;
+      } else if (op.kind == COTUNE_OP_MEMORY) {
+        bytes_moved += runs * op.bytes;
+      } else if (op.kind == COTUNE_OP_COLLECTIVE) {
+        comm[op.net_level] += runs * op.bytes;
+      }
+    }
+    const cotune_memory& mem = t.memory;
+    f[0] = m;
+    f[1] = c.micro_batch * w_.model.seq_len / c.cp;
+    f[2] = t.model_flops_per_gpu;
+    f[3] = hw_flops;
+    f[4] = c.pp > 1 ? (c.pp - 1) / (c.vpp * m) : 0;
+    f[5] = comm[COTUNE_NET_NODE];
+    f[6] = comm[COTUNE_NET_CLUSTER];
+    f[7] = comm[COTUNE_NET_ISLAND];
+    f[8] = (mem.weights + mem.gradients + mem.optimizer + mem.activations + mem.buffers) / 1073741824.0;
+    f[9] = bytes_moved > 0 ? hw_flops / bytes_moved : 0;
+    f[10] = hw.peak_flops[w_.training.dtype] / 1e12;
+    f[11] = hw.hbm_bytes / 1073741824.0;
+  }
+
+  Workload w_;
+  std::vector<std::string> gpu_names_;
+  std::vector<cotune_hardware> hardware_;
+  cotune::ParamList params_;
+  std::vector<std::vector<double>> domains_;
+  std::vector<std::string> features_;
+  std::vector<cotune_op> ops_, scratch_ops_;
+  cotune_trace trace_{}, scratch_trace_{};
+};
+
+}  // namespace cotune_llm
+
+COTUNE_PLUGIN(cotune::space<cotune_llm::LlmSpace>({"org.cotune.space.llm", "llm", "1.0.0",
+                                                    "Decoder-only transformer training: parallelism, micro-batch, "
+                                                    "sharding and recomputation, lowered to step traces.",
+                                                    COTUNE_CAP_RENDER_ARGS}))

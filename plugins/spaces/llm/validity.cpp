@@ -1,0 +1,88 @@
+// Constraints of the LLM space (see validity.hpp).
+#include "validity.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+#include "estimate.hpp"
+
+namespace cotune_llm {
+namespace {
+
+bool divides(double a, double b) { return a >= 1 && std::fmod(b, a) == 0; }
+
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.15g", v);
+  return buf;
+}
+
+std::string gib(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f", bytes / 1073741824.0);
+  return buf;
+}
+
+bool fail(std::string* why, const std::string& reason) {
+  if (why != nullptr) *why = reason;
+  return false;
+}
+
+}  // namespace
+
+bool check_config(const Workload& w, const Config& c, const cotune_hardware& hw, std::string* why) {
+  const Model& m = w.model;
+  const double product = c.tp * c.pp * c.dp * c.cp;
+  if (product != c.gpus)
+    return why ? fail(why, "tp*pp*dp*cp = " + num(c.tp) + "*" + num(c.pp) + "*" + num(c.dp) + "*" + num(c.cp) + " = " +
+                               num(product) + " but gpus = " + num(c.gpus))
+               : false;
+  if (!divides(c.tp, m.heads))
+    return why ? fail(why, "heads (" + num(m.heads) + ") are not divisible by tp (" + num(c.tp) + ")") : false;
+  if (!divides(c.tp, m.kv_heads))
+    return why ? fail(why, "kv_heads (" + num(m.kv_heads) + ") are not divisible by tp (" + num(c.tp) + ")") : false;
+  if (!divides(c.pp * c.vpp, m.layers))
+    return why ? fail(why, "layers (" + num(m.layers) + ") are not divisible by pp*vpp (" + num(c.pp) + "*" +
+                               num(c.vpp) + ")")
+               : false;
+  if (c.vpp > 1 && c.pp == 1) return why ? fail(why, "vpp > 1 (interleaving) needs pp > 1") : false;
+  if (!divides(c.dp * c.micro_batch, w.training.global_batch))
+    return why ? fail(why, "global_batch (" + num(w.training.global_batch) + ") is not divisible by dp*micro_batch (" +
+                               num(c.dp) + "*" + num(c.micro_batch) + ")")
+               : false;
+  const double micro_batches = w.training.global_batch / (c.dp * c.micro_batch);
+  if (c.vpp > 1 && !divides(c.pp, micro_batches))
+    return why ? fail(why, "the interleaved schedule needs micro-batches per step (" + num(micro_batches) +
+                               ") divisible by pp (" + num(c.pp) + ")")
+               : false;
+  if (!m.moe() && c.ep != 1) return why ? fail(why, "ep > 1 needs a mixture-of-experts model (experts > 1)") : false;
+  if (m.moe() && !divides(c.ep, m.experts))
+    return why ? fail(why, "experts (" + num(m.experts) + ") are not divisible by ep (" + num(c.ep) + ")") : false;
+  if (m.moe() && !divides(c.ep, c.dp * c.cp))
+    return why ? fail(why, "ep (" + num(c.ep) + ") must divide dp*cp (" + num(c.dp * c.cp) +
+                               "): expert parallelism is carved out of data parallelism")
+               : false;
+  if (c.sp && c.tp == 1) return why ? fail(why, "sp (sequence parallelism) needs tp > 1") : false;
+  if (c.cp > 1 && !divides(2 * c.cp, m.seq_len))
+    return why ? fail(why, "seq_len (" + num(m.seq_len) + ") is not divisible by 2*cp (" + num(2 * c.cp) +
+                               ", load-balanced causal chunks)")
+               : false;
+  if (c.sp && !divides(c.tp, c.micro_batch * m.seq_len / c.cp))
+    return why ? fail(why, "sequence parallelism needs micro_batch*seq_len/cp divisible by tp") : false;
+  if (hw.peak_flops[w.training.dtype] <= 0)
+    return why ? fail(why, std::string("the GPU ") + std::string(hw.gpu_name.data, hw.gpu_name.len) + " has no " +
+                               dtype_name(w.training.dtype) + " support")
+               : false;
+  const cotune_memory mem = memory_estimate(w, c);
+  const double total = mem.weights + mem.gradients + mem.optimizer + mem.activations + mem.buffers;
+  if (total > hw.hbm_bytes)
+    return why ? fail(why, "out of memory: needs " + gib(total) + " GiB per GPU but the " +
+                               std::string(hw.gpu_name.data, hw.gpu_name.len) + " has " + gib(hw.hbm_bytes) +
+                               " GiB (weights " + gib(mem.weights) + ", gradients " + gib(mem.gradients) +
+                               ", optimizer state " + gib(mem.optimizer) + ", activations " + gib(mem.activations) +
+                               ", buffers " + gib(mem.buffers) + " GiB)")
+               : false;
+  return true;
+}
+
+}  // namespace cotune_llm

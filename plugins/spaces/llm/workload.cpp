@@ -1,0 +1,91 @@
+// Parser of the LLM workload JSON.
+#include "workload.hpp"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace cotune_llm {
+
+using nlohmann::json;
+
+const char* dtype_name(int32_t dtype) {
+  switch (dtype) {
+    case COTUNE_DTYPE_BF16: return "bf16";
+    case COTUNE_DTYPE_FP16: return "fp16";
+    case COTUNE_DTYPE_FP8: return "fp8";
+    case COTUNE_DTYPE_FP32: return "fp32";
+    default: return "tf32";
+  }
+}
+
+namespace {
+
+bool boolean(const json& v, const std::string& at) {
+  if (!v.is_boolean()) throw std::invalid_argument(at + ": expected true or false, got " + v.dump());
+  return v.get<bool>();
+}
+
+std::string text(const json& v, const std::string& at) {
+  if (!v.is_string()) throw std::invalid_argument(at + ": expected a string, got " + v.dump());
+  return v.get<std::string>();
+}
+
+Training parse_training(const json& j) {
+  if (!j.is_object()) throw std::invalid_argument("/training: expected an object");
+  Training t;
+  if (!j.contains("global_batch")) throw std::invalid_argument("/training/global_batch: missing (sequences per step)");
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& k = it.key();
+    const std::string at = "/training/" + k;
+    const json& v = it.value();
+    if (k == "global_batch") {
+      if (!v.is_number() || v.get<double>() < 1 || v.get<double>() != std::floor(v.get<double>()))
+        throw std::invalid_argument(at + ": expected a positive integer (sequences per step), got " + v.dump());
+      t.global_batch = v.get<double>();
+    } else if (k == "dtype") {
+      const std::string d = text(v, at);
+      if (d == "bf16") t.dtype = COTUNE_DTYPE_BF16;
+      else if (d == "fp16") t.dtype = COTUNE_DTYPE_FP16;
+      else if (d == "fp8") t.dtype = COTUNE_DTYPE_FP8;
+      else throw std::invalid_argument(at + ": expected bf16, fp16 or fp8, got '" + d + "'");
+    } else if (k == "optimizer") {
+      const std::string o = text(v, at);
+      if (o != "adam" && o != "adamw")
+        throw std::invalid_argument(at + ": expected adam or adamw (mixed-precision Adam), got '" + o + "'");
+    } else if (k == "attention") {
+      const std::string a = text(v, at);
+      if (a == "flash") t.attention = Attention::kFlash;
+      else if (a == "unfused") t.attention = Attention::kUnfused;
+      else throw std::invalid_argument(at + ": expected flash or unfused, got '" + a + "'");
+    } else if (k == "dropout") {
+      t.dropout = boolean(v, at);
+    } else if (k == "overlap_grad_reduce") {
+      t.overlap_grad_reduce = boolean(v, at);
+    } else {
+      throw std::invalid_argument(at + ": unknown training field (expected global_batch, dtype, optimizer, attention, "
+                                  "dropout, overlap_grad_reduce)");
+    }
+  }
+  return t;
+}
+
+}  // namespace
+
+Workload parse_workload(const json& j) {
+  if (!j.is_object()) throw std::invalid_argument("workload: expected a JSON object with model, training and cluster");
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& k = it.key();
+    if (k != "model" && k != "training" && k != "cluster" && k != "name" && k != "description")
+      throw std::invalid_argument("/" + k + ": unknown workload field (expected model, training, cluster)");
+  }
+  for (const char* k : {"model", "training", "cluster"})
+    if (!j.contains(k)) throw std::invalid_argument(std::string("/") + k + ": missing");
+  Workload w;
+  w.model = parse_model(j["model"], "/model");
+  w.training = parse_training(j["training"]);
+  if (!j["cluster"].is_object()) throw std::invalid_argument("/cluster: expected an object");
+  w.cluster = j["cluster"];
+  return w;
+}
+
+}  // namespace cotune_llm

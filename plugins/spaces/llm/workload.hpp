@@ -1,0 +1,39 @@
+// The LLM workload: model, training setup and cluster, parsed from the study's workload JSON
+// (schema in docs/workloads.md).
+#ifndef COTUNE_PLUGINS_SPACES_LLM_WORKLOAD_HPP_
+#define COTUNE_PLUGINS_SPACES_LLM_WORKLOAD_HPP_
+
+#include <cotune/cotune.h>
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "model.hpp"
+
+namespace cotune_llm {
+
+enum class Attention { kFlash, kUnfused };
+
+struct Training {
+  double global_batch = 0;        // sequences per step
+  int32_t dtype = COTUNE_DTYPE_BF16;  // of the GEMMs (bf16, fp16 or fp8)
+  Attention attention = Attention::kFlash;
+  bool dropout = false;             // dropout layers (extra elementwise work and masks)
+  bool overlap_grad_reduce = true;  // data-parallel gradient reduction overlaps the last backward
+};
+
+struct Workload {
+  Model model;
+  Training training;
+  nlohmann::json cluster;  // the "cluster" object, resolved by the host
+};
+
+// Throws std::invalid_argument naming the field (a JSON pointer) and what was expected.
+Workload parse_workload(const nlohmann::json& j);
+
+const char* dtype_name(int32_t dtype);
+
+}  // namespace cotune_llm
+
+#endif

@@ -1,0 +1,263 @@
+// The llm space plugin through the real Registry: FLOP and memory formulas against hand-computed
+// values, every constraint with its reason, sampling, features, lowering, rendering and parsing.
+#include <cotune/core/components.hpp>
+#include <cotune/core/errors.hpp>
+#include <cotune/core/registry.hpp>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+using cotune::core::Registry;
+using cotune::core::Space;
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+namespace {
+
+constexpr const char* kPlugin = COTUNE_PLUGIN_DIR "/libcotune-space-llm.so";
+constexpr double GiB = 1073741824.0;
+
+json gpt_workload(const std::string& preset, double nodes, double batch, bool dropout = true) {
+  return {{"model", {{"preset", preset}}},
+          {"training", {{"global_batch", batch}, {"dtype", "bf16"}, {"attention", "unfused"}, {"dropout", dropout}}},
+          {"cluster", {{"gpu", "a100-80gb"}, {"nodes", nodes}}}};
+}
+
+class LlmSpaceTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(registry_.load_file(kPlugin)) << kPlugin; }
+  std::unique_ptr<Space> make(const json& workload, const json& options = json::object()) {
+    return registry_.make_space("llm", workload.dump(), options.dump());
+  }
+  static std::vector<double> config(const Space& s, const json& c) { return s.parse(c.dump()); }
+  Registry registry_;
+};
+
+}  // namespace
+
+TEST_F(LlmSpaceTest, DescribesItsParameters) {
+  auto s = make(gpt_workload("gpt-1.7b", 4, 512));
+  std::vector<std::string> names;
+  for (const auto& p : s->params()) names.push_back(p.name);
+  EXPECT_THAT(names, ::testing::ElementsAre("tp", "pp", "dp", "cp", "ep", "micro_batch", "vpp", "zero", "recompute",
+                                            "sp", "gpus", "gpu"));
+  EXPECT_TRUE(s->can_lower());
+}
+
+TEST_F(LlmSpaceTest, ModelFlopsFollowMegatronEquation) {
+  // Megatron-LM: 72 B s l h^2 (1 + s/(6h) + V/(12 l h)) per step without recomputation.
+  auto s = make(gpt_workload("gpt3-175b", 128, 1536));
+  const auto c = config(*s, {{"tp", 8}, {"pp", 16}, {"micro_batch", 1}});
+  const cotune_trace& t = s->lower(c.data());
+  const double B = 1536, sq = 2048, l = 96, h = 12288, V = 51200;
+  const double expected = 72 * B * sq * l * h * h * (1 + sq / (6 * h) + V / (12 * l * h)) / 1024;
+  EXPECT_NEAR(t.model_flops_per_gpu / expected, 1.0, 1e-12);
+  EXPECT_EQ(t.micro_batches, 1536 / 8);
+  EXPECT_EQ(t.pipeline_stages, 16);
+  EXPECT_DOUBLE_EQ(t.tokens_per_step, 1536 * 2048);
+  EXPECT_EQ(std::string(t.hardware.gpu_name.data, t.hardware.gpu_name.len), "a100-80gb");
+}
+
+TEST_F(LlmSpaceTest, WeightGradientAndOptimizerMemory) {
+  auto s = make(gpt_workload("gpt-1.7b", 4, 512));
+  const double h = 2304, L = 24, V = 51200;
+  // Per layer: QKV + projection 4h^2, MLP 8h^2, two norms 2h; tied embedding once (pp = 1).
+  const double params = L * (12 * h * h + 2 * h) + V * h;
+  auto c = config(*s, {{"tp", 1}, {"pp", 1}, {"dp", 32}, {"zero", 0}});
+  cotune_memory m = s->lower(c.data()).memory;
+  EXPECT_NEAR(m.weights, 2 * params, 1);
+  EXPECT_NEAR(m.gradients, 4 * params, 1);
+  EXPECT_NEAR(m.optimizer, 12 * params, 1);
+  c = config(*s, {{"tp", 1}, {"pp", 1}, {"dp", 32}, {"zero", 1}});
+  m = s->lower(c.data()).memory;
+  EXPECT_NEAR(m.optimizer, 12 * params / 32, 1);
+  EXPECT_NEAR(m.gradients, 4 * params, 1);
+  c = config(*s, {{"tp", 1}, {"pp", 1}, {"dp", 32}, {"zero", 3}});
+  m = s->lower(c.data()).memory;
+  EXPECT_NEAR(m.weights, 2 * params / 32, 1);
+  EXPECT_NEAR(m.gradients, 4 * params / 32, 1);
+}
+
+TEST_F(LlmSpaceTest, ActivationMemoryFollowsKorthikanti) {
+  auto s = make(gpt_workload("gpt-22b", 1, 4));
+  const double sq = 2048, b = 4, h = 6144, a = 64, t = 8, L = 48, V = 51200;
+  const double sbh = sq * b * h;
+  const double tail = sq * b * V / t * 8;  // fp32 logits and their gradient
+  // Tensor parallel only: sbh (10 + 24/t + 5as/(ht)) per layer.
+  auto c = config(*s, {{"tp", 8}, {"micro_batch", 4}, {"recompute", "none"}, {"sp", false}});
+  EXPECT_NEAR(s->lower(c.data()).memory.activations, L * sbh * (10 + 24 / t + 5 * a * sq / (h * t)) + tail, 1e3);
+  // Sequence parallel + selective recomputation: 34 sbh / t.
+  c = config(*s, {{"tp", 8}, {"micro_batch", 4}, {"recompute", "selective"}, {"sp", true}});
+  EXPECT_NEAR(s->lower(c.data()).memory.activations, L * 34 * sbh / t + tail, 1e3);
+  // Full recomputation keeps each layer's input (2 sbh / t) and rebuilds one layer.
+  c = config(*s, {{"tp", 8}, {"micro_batch", 4}, {"recompute", "full"}, {"sp", true}});
+  EXPECT_NEAR(s->lower(c.data()).memory.activations,
+              L * 2 * sbh / t + sbh * (34 / t + 5 * a * sq / (h * t)) + tail, 1e3);
+}
+
+TEST_F(LlmSpaceTest, EveryConstraintExplainsItself) {
+  json w = {{"model", {{"preset", "mixtral-8x7b"}}},
+            {"training", {{"global_batch", 64}}},
+            {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 2}}}};
+  auto s = make(w);
+  auto why = [&](const json& c) {
+    std::vector<double> v = config(*s, c);
+    return s->explain(v.data());
+  };
+  EXPECT_THAT(why({{"tp", 2}, {"pp", 2}, {"dp", 2}}), HasSubstr("tp*pp*dp*cp = 2*2*2*1 = 8 but gpus = 16"));
+  EXPECT_THAT(why({{"tp", 16}, {"dp", 1}}), HasSubstr("kv_heads (8) are not divisible by tp (16)"));
+  EXPECT_THAT(why({{"tp", 2}, {"pp", 8}, {"vpp", 8}, {"dp", 1}}),
+              HasSubstr("layers (32) are not divisible by pp*vpp (8*8)"));
+  std::vector<double> outside = config(*s, {{"tp", 4}, {"dp", 4}});
+  outside[5] = 32;  // micro_batch beyond its domain
+  EXPECT_THAT(s->explain(outside.data()), HasSubstr("micro_batch = 32 is outside its domain [1, 2, 4, 8, 16]"));
+  EXPECT_THAT(why({{"tp", 2}, {"dp", 8}, {"micro_batch", 16}}),
+              HasSubstr("global_batch (64) is not divisible by dp*micro_batch (8*16)"));
+  EXPECT_THAT(why({{"tp", 1}, {"dp", 16}, {"sp", true}}), HasSubstr("sp (sequence parallelism) needs tp > 1"));
+  EXPECT_THAT(why({{"tp", 8}, {"dp", 2}, {"ep", 4}}), HasSubstr("ep (4) must divide dp*cp (2)"));
+  EXPECT_THAT(why({{"tp", 1}, {"dp", 16}, {"zero", 0}}), HasSubstr("out of memory: needs"));
+  EXPECT_THAT(why({{"tp", 1}, {"dp", 16}, {"zero", 0}}), HasSubstr("optimizer state"));
+  EXPECT_EQ(why({{"tp", 8}, {"dp", 2}, {"ep", 2}, {"sp", true}, {"recompute", "selective"}}), "");
+
+  auto dense = make(gpt_workload("gpt-1.7b", 4, 512));
+  auto dwhy = [&](const json& c) {
+    std::vector<double> v = config(*dense, c);
+    return dense->explain(v.data());
+  };
+  EXPECT_THAT(dwhy({{"tp", 1}, {"dp", 32}, {"vpp", 2}}), HasSubstr("vpp > 1 (interleaving) needs pp > 1"));
+  EXPECT_THAT(dwhy({{"tp", 16}, {"dp", 2}}), HasSubstr("heads (24) are not divisible by tp (16)"));
+  auto small_batch = make(gpt_workload("gpt-1.7b", 4, 96));
+  std::vector<double> interleaved = config(*small_batch, {{"tp", 1}, {"pp", 2}, {"vpp", 3}, {"dp", 16}, {"micro_batch", 2}});
+  EXPECT_THAT(small_batch->explain(interleaved.data()),
+              HasSubstr("interleaved schedule needs micro-batches per step (3) divisible by pp (2)"));
+  std::vector<double> v = config(*dense, {{"tp", 1}, {"dp", 32}});
+  v[4] = 2;  // ep on a dense model
+  EXPECT_THAT(dense->explain(v.data()), HasSubstr("outside its domain"));
+}
+
+TEST_F(LlmSpaceTest, SamplesAreValidAndReproducible) {
+  auto s = make({{"model", {{"preset", "llama3-70b"}}},
+                 {"training", {{"global_batch", 1024}}},
+                 {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 64}}}});
+  std::vector<double> a(50 * s->num_params()), b(50 * s->num_params());
+  ASSERT_EQ(s->sample(7, 50, a.data()), 50u);
+  ASSERT_EQ(s->sample(7, 50, b.data()), 50u);
+  EXPECT_EQ(a, b);
+  std::vector<int32_t> ok(50);
+  s->check(a.data(), 50, ok.data());
+  for (int32_t v : ok) EXPECT_EQ(v, 1);
+}
+
+TEST_F(LlmSpaceTest, FeaturesHaveNamesAndDerivedQuantities) {
+  auto s = make(gpt_workload("gpt3-175b", 128, 1536));
+  const auto& names = s->feature_names();
+  for (const char* f : {"tp", "bubble_fraction", "model_flops_per_gpu", "comm_bytes_node", "comm_bytes_cluster",
+                        "memory_gib", "arithmetic_intensity"})
+    EXPECT_THAT(names, ::testing::Contains(f));
+  const auto c = config(*s, {{"tp", 8}, {"pp", 16}, {"micro_batch", 1}, {"vpp", 2}});
+  std::vector<double> f(names.size());
+  s->featurize(c.data(), 1, f.data());
+  auto at = [&](const std::string& n) { return f[std::find(names.begin(), names.end(), n) - names.begin()]; };
+  EXPECT_DOUBLE_EQ(at("tp"), 8);
+  EXPECT_DOUBLE_EQ(at("bubble_fraction"), 15.0 / (2 * 192));
+  EXPECT_GT(at("comm_bytes_node"), 0);     // tensor parallel inside the node
+  EXPECT_GT(at("comm_bytes_cluster"), 0);  // pipeline and data parallel across nodes
+  EXPECT_EQ(at("comm_bytes_island"), 0);
+  EXPECT_GT(at("hardware_flops_per_gpu"), at("model_flops_per_gpu"));  // the unfused attention and the output layer's
+  for (double x : f) EXPECT_TRUE(std::isfinite(x));
+}
+
+TEST_F(LlmSpaceTest, LowersTensorParallelCommunicationInsideTheNode) {
+  auto s = make(gpt_workload("gpt3-175b", 128, 1536));
+  const auto c = config(*s, {{"tp", 8}, {"pp", 16}, {"micro_batch", 1}, {"recompute", "full"}});
+  const cotune_trace& t = s->lower(c.data());
+  int tp_ops = 0, recompute_ops = 0;
+  for (size_t i = 0; i < t.num_ops; ++i) {
+    const cotune_op& op = t.ops[i];
+    if (op.kind == COTUNE_OP_COLLECTIVE && op.group == COTUNE_GROUP_TP) {
+      ++tp_ops;
+      EXPECT_EQ(op.net_level, COTUNE_NET_NODE);
+      EXPECT_EQ(op.group_size, 8);
+    }
+    if (op.flags & COTUNE_OP_RECOMPUTE) ++recompute_ops;
+  }
+  EXPECT_GT(tp_ops, 4);
+  EXPECT_GT(recompute_ops, 5);
+}
+
+TEST_F(LlmSpaceTest, RendersMegatronTorchTitanAndJson) {
+  auto s = make({{"model", {{"preset", "llama3-70b"}}},
+                 {"training", {{"global_batch", 1024}}},
+                 {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 64}}}});
+  const auto c = config(*s, {{"tp", 8}, {"pp", 4}, {"vpp", 5}, {"micro_batch", 1}, {"sp", true},
+                             {"recompute", "selective"}, {"zero", 1}});
+  const std::string mg = s->render(c.data(), COTUNE_RENDER_MEGATRON);
+  EXPECT_THAT(mg, HasSubstr("--tensor-model-parallel-size 8"));
+  EXPECT_THAT(mg, HasSubstr("--pipeline-model-parallel-size 4"));
+  EXPECT_THAT(mg, HasSubstr("--num-layers-per-virtual-pipeline-stage 4"));
+  EXPECT_THAT(mg, HasSubstr("--sequence-parallel"));
+  EXPECT_THAT(mg, HasSubstr("--recompute-granularity selective"));
+  EXPECT_THAT(mg, HasSubstr("--use-distributed-optimizer"));
+  EXPECT_THAT(mg, HasSubstr("--num-query-groups 8"));
+  const std::string tt = s->render(c.data(), COTUNE_RENDER_TORCHTITAN);
+  EXPECT_THAT(tt, HasSubstr("tensor_parallel_degree = 8"));
+  EXPECT_THAT(tt, HasSubstr("pipeline_parallel_schedule = \"Interleaved1F1B\""));
+  EXPECT_THAT(tt, HasSubstr("data_parallel_shard_degree = 16"));
+  EXPECT_THAT(tt, HasSubstr("mode = \"selective\""));
+  const std::string js = s->render(c.data(), COTUNE_RENDER_JSON);
+  EXPECT_EQ(json::parse(js)["recompute"], "selective");
+  EXPECT_EQ(s->parse(js), c);  // round trip
+  EXPECT_THROW(s->render(c.data(), COTUNE_RENDER_TORCHREC), std::exception);
+}
+
+TEST_F(LlmSpaceTest, CoDesignOverGpuTypesAndCounts) {
+  json w = {{"model", {{"preset", "llama3-8b"}}},
+            {"training", {{"global_batch", 256}}},
+            {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 4}, {"price_per_gpu_hour", 3}}}};
+  auto s = make(w, {{"gpu", {"h100-sxm", "a100-80gb"}}, {"gpus", {8, 16, 32}}});
+  const auto c = config(*s, {{"gpu", "a100-80gb"}, {"gpus", 16}, {"tp", 2}});
+  EXPECT_EQ(c[2], 8);  // dp derived from gpus/(tp*pp*cp)
+  const cotune_trace& t = s->lower(c.data());
+  EXPECT_EQ(std::string(t.hardware.gpu_name.data, t.hardware.gpu_name.len), "a100-80gb");
+  EXPECT_EQ(t.gpus, 16);
+  EXPECT_EQ(t.hardware.nodes, 2);
+  EXPECT_DOUBLE_EQ(t.hardware.price_per_gpu_hour, 3);
+}
+
+TEST_F(LlmSpaceTest, RejectsBadWorkloadsAndOptionsNamingTheField) {
+  auto error = [&](const json& w, const json& o = json::object()) -> std::string {
+    try {
+      make(w, o);
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    return "";
+  };
+  json w = gpt_workload("gpt-1.7b", 4, 512);
+  json bad = w;
+  bad["model"]["preset"] = "gpt-5";
+  EXPECT_THAT(error(bad), HasSubstr("/model/preset: unknown preset 'gpt-5'"));
+  bad = w;
+  bad["training"]["dtype"] = "int4";
+  EXPECT_THAT(error(bad), HasSubstr("/training/dtype: expected bf16, fp16 or fp8"));
+  bad = w;
+  bad["training"].erase("global_batch");
+  EXPECT_THAT(error(bad), HasSubstr("/training/global_batch: missing"));
+  bad = w;
+  bad["model"] = {{"layers", 2}, {"hidden", 100}, {"heads", 3}, {"vocab", 10}, {"seq_len", 8}};
+  EXPECT_THAT(error(bad), HasSubstr("/model/heads: hidden (100) must be divisible by heads (3)"));
+  bad = w;
+  bad["cluster"]["gpu"] = "v100";
+  EXPECT_THAT(error(bad), HasSubstr("/cluster/gpu: unknown GPU 'v100'"));
+  EXPECT_THAT(error(w, {{"tp", {3, "x"}}}), HasSubstr("space options/tp"));
+  EXPECT_THAT(error(w, {{"colour", {1}}}), HasSubstr("space options/colour: unknown option"));
+  auto s = make(w);
+  EXPECT_THROW(s->parse(R"({"tp": 3})"), std::exception);
+  EXPECT_THROW(s->parse(R"({"recompute": "some"})"), std::exception);
+  EXPECT_THROW(s->parse(R"({"tpp": 1})"), std::exception);
+}

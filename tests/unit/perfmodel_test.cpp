@@ -1,0 +1,317 @@
+// The performance model: GPU catalogue and cluster resolution, op timing against hand-computed
+// values, stream clocks, overlap and the pipeline schedule.
+#include <cotune/core/errors.hpp>
+#include <cotune/core/perfmodel.hpp>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+namespace perf = cotune::core::perf;
+using cotune::core::UserError;
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+namespace {
+
+cotune_hardware resolve(const json& cluster) {
+  cotune_hardware hw{};
+  hw.struct_size = COTUNE_STRUCT_SIZE(cotune_hardware, host_bytes_per_node);
+  perf::resolve_hardware(cluster, &hw);
+  return hw;
+}
+
+std::string error_of(const json& cluster) {
+  try {
+    resolve(cluster);
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// A round-number machine: 100 TFLOP/s, 1 TB/s, 100 GB/s links, no latency, every efficiency 0.5
+// for GEMMs with no size penalty, 1.0 elsewhere.
+cotune_hardware toy() {
+  cotune_hardware hw{};
+  hw.struct_size = COTUNE_STRUCT_SIZE(cotune_hardware, host_bytes_per_node);
+  hw.gpu_name = cotune_str{"toy", 3};
+  hw.peak_flops[COTUNE_DTYPE_BF16] = 100e12;
+  hw.hbm_bytes = 80e9;
+  hw.hbm_bytes_per_s = 1e12;
+  for (int l = 0; l < COTUNE_NET_LEVELS; ++l) hw.net_bytes_per_s[l] = 100e9;
+  hw.gpus_per_node = 8;
+  hw.nodes = 1;
+  hw.gemm_efficiency_max = 0.5;
+  hw.gemm_half_efficiency_flops = 0;
+  hw.memory_efficiency = 1;
+  hw.network_efficiency = 1;
+  return hw;
+}
+
+cotune_op op(int32_t kind, int32_t phase) {
+  cotune_op o{};
+  o.struct_size = COTUNE_STRUCT_SIZE(cotune_op, label);
+  o.kind = kind;
+  o.phase = phase;
+  o.depends_on = -1;
+  o.dtype = COTUNE_DTYPE_BF16;
+  o.count = 1;
+  return o;
+}
+
+cotune_op gemm(int32_t phase, double m, double n, double k) {
+  cotune_op o = op(COTUNE_OP_GEMM, phase);
+  o.m = m, o.n = n, o.k = k;
+  return o;
+}
+
+cotune_op coll(int32_t phase, int32_t c, double bytes, double n, int32_t stream, int32_t group) {
+  cotune_op o = op(COTUNE_OP_COLLECTIVE, phase);
+  o.collective = c, o.bytes = bytes, o.group_size = n, o.stream = stream, o.group = group;
+  o.net_level = COTUNE_NET_NODE;
+  return o;
+}
+
+cotune_trace trace_of(const std::vector<cotune_op>& ops, const cotune_hardware& hw) {
+  cotune_trace t{};
+  t.struct_size = COTUNE_STRUCT_SIZE(cotune_trace, hardware);
+  t.ops = ops.data();
+  t.num_ops = ops.size();
+  t.op_stride = sizeof(cotune_op);
+  t.schedule = COTUNE_SCHEDULE_1F1B;
+  t.pipeline_stages = 1;
+  t.virtual_stages = 1;
+  t.micro_batches = 1;
+  t.gpus = 8;
+  t.memory.struct_size = COTUNE_STRUCT_SIZE(cotune_memory, buffers);
+  t.hardware = hw;
+  return t;
+}
+
+cotune_sim_result run(const cotune_trace& t) {
+  cotune_sim_result r{};
+  r.struct_size = COTUNE_STRUCT_SIZE(cotune_sim_result, cost_per_mtokens);
+  perf::simulate(t, &r);
+  return r;
+}
+
+}  // namespace
+
+TEST(Catalogue, HasTheGpusTheIssueNames) {
+  auto names = perf::catalogue_gpu_names();
+  for (const char* g : {"a100-40gb", "a100-80gb", "h100-sxm", "h200", "b200", "mi300x"})
+    EXPECT_THAT(names, ::testing::Contains(g));
+}
+
+TEST(Catalogue, ResolvesA100Selene) {
+  cotune_hardware hw = resolve({{"gpu", "a100-80gb"}, {"nodes", 4}});
+  EXPECT_EQ(std::string(hw.gpu_name.data, hw.gpu_name.len), "a100-80gb");
+  EXPECT_DOUBLE_EQ(hw.peak_flops[COTUNE_DTYPE_BF16], 312e12);
+  EXPECT_DOUBLE_EQ(hw.peak_flops[COTUNE_DTYPE_FP8], 0);
+  EXPECT_DOUBLE_EQ(hw.hbm_bytes, 80.0 * 1073741824.0);
+  EXPECT_DOUBLE_EQ(hw.net_bytes_per_s[COTUNE_NET_NODE], 300e9);
+  EXPECT_DOUBLE_EQ(hw.net_bytes_per_s[COTUNE_NET_CLUSTER], 25e9);  // 8 x 200 Gb/s per node
+  EXPECT_EQ(hw.gpus_per_node, 8);
+  EXPECT_EQ(hw.nodes, 4);
+  EXPECT_EQ(hw.price_per_gpu_hour, 0);
+}
+
+TEST(Catalogue, OverridesNetworkPriceAndSpecFields) {
+  cotune_hardware hw = resolve({{"gpu", "h100-sxm"},
+                                {"nodes", 2},
+                                {"gpus_per_node", 4},
+                                {"nodes_per_island", 1},
+                                {"price_per_gpu_hour", 2.5},
+                                {"network", {{"cluster", {{"bandwidth_GBps", 12.5}, {"latency_us", 10}}}}},
+                                {"gpu_spec", {{"hbm_gib", 94}}}});
+  EXPECT_DOUBLE_EQ(hw.net_bytes_per_s[COTUNE_NET_CLUSTER], 12.5e9);
+  EXPECT_DOUBLE_EQ(hw.net_latency_s[COTUNE_NET_CLUSTER], 10e-6);
+  EXPECT_DOUBLE_EQ(hw.hbm_bytes, 94.0 * 1073741824.0);
+  EXPECT_EQ(hw.gpus_per_node, 4);
+  EXPECT_EQ(hw.nodes_per_island, 1);
+  EXPECT_DOUBLE_EQ(hw.price_per_gpu_hour, 2.5);
+}
+
+TEST(Catalogue, DefinesACustomGpu) {
+  json spec = {{"name", "my-accel"}, {"peak_tflops", {{"bf16", 500}}}, {"hbm_gib", 64}, {"hbm_GBps", 2000},
+               {"nvlink_GBps", 200}, {"network_GBps", 25}, {"latency_us", {{"node", 2}, {"cluster", 5}}},
+               {"kernel_launch_us", 3}, {"gemm_efficiency_max", 0.7}, {"gemm_half_efficiency_gflops", 1},
+               {"memory_efficiency", 0.8}, {"network_efficiency", 0.8}};
+  cotune_hardware hw = resolve({{"gpu_spec", spec}, {"nodes", 1}});
+  EXPECT_EQ(std::string(hw.gpu_name.data, hw.gpu_name.len), "my-accel");
+  EXPECT_DOUBLE_EQ(hw.peak_flops[COTUNE_DTYPE_FP16], 500e12);  // fp16 defaults to the bf16 peak
+  EXPECT_DOUBLE_EQ(hw.net_bytes_per_s[COTUNE_NET_ISLAND], 25e9 / 4);
+}
+
+TEST(Catalogue, RejectsBadClustersNamingTheField) {
+  EXPECT_THAT(error_of({{"gpu", "tpu-v9"}, {"nodes", 1}}), HasSubstr("/cluster/gpu: unknown GPU 'tpu-v9'"));
+  EXPECT_THAT(error_of({{"gpu", "h100-sxm"}}), HasSubstr("/cluster/nodes: missing"));
+  EXPECT_THAT(error_of({{"gpu", "h100-sxm"}, {"nodes", 0}}), HasSubstr("/cluster/nodes"));
+  EXPECT_THAT(error_of({{"gpu", "h100-sxm"}, {"nodes", 1}, {"gpus", 8}}), HasSubstr("/cluster/gpus: unknown cluster field"));
+  EXPECT_THAT(error_of({{"gpu", "h100-sxm"}, {"nodes", 1}, {"network", {{"rack", {}}}}}),
+              HasSubstr("/cluster/network/rack: unknown network level"));
+  EXPECT_THAT(error_of({{"gpu_spec", {{"name", "x"}, {"hbm_gib", 10}}}, {"nodes", 1}}),
+              HasSubstr("incomplete; missing peak_tflops.bf16"));
+  EXPECT_THAT(error_of({{"gpu", "h100-sxm"}, {"nodes", 1}, {"gpu_spec", {{"hbm_gib", "big"}}}}),
+              HasSubstr("/cluster/gpu_spec/hbm_gib: expected a number"));
+}
+
+TEST(OpTime, GemmIsComputeBoundAtTheEfficiency) {
+  cotune_hardware hw = toy();
+  // 2 * 1000^3 FLOPs at 100 TFLOP/s x 0.5 = 40 us; the 6 MB of operands take only 6 us.
+  EXPECT_NEAR(perf::op_time(gemm(0, 1000, 1000, 1000), hw), 40e-6, 1e-12);
+}
+
+TEST(OpTime, SkinnyGemmIsMemoryBound) {
+  cotune_hardware hw = toy();
+  // m = 1: 2e6 FLOPs (0.04 us) but (1000 + 1e6 + 1000) x 2 bytes at 1 TB/s = 2.004 us.
+  EXPECT_NEAR(perf::op_time(gemm(0, 1, 1000, 1000), hw), 2.004e-6, 1e-12);
+}
+
+TEST(OpTime, SmallGemmsLoseEfficiencyAndPayLaunches) {
+  cotune_hardware hw = toy();
+  hw.gemm_half_efficiency_flops = 2e9;  // a 1000^3 GEMM reaches half of 0.5
+  hw.kernel_launch_s = 5e-6;
+  EXPECT_NEAR(perf::op_time(gemm(0, 1000, 1000, 1000), hw), 80e-6 + 5e-6, 1e-12);
+}
+
+TEST(OpTime, AttentionCausalAndBackward) {
+  cotune_hardware hw = toy();
+  cotune_op a = op(COTUNE_OP_ATTENTION, COTUNE_PHASE_FORWARD);
+  a.batch = 1, a.heads = 8, a.seq_q = 1024, a.seq_kv = 1024, a.head_dim = 128;
+  const double flops = 4.0 * 8 * 1024 * 1024 * 128;  // 4.29e9
+  EXPECT_NEAR(perf::op_time(a, hw), flops / (100e12 * 0.5 * 0.8), 1e-12);
+  a.flags = COTUNE_OP_CAUSAL;
+  EXPECT_NEAR(perf::op_time(a, hw), flops / 2 / (100e12 * 0.5 * 0.8), 1e-12);
+  a.phase = COTUNE_PHASE_BACKWARD;
+  EXPECT_NEAR(perf::op_time(a, hw), 2.5 * flops / 2 / (100e12 * 0.5 * 0.8), 1e-12);
+  a.flags |= COTUNE_OP_RECOMPUTE;  // a forward rerun inside backward
+  EXPECT_NEAR(perf::op_time(a, hw), flops / 2 / (100e12 * 0.5 * 0.8), 1e-12);
+}
+
+TEST(OpTime, MemoryOpsMoveBytesAtBandwidth) {
+  cotune_hardware hw = toy();
+  cotune_op m = op(COTUNE_OP_MEMORY, 0);
+  m.bytes = 1e9;
+  EXPECT_NEAR(perf::op_time(m, hw), 1e-3, 1e-15);
+}
+
+TEST(OpTime, CollectivesAlphaBeta) {
+  cotune_hardware hw = toy();
+  // Ring all-reduce of 1 GB over 8 ranks at 100 GB/s: 2 x 7/8 x 10 ms = 17.5 ms.
+  EXPECT_NEAR(perf::op_time(coll(0, COTUNE_COLL_ALL_REDUCE, 1e9, 8, 0, COTUNE_GROUP_TP), hw), 17.5e-3, 1e-12);
+  EXPECT_NEAR(perf::op_time(coll(0, COTUNE_COLL_ALL_GATHER, 1e9, 8, 0, COTUNE_GROUP_TP), hw), 8.75e-3, 1e-12);
+  EXPECT_NEAR(perf::op_time(coll(0, COTUNE_COLL_REDUCE_SCATTER, 1e9, 4, 0, COTUNE_GROUP_TP), hw), 7.5e-3, 1e-12);
+  EXPECT_NEAR(perf::op_time(coll(0, COTUNE_COLL_SEND_RECV, 1e9, 2, 0, COTUNE_GROUP_PP), hw), 10e-3, 1e-12);
+  EXPECT_EQ(perf::op_time(coll(0, COTUNE_COLL_ALL_REDUCE, 1e9, 1, 0, COTUNE_GROUP_TP), hw), 0);
+  // Latency-bound: 1 KB over 1024 ranks with 10 us hops; the tree (2 x log2(1024) hops) beats the
+  // ring (2 x 1023 hops).
+  hw.net_latency_s[COTUNE_NET_NODE] = 10e-6;
+  EXPECT_NEAR(perf::op_time(coll(0, COTUNE_COLL_ALL_REDUCE, 1e3, 1024, 0, COTUNE_GROUP_DP), hw),
+              2 * 1e3 / 100e9 + 20 * 10e-6, 1e-12);
+}
+
+TEST(Simulate, PipelineScheduleAndBubble) {
+  cotune_hardware hw = toy();
+  std::vector<cotune_op> ops = {gemm(COTUNE_PHASE_FORWARD, 1000, 1000, 1000),   // 40 us
+                                gemm(COTUNE_PHASE_BACKWARD, 1000, 1000, 1000),  // 40 us
+                                gemm(COTUNE_PHASE_BACKWARD, 1000, 1000, 1000)}; // 40 us
+  cotune_trace t = trace_of(ops, hw);
+  t.micro_batches = 8;
+  t.pipeline_stages = 4;
+  t.tokens_per_step = 1e6;
+  t.model_flops_per_gpu = 1e12;
+  cotune_sim_result r = run(t);
+  // 8 x 120 us + bubble (4-1) x 120 us.
+  EXPECT_NEAR(r.bubble_s, 360e-6, 1e-12);
+  EXPECT_NEAR(r.step_time_s, 1320e-6, 1e-12);
+  EXPECT_NEAR(r.compute_s, 960e-6, 1e-12);
+  EXPECT_NEAR(r.tokens_per_s, 1e6 / 1320e-6, 1e-3);
+  EXPECT_NEAR(r.mfu, 1e12 / 1320e-6 / 100e12, 1e-12);
+  t.virtual_stages = 3;  // interleaving divides the bubble
+  EXPECT_NEAR(run(t).bubble_s, 120e-6, 1e-12);
+  t.schedule = COTUNE_SCHEDULE_GPIPE;
+  t.virtual_stages = 1;
+  EXPECT_NEAR(run(t).bubble_s, 360e-6, 1e-12);
+}
+
+TEST(Simulate, BlockingCollectivesAreExposedOverlappedOnesHidden) {
+  cotune_hardware hw = toy();
+  std::vector<cotune_op> ops = {
+      gemm(COTUNE_PHASE_FORWARD, 1000, 1000, 1000),                                             // 40 us
+      coll(COTUNE_PHASE_FORWARD, COTUNE_COLL_ALL_REDUCE, 1e6, 8, 0, COTUNE_GROUP_TP),           // 17.5 us, blocking
+      coll(COTUNE_PHASE_FORWARD, COTUNE_COLL_ALL_GATHER, 2e6, 8, 1, COTUNE_GROUP_CP),           // 17.5 us, overlapped
+  };
+  cotune_sim_result r = run(trace_of(ops, hw));
+  EXPECT_NEAR(r.step_time_s, 57.5e-6, 1e-12);
+  EXPECT_NEAR(r.exposed_comm_s[COTUNE_GROUP_TP], 17.5e-6, 1e-12);
+  EXPECT_EQ(r.exposed_comm_s[COTUNE_GROUP_CP], 0);
+}
+
+TEST(Simulate, DependenciesMakeTheComputeStreamWait) {
+  cotune_hardware hw = toy();
+  std::vector<cotune_op> ops = {
+      coll(COTUNE_PHASE_FORWARD, COTUNE_COLL_ALL_GATHER, 8e6, 8, 1, COTUNE_GROUP_CP),  // 70 us on stream 1
+      gemm(COTUNE_PHASE_FORWARD, 1000, 1000, 1000),                                    // 40 us, waits for it
+  };
+  ops[1].depends_on = 0;
+  cotune_sim_result r = run(trace_of(ops, hw));
+  EXPECT_NEAR(r.step_time_s, 110e-6, 1e-12);
+  EXPECT_NEAR(r.exposed_comm_s[COTUNE_GROUP_CP], 70e-6, 1e-12);
+}
+
+TEST(Simulate, GradientReductionOverlapsTheLastBackward) {
+  cotune_hardware hw = toy();
+  cotune_op opt = op(COTUNE_OP_MEMORY, COTUNE_PHASE_STEP);
+  opt.bytes = 10e6;  // 10 us
+  opt.flags = COTUNE_OP_OPTIMIZER;
+  std::vector<cotune_op> ops = {
+      gemm(COTUNE_PHASE_BACKWARD, 1000, 1000, 1000),                                      // 40 us
+      coll(COTUNE_PHASE_STEP, COTUNE_COLL_ALL_REDUCE, 4e6, 2, 1, COTUNE_GROUP_DP),        // 40 us, hidden
+      opt};
+  ops[2].depends_on = 1;
+  cotune_sim_result r = run(trace_of(ops, hw));
+  EXPECT_NEAR(r.step_time_s, 50e-6, 1e-12);
+  EXPECT_NEAR(r.optimizer_s, 10e-6, 1e-12);
+  EXPECT_EQ(r.exposed_comm_s[COTUNE_GROUP_DP], 0);
+  ops[1].bytes = 6e6;  // 60 us: 20 us stick out past the backward
+  r = run(trace_of(ops, hw));
+  EXPECT_NEAR(r.exposed_comm_s[COTUNE_GROUP_DP], 20e-6, 1e-12);
+  EXPECT_NEAR(r.step_time_s, 70e-6, 1e-12);
+}
+
+TEST(Simulate, MemoryFitAndCost) {
+  cotune_hardware hw = toy();
+  hw.price_per_gpu_hour = 3.6;
+  std::vector<cotune_op> ops = {gemm(COTUNE_PHASE_FORWARD, 1000, 1000, 1000)};
+  cotune_trace t = trace_of(ops, hw);
+  t.tokens_per_step = 1e6;
+  t.memory.weights = 50e9;
+  t.memory.activations = 20e9;
+  cotune_sim_result r = run(t);
+  EXPECT_EQ(r.fits, 1);
+  EXPECT_DOUBLE_EQ(r.peak_memory_bytes, 70e9);
+  // 8 GPUs x 40 us at $3.6/h for 1M tokens.
+  EXPECT_NEAR(r.cost_per_mtokens, 3.6 * 8 * 40e-6 / 3600, 1e-15);
+  t.memory.buffers = 20e9;
+  EXPECT_EQ(run(t).fits, 0);
+}
+
+TEST(Simulate, RejectsMalformedTraces) {
+  cotune_hardware hw = toy();
+  std::vector<cotune_op> ops = {gemm(0, 1, 1, 1)};
+  cotune_trace t = trace_of(ops, hw);
+  t.micro_batches = 0;
+  EXPECT_THROW(run(t), UserError);
+  t = trace_of(ops, hw);
+  ops[0].count = -1;
+  EXPECT_THROW(run(t), UserError);
+  ops[0].count = 1;
+  ops[0].depends_on = 0;
+  EXPECT_THROW(run(t), UserError);
+  ops[0].depends_on = -1;
+  ops[0].dtype = COTUNE_DTYPE_FP8;  // no fp8 peak on this GPU
+  EXPECT_THROW(run(t), UserError);
+}

@@ -1,0 +1,161 @@
+// `cotune simulate` through the real binary: the breakdown, --json, and the CSV batch path with bad
+// rows that do not stop the others.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct CliRun {
+  int status;
+  std::string out;
+};
+
+CliRun cli(const std::string& args) {
+  const std::string cmd = std::string(COTUNE_CLI) + " simulate " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  CliRun r{-1, ""};
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
+  const int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+class SimulateCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(COTUNE_BINARY_DIR) / "test-tmp" / ("simulate_cli_" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string write(const std::string& name, const std::string& text) {
+    const fs::path p = dir_ / name;
+    std::ofstream(p) << text;
+    return p.string();
+  }
+  fs::path dir_;
+};
+
+const char* kWorkload = R"({"model": {"preset": "llama3-70b"},
+  "training": {"global_batch": 1024, "dtype": "bf16"},
+  "cluster": {"gpu": "h100-sxm", "nodes": 64, "price_per_gpu_hour": 2.5}})";
+
+std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
+  std::vector<std::vector<std::string>> rows;
+  std::stringstream ss(text);
+  std::string line;
+  while (std::getline(ss, line)) {
+    std::vector<std::string> cells;
+    std::string cell;
+    bool quoted = false;
+    for (char c : line) {
+      if (c == '"') quoted = !quoted;
+      else if (c == ',' && !quoted) cells.push_back(cell), cell.clear();
+      else cell += c;
+    }
+    cells.push_back(cell);
+    rows.push_back(cells);
+  }
+  return rows;
+}
+
+}  // namespace
+
+TEST_F(SimulateCli, PrintsTheBreakdown) {
+  const std::string w = write("w.json", kWorkload);
+  const std::string c = write("c.json", R"({"tp": 8, "pp": 4, "vpp": 5, "sp": true, "recompute": "selective", "zero": 1})");
+  CliRun r = cli("--workload " + w + " --config " + c);
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("step time"));
+  EXPECT_THAT(r.out, HasSubstr("MFU"));
+  EXPECT_THAT(r.out, HasSubstr("pipeline bubble"));
+  EXPECT_THAT(r.out, HasSubstr("exposed tp comm"));
+  EXPECT_THAT(r.out, HasSubstr("512 x h100-sxm"));
+}
+
+TEST_F(SimulateCli, PrintsJson) {
+  const std::string w = write("w.json", kWorkload);
+  const std::string c = write("c.json", R"({"tp": 8, "pp": 4, "vpp": 5, "sp": true, "recompute": "selective", "zero": 1})");
+  CliRun r = cli("--workload " + w + " --config " + c + " --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["status"], "ok");
+  EXPECT_EQ(j["config"]["dp"], 16);
+  for (const char* k : {"step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "peak_mem_gib", "cost_per_mtokens"})
+    EXPECT_GT(j[k].get<double>(), 0) << k;
+  EXPECT_GT(j["breakdown"]["compute_s"].get<double>(), 0);
+  EXPECT_GT(j["breakdown"]["bubble_s"].get<double>(), 0);
+}
+
+TEST_F(SimulateCli, BadInputExitsWithTwoAndSaysWhy) {
+  const std::string w = write("w.json", kWorkload);
+  const std::string c = write("c.json", R"({"tp": 8, "pp": 3})");
+  CliRun r = cli("--workload " + w + " --config " + c);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.out, HasSubstr("pp"));
+  r = cli("--workload " +
+          write("bad.json", R"({"model": {"preset": "nope"}, "training": {"global_batch": 8},
+                                "cluster": {"gpu": "h100-sxm", "nodes": 1}})") +
+          " --config " + c);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.out, HasSubstr("/model/preset"));
+  EXPECT_EQ(cli("").status, 2);
+}
+
+TEST_F(SimulateCli, BatchWritesOneRowPerInputRow) {
+  const std::string in = write("in.csv",
+                               "name,hidden,layers,heads,kv_heads,ffn_hidden,vocab,seq_len,global_batch,gpu,gpus,tp,pp,"
+                               "micro_batch,recompute,sp,zero\n"
+                               "good,8192,80,64,8,28672,128256,8192,1024,h100-sxm,512,8,4,1,selective,true,1\n"
+                               "bad-heads,8192,80,64,8,28672,128256,8192,1024,h100-sxm,512,3,1,1,none,false,0\n"
+                               "bad-number,8192,80,64,8,28672,128256,8192,1024,h100-sxm,512,eight,4,1,none,false,0\n"
+                               "too-big,8192,80,64,8,28672,128256,8192,1024,h100-sxm,512,1,1,1,none,false,0\n"
+                               "\"a, b\",2304,24,24,,,,2048,512,a100-80gb,32,1,1,4,full,false,0\n");
+  const std::string out = (dir_ / "out.csv").string();
+  CliRun r = cli("--batch " + in + " --out " + out);
+  EXPECT_EQ(r.status, 1) << r.out;  // some rows are not ok
+  std::ifstream f(out);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  auto rows = parse_csv(ss.str());
+  ASSERT_EQ(rows.size(), 6u) << ss.str();
+  const auto& h = rows[0];
+  auto col = [&](const std::string& n) { return std::find(h.begin(), h.end(), n) - h.begin(); };
+  ASSERT_LT(col("status"), (long)h.size());
+  ASSERT_LT(col("reason"), (long)h.size());
+  EXPECT_EQ(rows[1][col("name")], "good");
+  EXPECT_EQ(rows[1][col("status")], "ok") << rows[1][col("reason")];
+  EXPECT_GT(std::stod(rows[1][col("step_time_s")]), 0);
+  EXPECT_GT(std::stod(rows[1][col("mfu")]), 0.1);
+  EXPECT_EQ(rows[2][col("status")], "invalid");
+  EXPECT_THAT(rows[2][col("reason")], HasSubstr("gpus (512) is not divisible by tp*pp*cp (3)"));
+  EXPECT_EQ(rows[3][col("status")], "invalid");
+  EXPECT_THAT(rows[3][col("reason")], HasSubstr("column tp: expected a number, got 'eight'"));
+  EXPECT_EQ(rows[4][col("status")], "oom");
+  EXPECT_THAT(rows[4][col("reason")], HasSubstr("out of memory"));
+  EXPECT_EQ(rows[5][col("name")], "a, b");  // copied through, quoting kept
+  EXPECT_EQ(rows[5][col("status")], "ok") << rows[5][col("reason")];
+
+  CliRun to_stdout = cli("--batch " + in);
+  EXPECT_EQ(parse_csv(to_stdout.out).size(), 6u) << to_stdout.out;
+}
