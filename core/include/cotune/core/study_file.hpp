@@ -1,0 +1,102 @@
+// The study file: one JSON document that says what to tune (workload, space), how (predictor,
+// searcher, executor), for what (objective) and for how long (budget). Parsed into StudySpec and
+// validated on load; every error names the file and the field by JSON pointer, e.g.
+//   study.json: /budget/trials: expected a positive integer, got -3
+#ifndef COTUNE_CORE_STUDY_FILE_HPP_
+#define COTUNE_CORE_STUDY_FILE_HPP_
+
+#include <cotune/core/store_records.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cotune::core {
+
+// A plugin component chosen by name, with its options (passed to the plugin as JSON).
+struct ComponentSpec {
+  std::string name;
+  nlohmann::json options = nlohmann::json::object();
+};
+
+// Whether the predictor learns the residual over the performance model's estimate.
+enum class Prior { analytic, none };
+
+struct PredictorSpec : ComponentSpec {
+  Prior prior = Prior::analytic;
+};
+
+// A bound on a metric: a trial that breaks it is not a candidate for "best".
+struct Constraint {
+  std::string metric;
+  std::optional<double> max;
+  std::optional<double> min;
+};
+
+struct ObjectiveSpec {
+  std::string metric;  // e.g. "tokens_per_s"
+  Direction direction = Direction::maximize;
+  std::vector<Constraint> constraints;
+};
+
+// When to stop. At least one of trials, wall_time_s, gpu_hours is set.
+struct Budget {
+  std::optional<std::int64_t> trials;
+  std::optional<double> wall_time_s;
+  std::optional<double> gpu_hours;
+  std::optional<double> target;         // stop once the objective reaches this value
+  std::optional<std::int64_t> patience;  // stop after this many trials without improvement
+};
+
+// How the best configuration is rendered.
+enum class RenderFormat { json, megatron, torchtitan };
+// What Ctrl-C does to trials in flight.
+enum class OnStop { cancel, wait };
+
+std::string_view to_string(Prior p);
+std::string_view to_string(RenderFormat f);
+std::string_view to_string(OnStop s);
+
+struct StudySpec {
+  std::string file;  // the path it was loaded from (or the label given to parse_study_file)
+  std::string text;  // the document as given
+  std::string hash;  // SHA-256 of its canonical JSON, with a workload file's contents in place of its path
+
+  std::string name;
+  std::string description;
+  nlohmann::json workload;    // always the workload object, also when the file named a path
+  std::string workload_file;  // resolved path when the workload was given by path; empty when inline
+  ComponentSpec space{"llm"};
+  PredictorSpec predictor{{"krr"}};
+  ComponentSpec searcher{"reinforce"};
+  ComponentSpec executor{"sim"};
+  std::vector<ObjectiveSpec> objectives;  // one; two for a Pareto study
+  Budget budget;
+  std::int64_t parallel = 1;  // trials in flight at once
+  std::uint64_t seed = 1;
+  std::vector<std::string> plugin_paths;  // resolved against the study file's directory
+  RenderFormat format = RenderFormat::json;
+  OnStop on_stop = OnStop::cancel;
+
+  bool pareto() const { return objectives.size() > 1; }
+  // canonical_json.hpp workload_key() of this study's workload and space.
+  std::string workload_key() const;
+  // The objectives as a JSON array of {metric, direction, constraints}, for the store.
+  nlohmann::json objectives_json() const;
+};
+
+// The top-level fields a study file may have, in documentation order.
+const std::vector<std::string>& study_file_fields();
+
+// Loads and validates a study file. Throws UserError.
+StudySpec load_study_file(const std::string& path);
+// Validates `text` as a study file named `label`; relative paths in it resolve against `base_dir`.
+StudySpec parse_study_file(std::string_view text, const std::string& label, const std::string& base_dir);
+
+}  // namespace cotune::core
+
+#endif  // COTUNE_CORE_STUDY_FILE_HPP_

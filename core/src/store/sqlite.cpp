@@ -1,0 +1,141 @@
+#include "store/sqlite.hpp"
+
+#include <climits>
+
+namespace cotune::core::sqlite {
+
+void fail(sqlite3* db, int rc, const std::string& path, std::string_view doing) {
+  std::string message = "store " + path + ": ";
+  // The connection's message is more specific than sqlite3_errstr when it belongs to this error.
+  if (db && sqlite3_extended_errcode(db) == rc) message += sqlite3_errmsg(db);
+  else message += sqlite3_errstr(rc);
+  message += " (while ";
+  message += doing;
+  message += ")";
+  throw Error(rc, message);
+}
+
+Statement::Statement(sqlite3* db, std::string_view sql, const std::string& context)
+    : db_(db), context_(context) {
+  int rc = sqlite3_prepare_v3(db, sql.data(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT,
+                              &stmt_, nullptr);
+  if (rc != SQLITE_OK) fail(db, rc, context, "preparing: " + std::string(sql.substr(0, 80)));
+}
+
+Statement::~Statement() { sqlite3_finalize(stmt_); }
+
+void Statement::bind(int index, std::int64_t value) {
+  int rc = sqlite3_bind_int64(stmt_, index, value);
+  if (rc != SQLITE_OK) fail(db_, rc, context_, "binding a parameter");
+}
+
+void Statement::bind(int index, double value) {
+  int rc = sqlite3_bind_double(stmt_, index, value);
+  if (rc != SQLITE_OK) fail(db_, rc, context_, "binding a parameter");
+}
+
+void Statement::bind(int index, std::string_view value) {
+  int rc = sqlite3_bind_text64(stmt_, index, value.data(), value.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+  if (rc != SQLITE_OK) fail(db_, rc, context_, "binding a parameter");
+}
+
+void Statement::bind_blob(int index, const std::vector<std::uint8_t>& value) {
+  // A zero-length blob is stored as an empty blob (not NULL): "saved, and empty".
+  int rc = value.empty() ? sqlite3_bind_zeroblob(stmt_, index, 0)
+                         : sqlite3_bind_blob64(stmt_, index, value.data(), value.size(), SQLITE_TRANSIENT);
+  if (rc != SQLITE_OK) fail(db_, rc, context_, "binding a parameter");
+}
+
+void Statement::bind_null(int index) {
+  int rc = sqlite3_bind_null(stmt_, index);
+  if (rc != SQLITE_OK) fail(db_, rc, context_, "binding a parameter");
+}
+
+bool Statement::step() {
+  int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  std::string sql = sqlite3_sql(stmt_) ? sqlite3_sql(stmt_) : "";
+  fail(db_, sqlite3_extended_errcode(db_), context_, "running: " + sql.substr(0, 80));
+}
+
+void Statement::reset() {
+  sqlite3_reset(stmt_);
+  sqlite3_clear_bindings(stmt_);
+}
+
+bool Statement::is_null(int column) const { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }
+std::int64_t Statement::int64(int column) const { return sqlite3_column_int64(stmt_, column); }
+double Statement::real(int column) const { return sqlite3_column_double(stmt_, column); }
+
+std::string Statement::text(int column) const {
+  const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, column));
+  int n = sqlite3_column_bytes(stmt_, column);
+  return p ? std::string(p, static_cast<size_t>(n)) : std::string();
+}
+
+std::vector<std::uint8_t> Statement::blob(int column) const {
+  const auto* p = static_cast<const std::uint8_t*>(sqlite3_column_blob(stmt_, column));
+  int n = sqlite3_column_bytes(stmt_, column);
+  return p ? std::vector<std::uint8_t>(p, p + n) : std::vector<std::uint8_t>();
+}
+
+std::optional<std::int64_t> Statement::opt_int64(int column) const {
+  if (is_null(column)) return std::nullopt;
+  return int64(column);
+}
+std::optional<double> Statement::opt_real(int column) const {
+  if (is_null(column)) return std::nullopt;
+  return real(column);
+}
+std::optional<std::string> Statement::opt_text(int column) const {
+  if (is_null(column)) return std::nullopt;
+  return text(column);
+}
+
+Database::Database(const std::string& path, int flags) : path_(path) {
+  int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string message = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+    sqlite3_close_v2(db_);
+    db_ = nullptr;
+    throw Error(rc, "store " + path + ": cannot open: " + message);
+  }
+  sqlite3_extended_result_codes(db_, 1);
+}
+
+Database::~Database() {
+  cache_.clear();  // statements first: close_v2 would otherwise defer the close
+  sqlite3_close_v2(db_);
+}
+
+void Database::exec(const char* sql) {
+  char* message = nullptr;
+  int rc = sqlite3_exec(db_, sql, nullptr, nullptr, &message);
+  if (rc != SQLITE_OK) {
+    std::string text = message ? message : sqlite3_errstr(rc);
+    sqlite3_free(message);
+    throw Error(sqlite3_extended_errcode(db_) ? sqlite3_extended_errcode(db_) : rc,
+                "store " + path_ + ": " + text + " (while running: " + std::string(sql).substr(0, 80) + ")");
+  }
+}
+
+std::string Database::query_text(const char* sql) {
+  Statement s(db_, sql, path_);
+  if (!s.step()) return std::string();
+  return s.text(0);
+}
+
+std::int64_t Database::query_int64(const char* sql) {
+  Statement s(db_, sql, path_);
+  if (!s.step()) return 0;
+  return s.int64(0);
+}
+
+StatementUse Database::prepare(const char* sql) {
+  auto it = cache_.find(sql);
+  if (it == cache_.end()) it = cache_.emplace(sql, std::make_unique<Statement>(db_, sql, path_)).first;
+  return StatementUse(*it->second);
+}
+
+}  // namespace cotune::core::sqlite

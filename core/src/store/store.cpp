@@ -1,0 +1,287 @@
+// Opening a store, and its studies.
+#include <cotune/core/errors.hpp>
+#include <cotune/core/store.hpp>
+
+#include <filesystem>
+#include <string>
+
+#include "store/schema.hpp"
+#include "store/store_impl.hpp"
+
+namespace cotune::core {
+namespace store_detail {
+
+double now_seconds() {
+  using namespace std::chrono;
+  return duration<double>(system_clock::now().time_since_epoch()).count();
+}
+
+void throw_locked_too_long(const std::string& path, double seconds) {
+  throw StoreError("store " + path + ": another process has held its write lock for more than " +
+                   std::to_string(static_cast<long long>(seconds)) +
+                   " s; try again once it has finished (or raise the busy timeout)");
+}
+
+TrialStatus trial_status_column(const sqlite::Statement& row, int column, const std::string& path) {
+  std::string word = row.text(column);
+  auto status = trial_status_from_string(word);
+  if (!status) throw StoreError("store " + path + ": unknown trial status '" + word + "' (damaged store?)");
+  return *status;
+}
+
+StudyRecord read_study(const sqlite::Statement& row, const std::string& path) {
+  StudyRecord s;
+  s.id = row.int64(0);
+  s.name = row.text(1);
+  s.study_json = row.text(2);
+  s.study_hash = row.text(3);
+  s.workload_key = row.text(4);
+  s.space = row.text(5);
+  s.objective_json = row.text(6);
+  auto direction = direction_from_string(row.text(7));
+  auto status = study_status_from_string(row.text(9));
+  if (!direction || !status)
+    throw StoreError("store " + path + ": study '" + s.name + "' has an unknown direction or status (damaged store?)");
+  s.direction = *direction;
+  s.environment_json = row.text(8);
+  s.status = *status;
+  s.created_at = row.real(10);
+  s.updated_at = row.real(11);
+  return s;
+}
+
+}  // namespace store_detail
+
+using store_detail::now_seconds;
+using store_detail::read_study;
+using store_detail::run_transaction;
+
+namespace {
+
+void require_study(sqlite::Database& db, std::int64_t study_id) {
+  if (db.changes() == 0)
+    throw StoreError("store " + db.path() + ": no study with id " + std::to_string(study_id));
+}
+
+void save_state(sqlite::Database& db, const char* update_sql, std::int64_t study_id,
+                const std::vector<std::uint8_t>& state) {
+  auto q = db.prepare(update_sql);
+  q->bind_blob(1, state);
+  q->bind(2, now_seconds());
+  q->bind(3, study_id);
+  q->step();
+  require_study(db, study_id);
+}
+
+std::optional<std::vector<std::uint8_t>> load_state(sqlite::Database& db, const char* select_sql,
+                                                    std::int64_t study_id) {
+  auto q = db.prepare(select_sql);
+  q->bind(1, study_id);
+  if (!q->step()) throw StoreError("store " + db.path() + ": no study with id " + std::to_string(study_id));
+  if (q->is_null(0)) return std::nullopt;
+  return q->blob(0);
+}
+
+// Wraps the errors of a file that is not what we expect into messages a user can act on.
+[[noreturn]] void explain_open_failure(const sqlite::Error& e, const std::string& path) {
+  int primary = e.code() & 0xFF;
+  if (primary == SQLITE_NOTADB)
+    throw StoreError("store " + path + ": this file is not an SQLite database, so not a cotune store; " +
+                     "it was left untouched. Pass the path of a cotune store, or a new file name.");
+  if (primary == SQLITE_CORRUPT)
+    throw StoreError("store " + path + ": the database is damaged (" + e.what() + ")");
+  throw e;
+}
+
+}  // namespace
+
+Store::Store(const std::string& path, const Options& options) : path_(path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  bool exists = fs::exists(path, ec);
+  if (exists && fs::is_directory(path, ec))
+    throw StoreError("store " + path + ": is a directory; expected a store file such as " + path + "/" +
+                     kDefaultStorePath);
+  if (!exists && !options.create)
+    throw StoreError("store " + path + ": no such file (create a study first, or check the path)");
+  if (!(options.busy_timeout_s >= 0)) throw StoreError("store " + path + ": busy timeout must be >= 0");
+
+  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (options.create ? SQLITE_OPEN_CREATE : 0);
+  impl_ = std::make_unique<Impl>(path, flags, options);
+  sqlite::Database& db = impl_->db;
+  sqlite3_busy_timeout(db.handle(), static_cast<int>(std::min(options.busy_timeout_s * 1000.0, 2.0e9)));
+
+  // Look before writing anything: a foreign file must come out of this unchanged.
+  try {
+    auto identify = [&] { return schema::identify(db); };
+    schema::check_identity(run_transaction(*impl_, "BEGIN", identify), path, schema::latest_version());
+  } catch (const sqlite::Error& e) {
+    explain_open_failure(e, path);
+  }
+
+  auto set_wal = [&] { return db.query_text("PRAGMA journal_mode = WAL"); };
+  std::string mode = run_transaction(*impl_, nullptr, set_wal);
+  if (mode != "wal" && mode != "memory")
+    throw StoreError("store " + path + ": cannot use the WAL journal (SQLite answered '" + mode +
+                     "'); is the file on a network file system? Put the store on a local disk.");
+  db.exec(options.sync == Sync::full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL");
+  db.exec("PRAGMA foreign_keys = ON");
+  auto migrate = [&] { return schema::migrate(db); };
+  run_transaction(*impl_, nullptr, migrate);
+}
+
+Store::~Store() = default;
+
+int Store::latest_schema_version() { return schema::latest_version(); }
+
+int Store::schema_version() {
+  return read([&] { return static_cast<int>(impl_->db.query_int64("PRAGMA user_version")); });
+}
+
+StudyRecord Store::create_study(const NewStudy& n) {
+  if (n.name.empty()) throw UserError("store " + path_ + ": a study needs a non-empty name");
+  return write([&] {
+    sqlite::Database& db = impl_->db;
+    {
+      auto existing = db.prepare("SELECT " COTUNE_STUDY_COLUMNS " FROM studies WHERE name = ?1");
+      existing->bind(1, n.name);
+      if (existing->step()) {
+        StudyRecord found = read_study(*existing, path_);
+        if (found.study_hash != n.study_hash)
+          throw UserError("study '" + n.name + "' already exists in " + path_ +
+                          " with a different study file (stored hash " + found.study_hash.substr(0, 12) +
+                          ", this file " + n.study_hash.substr(0, 12) +
+                          "). Give the changed study a new name, or use the store of another directory.");
+        return found;
+      }
+    }
+    double now = now_seconds();
+    auto insert = db.prepare(
+        "INSERT INTO studies (name, study_json, study_hash, workload_key, space, objective_json, direction, "
+        "environment_json, status, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
+        "'running', ?9, ?9)");
+    insert->bind(1, n.name);
+    insert->bind(2, n.study_json);
+    insert->bind(3, n.study_hash);
+    insert->bind(4, n.workload_key);
+    insert->bind(5, n.space);
+    insert->bind(6, n.objective_json);
+    insert->bind(7, to_string(n.direction));
+    insert->bind(8, n.environment_json);
+    insert->bind(9, now);
+    insert->step();
+    StudyRecord s;
+    s.id = db.last_insert_rowid();
+    s.name = n.name;
+    s.study_json = n.study_json;
+    s.study_hash = n.study_hash;
+    s.workload_key = n.workload_key;
+    s.space = n.space;
+    s.objective_json = n.objective_json;
+    s.direction = n.direction;
+    s.environment_json = n.environment_json;
+    s.status = StudyStatus::running;
+    s.created_at = s.updated_at = now;
+    return s;
+  });
+}
+
+std::optional<StudyRecord> Store::find_study(const std::string& name) {
+  return read([&]() -> std::optional<StudyRecord> {
+    auto q = impl_->db.prepare("SELECT " COTUNE_STUDY_COLUMNS " FROM studies WHERE name = ?1");
+    q->bind(1, name);
+    if (!q->step()) return std::nullopt;
+    return read_study(*q, path_);
+  });
+}
+
+std::optional<StudyRecord> Store::study(std::int64_t study_id) {
+  return read([&]() -> std::optional<StudyRecord> {
+    auto q = impl_->db.prepare("SELECT " COTUNE_STUDY_COLUMNS " FROM studies WHERE id = ?1");
+    q->bind(1, study_id);
+    if (!q->step()) return std::nullopt;
+    return read_study(*q, path_);
+  });
+}
+
+std::vector<StudySummary> Store::list_studies() {
+  return read([&] {
+    sqlite::Database& db = impl_->db;
+    std::vector<StudySummary> out;
+    std::map<std::int64_t, size_t> index;
+    {
+      auto q = db.prepare("SELECT " COTUNE_STUDY_COLUMNS " FROM studies ORDER BY created_at, id");
+      while (q->step()) {
+        index[q->int64(0)] = out.size();
+        out.push_back(StudySummary{read_study(*q, path_), {}, 0, std::nullopt});
+      }
+    }
+    {
+      auto q = db.prepare("SELECT study_id, status, COUNT(*) FROM trials GROUP BY study_id, status");
+      while (q->step()) {
+        auto it = index.find(q->int64(0));
+        if (it == index.end()) continue;
+        StudySummary& s = out[it->second];
+        std::int64_t n = q->int64(2);
+        s.trials_by_status[store_detail::trial_status_column(*q, 1, path_)] = n;
+        s.trial_count += n;
+      }
+    }
+    {
+      auto q = db.prepare(
+          "SELECT study_id, MAX(objective), MIN(objective) FROM trials "
+          "WHERE status = 'ok' AND objective IS NOT NULL GROUP BY study_id");
+      while (q->step()) {
+        auto it = index.find(q->int64(0));
+        if (it == index.end()) continue;
+        StudySummary& s = out[it->second];
+        s.best_objective = s.study.direction == Direction::maximize ? q->real(1) : q->real(2);
+      }
+    }
+    return out;
+  });
+}
+
+void Store::set_study_status(std::int64_t study_id, StudyStatus status) {
+  write([&] {
+    auto q = impl_->db.prepare("UPDATE studies SET status = ?1, updated_at = ?2 WHERE id = ?3");
+    q->bind(1, to_string(status));
+    q->bind(2, now_seconds());
+    q->bind(3, study_id);
+    q->step();
+    require_study(impl_->db, study_id);
+  });
+}
+
+void Store::set_study_environment(std::int64_t study_id, const std::string& environment_json) {
+  write([&] {
+    auto q = impl_->db.prepare("UPDATE studies SET environment_json = ?1, updated_at = ?2 WHERE id = ?3");
+    q->bind(1, environment_json);
+    q->bind(2, now_seconds());
+    q->bind(3, study_id);
+    q->step();
+    require_study(impl_->db, study_id);
+  });
+}
+
+void Store::save_searcher_state(std::int64_t study_id, const std::vector<std::uint8_t>& state) {
+  write([&] {
+    save_state(impl_->db, "UPDATE studies SET searcher_state = ?1, updated_at = ?2 WHERE id = ?3", study_id, state);
+  });
+}
+
+std::optional<std::vector<std::uint8_t>> Store::load_searcher_state(std::int64_t study_id) {
+  return read([&] { return load_state(impl_->db, "SELECT searcher_state FROM studies WHERE id = ?1", study_id); });
+}
+
+void Store::save_predictor_state(std::int64_t study_id, const std::vector<std::uint8_t>& state) {
+  write([&] {
+    save_state(impl_->db, "UPDATE studies SET predictor_state = ?1, updated_at = ?2 WHERE id = ?3", study_id, state);
+  });
+}
+
+std::optional<std::vector<std::uint8_t>> Store::load_predictor_state(std::int64_t study_id) {
+  return read([&] { return load_state(impl_->db, "SELECT predictor_state FROM studies WHERE id = ?1", study_id); });
+}
+
+}  // namespace cotune::core

@@ -1,0 +1,216 @@
+#include <cotune/core/canonical_json.hpp>
+#include <cotune/core/errors.hpp>
+#include <cotune/core/json_document.hpp>
+#include <cotune/core/study_file.hpp>
+
+#include <filesystem>
+
+#include "study/json_checks.hpp"
+
+namespace cotune::core {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+const std::vector<std::pair<std::string_view, Direction>> kDirections = {{"maximize", Direction::maximize},
+                                                                          {"minimize", Direction::minimize}};
+const std::vector<std::pair<std::string_view, Prior>> kPriors = {{"analytic", Prior::analytic}, {"none", Prior::none}};
+const std::vector<std::pair<std::string_view, RenderFormat>> kFormats = {
+    {"megatron", RenderFormat::megatron}, {"torchtitan", RenderFormat::torchtitan}, {"json", RenderFormat::json}};
+const std::vector<std::pair<std::string_view, OnStop>> kOnStop = {{"cancel", OnStop::cancel}, {"wait", OnStop::wait}};
+
+template <class E>
+std::string_view word_of(const std::vector<std::pair<std::string_view, E>>& table, E value) {
+  for (const auto& [word, v] : table)
+    if (v == value) return word;
+  return "?";
+}
+
+std::string resolve(const std::string& base_dir, const std::string& path) {
+  fs::path p(path);
+  if (p.is_absolute() || base_dir.empty()) return p.lexically_normal().string();
+  return (fs::path(base_dir) / p).lexically_normal().string();
+}
+
+// A component: an object {name, options[, extra...]} or just its name as a string.
+void read_component(const JsonChecker& c, const json& doc, std::string_view key, ComponentSpec& out,
+                    std::vector<std::string> known = {"name", "options"}) {
+  const json* v = JsonChecker::member(doc, key);
+  if (!v) return;
+  std::string pointer = child_pointer("", key);
+  if (v->is_string()) {
+    out.name = c.string(*v, pointer);
+    return;
+  }
+  c.object(*v, pointer, "an object {\"name\": ..., \"options\": {...}} or a component name");
+  c.only_known(*v, pointer, known);
+  if (const json* name = JsonChecker::member(*v, "name")) out.name = c.string(*name, child_pointer(pointer, "name"));
+  if (const json* options = JsonChecker::member(*v, "options")) {
+    c.object(*options, child_pointer(pointer, "options"));
+    out.options = *options;
+  }
+}
+
+Constraint read_constraint(const JsonChecker& c, const json& v, const std::string& pointer) {
+  c.object(v, pointer, "an object {\"metric\": ..., \"max\": ...} or {\"metric\": ..., \"min\": ...}");
+  c.only_known(v, pointer, {"metric", "max", "min"});
+  Constraint k;
+  k.metric = c.string(c.required(v, pointer, "metric", "the name of a metric"), child_pointer(pointer, "metric"));
+  if (const json* max = JsonChecker::member(v, "max")) k.max = c.number(*max, child_pointer(pointer, "max"));
+  if (const json* min = JsonChecker::member(v, "min")) k.min = c.number(*min, child_pointer(pointer, "min"));
+  if (!k.max && !k.min) c.fail(pointer, "expected a bound: \"max\", \"min\" or both");
+  if (k.max && k.min && *k.min > *k.max)
+    c.fail(child_pointer(pointer, "min"), "expected min <= max, got min " + describe_json(v["min"]) + " > max " +
+                                              describe_json(v["max"]));
+  return k;
+}
+
+ObjectiveSpec read_objective(const JsonChecker& c, const json& v, const std::string& pointer) {
+  c.object(v, pointer, "an object {\"metric\": ..., \"direction\": \"maximize\"|\"minimize\", \"constraints\": [...]}");
+  c.only_known(v, pointer, {"metric", "direction", "constraints"});
+  ObjectiveSpec o;
+  o.metric = c.string(c.required(v, pointer, "metric", "the name of the metric to optimise, e.g. \"tokens_per_s\""),
+                      child_pointer(pointer, "metric"));
+  o.direction = c.one_of(c.required(v, pointer, "direction", "\"maximize\" or \"minimize\""),
+                         child_pointer(pointer, "direction"), kDirections);
+  if (const json* list = JsonChecker::member(v, "constraints")) {
+    std::string lp = child_pointer(pointer, "constraints");
+    if (!list->is_array()) c.expected(lp, "an array of constraints", *list);
+    for (size_t i = 0; i < list->size(); ++i) o.constraints.push_back(read_constraint(c, (*list)[i], child_pointer(lp, i)));
+  }
+  return o;
+}
+
+std::vector<ObjectiveSpec> read_objectives(const JsonChecker& c, const json& doc) {
+  const json* single = JsonChecker::member(doc, "objective");
+  const json* several = JsonChecker::member(doc, "objectives");
+  if (single && several) c.fail("/objectives", "give either \"objective\" or \"objectives\", not both");
+  if (single) return {read_objective(c, *single, "/objective")};
+  if (!several)
+    c.fail("/objective", "required field missing: expected an object {\"metric\", \"direction\", \"constraints\"} "
+                         "(or \"objectives\" with two of them for a Pareto study)");
+  if (!several->is_array() || several->size() != 2)
+    c.expected("/objectives", "an array of two objectives (a Pareto study)", *several);
+  std::vector<ObjectiveSpec> out;
+  for (size_t i = 0; i < several->size(); ++i) out.push_back(read_objective(c, (*several)[i], child_pointer("/objectives", i)));
+  if (out[0].metric == out[1].metric)
+    c.fail("/objectives/1/metric", "expected a metric other than the first objective's, got \"" + out[1].metric + "\"");
+  return out;
+}
+
+Budget read_budget(const JsonChecker& c, const json& doc) {
+  const json& v = c.required(doc, "", "budget", "an object with at least one of trials, wall_time_s, gpu_hours");
+  c.object(v, "/budget", "an object with at least one of trials, wall_time_s, gpu_hours");
+  c.only_known(v, "/budget", {"trials", "wall_time_s", "gpu_hours", "target", "patience"});
+  Budget b;
+  if (const json* x = JsonChecker::member(v, "trials")) b.trials = c.positive_integer(*x, "/budget/trials");
+  if (const json* x = JsonChecker::member(v, "wall_time_s")) b.wall_time_s = c.positive_number(*x, "/budget/wall_time_s");
+  if (const json* x = JsonChecker::member(v, "gpu_hours")) b.gpu_hours = c.positive_number(*x, "/budget/gpu_hours");
+  if (const json* x = JsonChecker::member(v, "target")) b.target = c.number(*x, "/budget/target");
+  if (const json* x = JsonChecker::member(v, "patience")) b.patience = c.positive_integer(*x, "/budget/patience");
+  if (!b.trials && !b.wall_time_s && !b.gpu_hours)
+    c.fail("/budget", "expected at least one of trials, wall_time_s, gpu_hours (a study must have a limit), got " +
+                          describe_json(v));
+  return b;
+}
+
+// The workload: inline, or a path (relative to the study file) to a JSON file holding it.
+void read_workload(const JsonChecker& c, const json& doc, const std::string& label, const std::string& base_dir,
+                   StudySpec& s) {
+  const char* what = "an object (the workload) or a string path to a workload JSON file";
+  const json& v = c.required(doc, "", "workload", what);
+  if (v.is_object()) {
+    s.workload = v;
+    return;
+  }
+  if (!v.is_string() || v.get_ref<const std::string&>().empty()) c.expected("/workload", what, v);
+  s.workload_file = resolve(base_dir, v.get<std::string>());
+  json loaded;
+  try {
+    loaded = parse_json_document(read_text_file(s.workload_file, "workload file"), s.workload_file);
+  } catch (const UserError& e) {
+    throw UserError(label + ": /workload: " + e.what());
+  }
+  if (!loaded.is_object())
+    c.fail("/workload", "the workload file " + s.workload_file + " holds " + describe_json(loaded) +
+                            "; expected a JSON object");
+  s.workload = std::move(loaded);
+}
+
+}  // namespace
+
+std::string_view to_string(Prior p) { return word_of(kPriors, p); }
+std::string_view to_string(RenderFormat f) { return word_of(kFormats, f); }
+std::string_view to_string(OnStop s) { return word_of(kOnStop, s); }
+
+const std::vector<std::string>& study_file_fields() {
+  static const std::vector<std::string> fields = {
+      "name",       "description", "workload", "space",  "predictor", "searcher",     "executor", "objective",
+      "objectives", "budget",      "parallel", "seed",   "plugin_paths", "format",    "on_stop"};
+  return fields;
+}
+
+std::string StudySpec::workload_key() const { return core::workload_key(workload, space.name); }
+
+nlohmann::json StudySpec::objectives_json() const {
+  json out = json::array();
+  for (const ObjectiveSpec& o : objectives) {
+    json constraints = json::array();
+    for (const Constraint& k : o.constraints) {
+      json j = {{"metric", k.metric}};
+      if (k.max) j["max"] = *k.max;
+      if (k.min) j["min"] = *k.min;
+      constraints.push_back(std::move(j));
+    }
+    out.push_back({{"metric", o.metric}, {"direction", to_string(o.direction)}, {"constraints", constraints}});
+  }
+  return out;
+}
+
+StudySpec parse_study_file(std::string_view text, const std::string& label, const std::string& base_dir) {
+  json doc = parse_json_document(text, label);
+  JsonChecker c(label);
+  if (!doc.is_object()) c.expected("", "a JSON object (the study) at the top level", doc);
+  c.only_known(doc, "", study_file_fields());
+
+  StudySpec s;
+  s.file = label;
+  s.text = std::string(text);
+  s.name = c.string(c.required(doc, "", "name", "a non-empty string (the study's name in the store)"), "/name");
+  if (const json* d = JsonChecker::member(doc, "description")) {
+    if (!d->is_string()) c.expected("/description", "a string", *d);
+    s.description = d->get<std::string>();
+  }
+  read_workload(c, doc, label, base_dir, s);
+  read_component(c, doc, "space", s.space);
+  read_component(c, doc, "predictor", s.predictor, {"name", "options", "prior"});
+  if (const json* p = JsonChecker::member(doc, "predictor"); p && p->is_object())
+    if (const json* prior = JsonChecker::member(*p, "prior")) s.predictor.prior = c.one_of(*prior, "/predictor/prior", kPriors);
+  read_component(c, doc, "searcher", s.searcher);
+  read_component(c, doc, "executor", s.executor);
+  s.objectives = read_objectives(c, doc);
+  s.budget = read_budget(c, doc);
+  if (const json* x = JsonChecker::member(doc, "parallel")) s.parallel = c.integer_at_least(*x, "/parallel", 1);
+  if (const json* x = JsonChecker::member(doc, "seed")) s.seed = c.unsigned_integer(*x, "/seed");
+  if (const json* x = JsonChecker::member(doc, "plugin_paths")) {
+    if (!x->is_array()) c.expected("/plugin_paths", "an array of directory or library paths", *x);
+    for (size_t i = 0; i < x->size(); ++i)
+      s.plugin_paths.push_back(resolve(base_dir, c.string((*x)[i], child_pointer("/plugin_paths", i))));
+  }
+  if (const json* x = JsonChecker::member(doc, "format")) s.format = c.one_of(*x, "/format", kFormats);
+  if (const json* x = JsonChecker::member(doc, "on_stop")) s.on_stop = c.one_of(*x, "/on_stop", kOnStop);
+
+  // The hash covers what the study means: a workload given by path counts by its contents.
+  json hashed = doc;
+  hashed["workload"] = s.workload;
+  s.hash = sha256_hex(canonical_json(hashed));
+  return s;
+}
+
+StudySpec load_study_file(const std::string& path) {
+  std::string text = read_text_file(path, "study file");
+  return parse_study_file(text, path, fs::path(path).parent_path().string());
+}
+
+}  // namespace cotune::core
