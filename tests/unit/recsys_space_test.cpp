@@ -1,0 +1,437 @@
+// The recsys space plugin through the real Registry: the table generator and presets, the sharding
+// planner (every shard placed, memory respected, balance), constraint reasons, FLOP and byte
+// formulas against hand-computed values, the TorchRec plan, and lowering timed by the real
+// performance model.
+#include <cotune/core/components.hpp>
+#include <cotune/core/errors.hpp>
+#include <cotune/core/perfmodel.hpp>
+#include <cotune/core/registry.hpp>
+#include <cotune/core/study_file.hpp>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+using cotune::core::Registry;
+using cotune::core::Space;
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+namespace {
+
+constexpr const char* kPlugin = COTUNE_PLUGIN_DIR "/libcotune-space-recsys.so";
+constexpr double GiB = 1073741824.0;
+
+json criteo(double nodes, double batch = 65536) {
+  return {{"model", {{"preset", "criteo-terabyte"}}},
+          {"training", {{"global_batch", batch}, {"dtype", "tf32"}}},
+          {"cluster", {{"gpu", "h100-sxm"}, {"nodes", nodes}, {"gpus_per_node", 8}}}};
+}
+
+json ads(double nodes) {
+  return {{"model", {{"preset", "ads-500"}}},
+          {"training", {{"global_batch", 131072}, {"dtype", "bf16"}}},
+          {"cluster", {{"gpu", "h100-sxm"}, {"nodes", nodes}, {"gpus_per_node", 8}, {"host_gib_per_node", 2048}}}};
+}
+
+// One table, a tiny dense part, 2 GPUs in one node: small enough to compute every figure by hand.
+json tiny(const json& tables = json::array({{{"name", "t"}, {"rows", 1000}, {"dim", 16}, {"pooling", 2}}})) {
+  return {{"model", {{"tables", tables}, {"dense_features", 4}, {"bottom_mlp", {16}}, {"top_mlp", {8, 1}},
+                     {"interaction", "dot"}}},
+          {"training", {{"global_batch", 8}, {"dtype", "fp32"}}},
+          {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 1}, {"gpus_per_node", 2}}}};
+}
+
+json equal_tables(int n, double pooling_step = 0) {
+  json t = json::array();
+  for (int i = 0; i < n; ++i)
+    t.push_back({{"name", "t" + std::to_string(i)}, {"rows", 100000}, {"dim", 16}, {"pooling", 1 + pooling_step * i}});
+  return t;
+}
+
+class RecsysSpaceTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(registry_.load_file(kPlugin)) << kPlugin; }
+  std::unique_ptr<Space> make(const json& workload, const json& options = json::object()) {
+    return registry_.make_space("recsys", workload.dump(), options.dump());
+  }
+  static std::vector<double> config(const Space& s, const json& c) { return s.parse(c.dump()); }
+  static json torchrec(const Space& s, const std::vector<double>& c) {
+    return json::parse(s.render(c.data(), COTUNE_RENDER_TORCHREC))["plan"]["model.sparse_arch.embedding_bag_collection"];
+  }
+  static double feature(const Space& s, const std::vector<double>& c, const std::string& name) {
+    std::vector<double> f(s.feature_names().size());
+    s.featurize(c.data(), 1, f.data());
+    for (size_t i = 0; i < f.size(); ++i)
+      if (s.feature_names()[i] == name) return f[i];
+    ADD_FAILURE() << "no feature " << name;
+    return 0;
+  }
+  static const cotune_op* op(const cotune_trace& t, const std::string& label, int32_t phase) {
+    for (size_t i = 0; i < t.num_ops; ++i)
+      if (std::string(t.ops[i].label.data, t.ops[i].label.len) == label && t.ops[i].phase == phase) return &t.ops[i];
+    return nullptr;
+  }
+  static cotune_sim_result simulate(const cotune_trace& t) {
+    cotune_sim_result r{};
+    r.struct_size = COTUNE_STRUCT_SIZE(cotune_sim_result, cost_per_mtokens);
+    cotune::core::perf::simulate(t, &r);
+    return r;
+  }
+  Registry registry_;
+};
+
+}  // namespace
+
+TEST_F(RecsysSpaceTest, DescribesItsParameters) {
+  auto s = make(criteo(2));
+  std::vector<std::string> names;
+  for (const auto& p : s->params()) names.push_back(p.name);
+  EXPECT_THAT(names, ::testing::ElementsAre("large_table_sharding", "large_table_rows", "column_split",
+                                            "replicate_below_mib", "balance", "emb_precision", "a2a_precision",
+                                            "offload", "cache_percent", "batch_per_gpu", "pipeline", "dense_parallel",
+                                            "gpus"));
+  EXPECT_TRUE(s->can_lower());
+  EXPECT_THAT(s->feature_names(), ::testing::Contains("imbalance"));
+  EXPECT_THAT(s->feature_names(), ::testing::Contains("a2a_mib_cluster"));
+  EXPECT_EQ(s->params().back().values, std::vector<double>{16});
+}
+
+TEST_F(RecsysSpaceTest, GeneratorIsDeterministicAndSeeded) {
+  auto gen = [](int seed) {
+    json w = criteo(1);
+    w["model"] = {{"table_generator", {{"count", 40}, {"seed", seed}, {"rows", {{"log_uniform", {1000, 1e6}}}},
+                                       {"dim", {{"choices", {32, 64}}}}, {"pooling", {{"uniform", {1, 10}}}}}},
+                  {"dense_features", 8}, {"bottom_mlp", {64}}, {"top_mlp", {64, 1}}, {"interaction", "cat"}};
+    return w;
+  };
+  auto a = make(gen(7)), b = make(gen(7)), c = make(gen(8));
+  const auto ca = a->parse("{}"), cb = b->parse("{}"), cc = c->parse("{}");
+  const json pa = torchrec(*a, ca), pb = torchrec(*b, cb), pc = torchrec(*c, cc);
+  EXPECT_EQ(pa, pb);
+  ASSERT_EQ(pa.size(), 40u);
+  EXPECT_NE(pa, pc);
+  for (const auto& [name, t] : pa.items()) {
+    EXPECT_GE(t["num_embeddings"].get<double>(), 1000);
+    EXPECT_LE(t["num_embeddings"].get<double>(), 1e6);
+    EXPECT_THAT((std::vector<double>{32, 64}), ::testing::Contains(t["embedding_dim"].get<double>()));
+  }
+  // Same features as well: the generator feeds everything downstream.
+  EXPECT_EQ(feature(*a, ca, "max_gpu_lookup_mib"), feature(*b, cb, "max_gpu_lookup_mib"));
+}
+
+TEST_F(RecsysSpaceTest, PresetsHaveTheirShape) {
+  auto c = make(criteo(2));
+  const json plan = torchrec(*c, c->parse("{}"));
+  ASSERT_EQ(plan.size(), 26u);
+  EXPECT_EQ(plan["cat_0"]["num_embeddings"], 39884406);
+  EXPECT_EQ(plan["cat_0"]["embedding_dim"], 128);
+
+  auto a = make(ads(16));
+  const json ap = torchrec(*a, a->parse(R"({"large_table_sharding": "row_wise", "emb_precision": "fp16"})"));
+  ASSERT_EQ(ap.size(), 500u);
+  double bytes = 0;
+  for (const auto& [name, t] : ap.items()) bytes += t["num_embeddings"].get<double>() * t["embedding_dim"].get<double>() * 4;
+  EXPECT_GT(bytes, 1e12) << "the ads-like preset has more than 1 TB of fp32 embeddings";
+}
+
+TEST_F(RecsysSpaceTest, PlannerPlacesEveryShardOnce) {
+  auto s = make(criteo(2));
+  for (const char* sharding : {"table_wise", "row_wise", "column_wise", "table_row_wise"}) {
+    const auto c = config(*s, {{"large_table_sharding", sharding}, {"large_table_rows", 1e6}, {"column_split", 32},
+                               {"replicate_below_mib", 1}, {"emb_precision", "fp16"}});
+    ASSERT_EQ(s->explain(c.data()), "") << sharding;
+    const json plan = torchrec(*s, c);
+    ASSERT_EQ(plan.size(), 26u);
+    for (const auto& [name, t] : plan.items()) {
+      const std::string type = t["sharding_type"];
+      if (type == "data_parallel") {
+        EXPECT_EQ(t["ranks"].size(), 16u);
+        continue;
+      }
+      // The shards tile the table exactly: rows are contiguous slices, columns too.
+      double rows = 0, cols = 0;
+      std::map<double, double> row_slices, col_slices;
+      for (const json& sh : t["sharding_spec"]) {
+        const double r = sh["shard_sizes"][0], k = sh["shard_sizes"][1];
+        row_slices[sh["shard_offsets"][0]] = r;
+        col_slices[sh["shard_offsets"][1]] = k;
+        EXPECT_GE(sh["placement"].get<std::string>().find("rank:"), 0u);
+      }
+      for (const auto& [off, r] : row_slices) {
+        EXPECT_EQ(off, rows);
+        rows += r;
+      }
+      for (const auto& [off, k] : col_slices) {
+        EXPECT_EQ(off, cols);
+        cols += k;
+      }
+      EXPECT_EQ(rows, t["num_embeddings"].get<double>()) << name << " " << type;
+      EXPECT_EQ(cols, t["embedding_dim"].get<double>()) << name << " " << type;
+      for (const json& r : t["ranks"]) EXPECT_TRUE(r.get<int>() >= 0 && r.get<int>() < 16);
+      const size_t expected_ranks = type == "row_wise" ? 16 : type == "table_row_wise" ? 8 : type == "column_wise" ? 4 : 1;
+      EXPECT_EQ(t["ranks"].size(), expected_ranks) << name << " " << type;
+    }
+  }
+}
+
+TEST_F(RecsysSpaceTest, PlannerRespectsMemory) {
+  // 24 tables of 3 GiB (fp32) on GPUs of 16 GiB: at most 4 per GPU after the dense part and buffers.
+  json tables = json::array();
+  for (int i = 0; i < 24; ++i)
+    tables.push_back({{"name", "t" + std::to_string(i)}, {"rows", 6291456}, {"dim", 128}, {"pooling", 1 + (i % 5)}});
+  json w = tiny(tables);
+  w["model"]["bottom_mlp"] = {128};
+  w["training"]["global_batch"] = 8192;
+  w["cluster"] = {{"gpu", "h100-sxm"}, {"nodes", 1}, {"gpus_per_node", 8}, {"gpu_spec", {{"hbm_gib", 16}}}};
+  w["training"]["embedding_optimizer"] = "sgd";
+  auto s = make(w);
+  const auto c = config(*s, {{"large_table_sharding", "table_wise"}, {"balance", "lookups"}, {"batch_per_gpu", 1024},
+                             {"replicate_below_mib", 0}});
+  ASSERT_EQ(s->explain(c.data()), "");
+  const json plan = torchrec(*s, c);
+  std::vector<double> per_rank(8, 0);
+  for (const auto& [name, t] : plan.items()) per_rank[t["ranks"][0].get<int>()] += 6291456.0 * 128 * 4;
+  for (double b : per_rank) EXPECT_LE(b, 4 * 3 * GiB);
+  const cotune_trace& tr = s->lower(c.data());
+  const cotune_memory& m = tr.memory;
+  EXPECT_LE(m.weights + m.gradients + m.optimizer + m.activations + m.buffers, 16 * GiB);
+
+  // 26 such tables do not fit: the reason names a table and the room left.
+  json more = w;
+  for (int i = 24; i < 34; ++i)
+    more["model"]["tables"].push_back({{"name", "t" + std::to_string(i)}, {"rows", 6291456}, {"dim", 128}});
+  auto s2 = make(more);
+  const auto c2 = config(*s2, {{"large_table_sharding", "table_wise"}, {"batch_per_gpu", 1024}, {"replicate_below_mib", 0}});
+  EXPECT_THAT(s2->explain(c2.data()), HasSubstr("needs 3.00 GiB but the GPU with the most room has"));
+  // fp16 storage halves the tables and they fit again.
+  const auto c3 = config(*s2, {{"large_table_sharding", "table_wise"}, {"batch_per_gpu", 1024},
+                               {"replicate_below_mib", 0}, {"emb_precision", "fp16"}});
+  EXPECT_EQ(s2->explain(c3.data()), "");
+}
+
+TEST_F(RecsysSpaceTest, PlannerBalancesLookups) {
+  // 64 equal tables on 8 GPUs: 8 each, perfectly balanced.
+  json w = tiny(equal_tables(64));
+  w["training"]["global_batch"] = 8192;
+  w["cluster"]["gpus_per_node"] = 8;
+  auto s = make(w);
+  const auto c = config(*s, {{"large_table_sharding", "table_wise"}, {"replicate_below_mib", 0}, {"batch_per_gpu", 1024}});
+  EXPECT_DOUBLE_EQ(feature(*s, c, "imbalance"), 1.0);
+  // 20 tables with poolings 1..20: greedy largest-first stays within 4/3 of the mean (Graham's bound
+  // applies to the optimum; against the mean it holds here because no table exceeds a GPU's share).
+  json w2 = tiny(equal_tables(20, 1));
+  w2["training"]["global_batch"] = 4096;
+  w2["cluster"]["gpus_per_node"] = 4;
+  auto s2 = make(w2);
+  const auto c2 = config(*s2, {{"large_table_sharding", "table_wise"}, {"replicate_below_mib", 0}, {"batch_per_gpu", 1024}});
+  const double imb = feature(*s2, c2, "imbalance");
+  EXPECT_GE(imb, 1.0);
+  EXPECT_LE(imb, 4.0 / 3.0);
+  // Balancing memory ignores pooling: equal-sized tables, 5 per GPU, but lookups less even.
+  const auto c3 = config(*s2, {{"large_table_sharding", "table_wise"}, {"replicate_below_mib", 0},
+                               {"batch_per_gpu", 1024}, {"balance", "memory"}});
+  EXPECT_GE(feature(*s2, c3, "imbalance"), imb);
+}
+
+TEST_F(RecsysSpaceTest, ExplainsInvalidConfigurations) {
+  auto s = make(criteo(2), {{"gpus", {12, 16}}});
+  EXPECT_THAT(s->explain(config(*s, {{"gpus", 12}}).data()), HasSubstr("gpus = 12 does not fill whole nodes of 8 GPUs"));
+  auto s2 = make(criteo(2, 1024));
+  EXPECT_THAT(s2->explain(config(*s2, {{"batch_per_gpu", 128}}).data()),
+              HasSubstr("global_batch 1024 is not a multiple of batch_per_gpu * gpus = 128 * 16 = 2048"));
+  std::vector<double> v = s2->parse("{}");
+  v[9] = 100;  // batch_per_gpu
+  EXPECT_THAT(s2->explain(v.data()), HasSubstr("batch_per_gpu = 100 is outside its domain"));
+  // One 40M-row table of 128 fp32 columns is 19 GiB; 400M rows do not fit on any one H100 table-wise.
+  json huge = criteo(2);
+  huge["model"]["tables"] = {{{"name", "huge"}, {"rows", 400000000}, {"dim", 128}}};
+  auto s3 = make(huge);
+  EXPECT_THAT(s3->explain(config(*s3, {{"large_table_sharding", "table_wise"}}).data()),
+              HasSubstr("table 'huge' needs"));
+  EXPECT_EQ(s3->explain(config(*s3, {{"large_table_sharding", "row_wise"}, {"large_table_rows", 1e6}}).data()), "");
+  // Offloading needs host memory.
+  json no_host = huge;
+  no_host["cluster"]["host_gib_per_node"] = 0;
+  auto s4 = make(no_host);
+  EXPECT_THAT(s4->explain(config(*s4, {{"large_table_sharding", "table_wise"}, {"offload", true}}).data()),
+              HasSubstr("set cluster.host_gib_per_node"));
+  EXPECT_EQ(s3->explain(config(*s3, {{"large_table_sharding", "table_wise"}, {"offload", true}}).data()), "");
+  // The dense part alone too large for HBM.
+  json dense = criteo(1);
+  dense["model"]["top_mlp"] = {131072, 131072, 1};
+  auto s5 = make(dense);
+  EXPECT_THAT(s5->explain(config(*s5, {{"batch_per_gpu", 1024}}).data()),
+              HasSubstr("the dense part, activations and buffers need"));
+  EXPECT_THROW(s->lower(config(*s, {{"gpus", 12}}).data()), cotune::core::PluginError);
+}
+
+TEST_F(RecsysSpaceTest, RejectsBadWorkloadsWithTheField) {
+  auto err = [&](const json& w) {
+    try {
+      make(w);
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  json w = criteo(1);
+  w["training"].erase("global_batch");
+  EXPECT_THAT(err(w), HasSubstr("/training/global_batch: missing"));
+  w = criteo(1);
+  w["model"]["preset"] = "criteo-kaggle";
+  EXPECT_THAT(err(w), HasSubstr("/model/preset: unknown preset 'criteo-kaggle'"));
+  w = criteo(1);
+  w["model"]["bottom_mlp"] = {512, 64};
+  EXPECT_THAT(err(w), HasSubstr("dot interaction needs every table's dim equal to the bottom MLP's last width (64)"));
+  w = tiny(json::array({{{"name", "a"}, {"rows", 10}, {"dim", 16}, {"skew", 1.5}}}));
+  EXPECT_THAT(err(w), HasSubstr("/model/tables/0/skew: expected a number in [0, 1)"));
+  w = tiny();
+  w["model"]["table_generator"] = {{"count", 3}};
+  EXPECT_THAT(err(w), HasSubstr("/model: expected exactly one of tables"));
+  w = ads(1);
+  w["model"]["table_generator"] = {{"count", 3}, {"seed", 1}, {"rows", {{"gauss", {1, 2}}}}, {"dim", 8}};
+  EXPECT_THAT(err(w), HasSubstr("/model/table_generator/rows/gauss: unknown distribution"));
+  w = criteo(1);
+  w["cluster"]["gpu"] = "tpu-v5";
+  EXPECT_THAT(err(w), HasSubstr("workload/cluster: "));
+  EXPECT_THROW(make(criteo(1), {{"tp", {1}}}), std::exception);
+}
+
+TEST_F(RecsysSpaceTest, FlopsAndBytesMatchHandComputation) {
+  const json small_batch = {{"batch_per_gpu", {4}}};
+  auto s = make(tiny(), small_batch);
+  const auto c = config(*s, {{"large_table_sharding", "table_wise"}, {"replicate_below_mib", 0}, {"batch_per_gpu", 4}});
+  ASSERT_EQ(s->explain(c.data()), "");
+  const cotune_trace& t = s->lower(c.data());
+  // b = 4 per GPU, 2 GPUs: one micro-batch of 8 samples; dense 4 -> 16, interaction 16 + C(2,2) = 17 -> 8 -> 1.
+  EXPECT_EQ(t.micro_batches, 1);
+  EXPECT_EQ(t.tokens_per_step, 8);
+  const double fwd = 2 * (4 * 16 + 17 * 8 + 8 * 1) + 2 * 2 * 2 * 16;
+  EXPECT_DOUBLE_EQ(t.model_flops_per_gpu, 3 * fwd * 4);
+  // The GPU holding the table looks up 8 samples x 2 rows x 16 fp32 columns and writes 8 pooled rows.
+  ASSERT_NE(op(t, "emb_lookup", COTUNE_PHASE_FORWARD), nullptr);
+  EXPECT_DOUBLE_EQ(op(t, "emb_lookup", COTUNE_PHASE_FORWARD)->bytes, 8 * 2 * 16 * 4 + 8 * 16 * 4);
+  // Input: the holder receives 8 x 2 int64 ids and 8 int32 lengths. Output: it sends half of 8 x 16 fp32.
+  EXPECT_DOUBLE_EQ(op(t, "sparse_input_a2a", COTUNE_PHASE_FORWARD)->bytes, 8 * 2 * 8 + 8 * 4);
+  const cotune_op* out = op(t, "pooled_output_a2a", COTUNE_PHASE_FORWARD);
+  EXPECT_DOUBLE_EQ(out->bytes, 8 * 16 * 4 / 2);
+  EXPECT_EQ(out->group, COTUNE_GROUP_EMB);
+  EXPECT_EQ(out->collective, COTUNE_COLL_ALL_TO_ALL);
+  EXPECT_EQ(out->net_level, COTUNE_NET_NODE);
+  EXPECT_EQ(out->group_size, 2);
+  // Dense gradients: 4*16+16 + 17*8+8 + 8+1 = 233 fp32 parameters.
+  EXPECT_DOUBLE_EQ(op(t, "dense_grad_allreduce", COTUNE_PHASE_STEP)->bytes, 233 * 4);
+  EXPECT_DOUBLE_EQ(t.memory.weights, 233 * 4 + 1000 * (16 * 4 + 4));  // dense + table with its Adagrad row state
+  // fp16 all-to-all halves the pooled exchange; row-wise reduce-scatters 8 x 16 partial sums.
+  const auto h = config(*s, {{"large_table_sharding", "table_wise"}, {"replicate_below_mib", 0}, {"batch_per_gpu", 4},
+                             {"a2a_precision", "fp16"}});
+  EXPECT_DOUBLE_EQ(op(s->lower(h.data()), "pooled_output_a2a", COTUNE_PHASE_FORWARD)->bytes, 8 * 16 * 2 / 2);
+  const auto rw = config(*s, {{"large_table_sharding", "row_wise"}, {"large_table_rows", 1e5}, {"replicate_below_mib", 0},
+                              {"batch_per_gpu", 4}});
+  // 1000 rows are not above 1e5: still table-wise. The domain's smallest threshold is 1e5 rows.
+  EXPECT_EQ(op(s->lower(rw.data()), "rw_reduce_scatter", COTUNE_PHASE_FORWARD), nullptr);
+  json big = tiny(json::array({{{"name", "t"}, {"rows", 200000}, {"dim", 16}, {"pooling", 2}}}));
+  auto sb = make(big, small_batch);
+  const auto rwb = config(*sb, {{"large_table_sharding", "row_wise"}, {"large_table_rows", 1e5},
+                                {"replicate_below_mib", 0}, {"batch_per_gpu", 4}});
+  const cotune_trace& tb = sb->lower(rwb.data());
+  EXPECT_DOUBLE_EQ(op(tb, "rw_reduce_scatter", COTUNE_PHASE_FORWARD)->bytes, 8 * 16 * 4);
+  EXPECT_DOUBLE_EQ(op(tb, "emb_lookup", COTUNE_PHASE_FORWARD)->bytes, 8 * 2 * 16 * 4 / 2.0 + 8 * 16 * 4);
+  // Replicated: every GPU looks up its own 4 samples, and the table's gradient joins the all-reduce.
+  const auto dp = config(*s, {{"replicate_below_mib", 1}, {"batch_per_gpu", 4}});
+  const cotune_trace& td = s->lower(dp.data());
+  EXPECT_DOUBLE_EQ(op(td, "emb_lookup", COTUNE_PHASE_FORWARD)->bytes, 4 * 2 * 16 * 4 + 4 * 16 * 4);
+  EXPECT_EQ(op(td, "pooled_output_a2a", COTUNE_PHASE_FORWARD), nullptr);
+  EXPECT_DOUBLE_EQ(op(td, "dense_grad_allreduce", COTUNE_PHASE_STEP)->bytes, 233 * 4 + 1000 * 16 * 4);
+}
+
+TEST_F(RecsysSpaceTest, RendersATorchRecPlan) {
+  auto s = make(criteo(2));
+  const auto c = config(*s, {{"large_table_sharding", "row_wise"}, {"large_table_rows", 1e7},
+                             {"replicate_below_mib", 1}, {"a2a_precision", "fp16"}, {"pipeline", "prefetch_sparse"}});
+  const json full = json::parse(s->render(c.data(), COTUNE_RENDER_TORCHREC));
+  EXPECT_EQ(full["world_size"], 16);
+  EXPECT_EQ(full["pipeline"], "TrainPipelineSparseDist");
+  EXPECT_EQ(full["qcomms"]["forward_precision"], "FP16");
+  const json& plan = full["plan"]["model.sparse_arch.embedding_bag_collection"];
+  // Rows above 1e7: cat_0, 9, 19, 20, 21 are row-wise over all 16 ranks.
+  for (const char* t : {"cat_0", "cat_9", "cat_19", "cat_20", "cat_21"}) {
+    EXPECT_EQ(plan[t]["sharding_type"], "row_wise") << t;
+    EXPECT_EQ(plan[t]["ranks"].size(), 16u);
+    EXPECT_EQ(plan[t]["compute_kernel"], "fused");
+  }
+  EXPECT_EQ(plan["cat_0"]["sharding_spec"][1]["shard_offsets"], json({2492775, 0}));
+  EXPECT_EQ(plan["cat_0"]["sharding_spec"][9]["placement"], "rank:9/cuda:1");
+  // Under 1 MiB in fp32 (fewer than 2048 rows of 128): replicated.
+  for (const char* t : {"cat_5", "cat_8", "cat_12", "cat_15", "cat_16", "cat_17", "cat_18", "cat_24", "cat_25", "cat_7"}) {
+    EXPECT_EQ(plan[t]["sharding_type"], "data_parallel") << t;
+    EXPECT_EQ(plan[t]["compute_kernel"], "dense");
+  }
+  EXPECT_EQ(plan["cat_1"]["sharding_type"], "table_wise");
+  EXPECT_EQ(plan["cat_1"]["ranks"].size(), 1u);
+  // Offload turns the kernels into UVM caching with the cache ratio.
+  const auto o = config(*s, {{"offload", true}, {"cache_percent", 10}});
+  const json po = torchrec(*s, o);
+  EXPECT_EQ(po["cat_1"]["compute_kernel"], "fused_uvm_caching");
+  EXPECT_DOUBLE_EQ(po["cat_1"]["cache_load_factor"].get<double>(), 0.1);
+  EXPECT_THROW(s->render(c.data(), COTUNE_RENDER_MEGATRON), std::exception);
+}
+
+TEST_F(RecsysSpaceTest, JsonRenderParsesBack) {
+  auto s = make(criteo(2));
+  const auto c = config(*s, {{"large_table_sharding", "column_wise"}, {"column_split", 32}, {"offload", true},
+                             {"balance", "mix"}, {"dense_parallel", "fsdp"}, {"batch_per_gpu", 256}});
+  const std::string text = s->render(c.data(), COTUNE_RENDER_JSON);
+  EXPECT_EQ(json::parse(text)["large_table_sharding"], "column_wise");
+  EXPECT_EQ(s->parse(text), c);
+  EXPECT_THROW(s->parse(R"({"tp": 2})"), std::exception);
+  EXPECT_THROW(s->parse(R"({"balance": "speed"})"), std::exception);
+  EXPECT_THROW(s->parse(R"({"column_split": 48})"), std::exception);
+}
+
+TEST_F(RecsysSpaceTest, SamplesValidConfigurationsDeterministically) {
+  auto s = make(criteo(2));
+  std::vector<double> a(20 * s->num_params()), b(a.size());
+  const size_t na = s->sample(11, 20, a.data()), nb = s->sample(11, 20, b.data());
+  ASSERT_EQ(na, 20u);
+  ASSERT_EQ(nb, 20u);
+  EXPECT_EQ(a, b);
+  std::vector<int32_t> valid(20);
+  s->check(a.data(), 20, valid.data());
+  for (int32_t v : valid) EXPECT_EQ(v, 1);
+}
+
+TEST_F(RecsysSpaceTest, LowersAndSimulates) {
+  auto s = make(criteo(2));
+  const auto base = config(*s, {{"large_table_sharding", "row_wise"}, {"batch_per_gpu", 512}});
+  const cotune_sim_result r = simulate(s->lower(base.data()));
+  EXPECT_GT(r.step_time_s, 0);
+  EXPECT_EQ(r.fits, 1);
+  EXPECT_NEAR(r.tokens_per_s * r.step_time_s, 65536, 1e-6);  // samples per step
+  EXPECT_GT(r.exposed_comm_s[COTUNE_GROUP_EMB], 0);
+  // Known behaviours: fp16 all-to-all shortens the exchange; prefetching hides the input all-to-all.
+  const auto fp16 = config(*s, {{"large_table_sharding", "row_wise"}, {"batch_per_gpu", 512}, {"a2a_precision", "fp16"}});
+  const cotune_sim_result h = simulate(s->lower(fp16.data()));
+  EXPECT_LT(h.exposed_comm_s[COTUNE_GROUP_EMB], r.exposed_comm_s[COTUNE_GROUP_EMB]);
+  EXPECT_LT(h.step_time_s, r.step_time_s);
+  const auto pre = config(*s, {{"large_table_sharding", "row_wise"}, {"batch_per_gpu", 512}, {"pipeline", "prefetch_sparse"}});
+  const cotune_sim_result p = simulate(s->lower(pre.data()));
+  EXPECT_LT(p.exposed_comm_s[COTUNE_GROUP_EMB], r.exposed_comm_s[COTUNE_GROUP_EMB]);
+  EXPECT_LE(p.step_time_s, r.step_time_s);
+}
+
+TEST_F(RecsysSpaceTest, StudyFilesLoad) {
+  for (const char* name : {"recsys-criteo-16xh100", "recsys-ads-128xh100"}) {
+    const auto spec = cotune::core::load_study_file(std::string(COTUNE_SOURCE_DIR "/examples/studies/") + name + ".json");
+    EXPECT_EQ(spec.space.name, "recsys");
+    auto s = make(spec.workload, spec.space.options);
+    std::vector<double> c(4 * s->num_params());
+    EXPECT_EQ(s->sample(1, 4, c.data()), 4u) << name;
+  }
+}
