@@ -4,6 +4,7 @@
 #include <cotune/core/errors.hpp>
 #include <cotune/core/store.hpp>
 #include <cotune/core/study_file.hpp>
+#include <cotune/core/report/study_html.hpp>
 #include <cotune/core/study_report.hpp>
 #include <cotune/core/study_runner.hpp>
 #include <cotune/core/study_setup.hpp>
@@ -73,6 +74,7 @@ void print_summary(const StudySpec& spec, const RunResult& result, const std::st
   std::string abs_store = std::filesystem::absolute(store_path).lexically_normal().string();
   std::printf("\nstore: %s\n", abs_store.c_str());
   std::printf("details: cotune show '%s' --store %s\n", spec.name.c_str(), abs_store.c_str());
+  std::printf("%s\n", report::write_run_report(store_path, spec.name).c_str());
   if (result.interrupted) std::printf("resume: cotune run %s --store %s\n", spec.file.c_str(), abs_store.c_str());
 }
 

@@ -1,0 +1,85 @@
+// `cotune serve [--store FILE] [--listen ADDRESS:PORT]`: the live view of a store's studies.
+#include <cotune/core/errors.hpp>
+#include <cotune/core/report/live_server.hpp>
+#include <cotune/core/store.hpp>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/program_options.hpp>
+
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <thread>
+
+#include "cli/command.hpp"
+
+namespace cotune::cli {
+namespace {
+namespace po = boost::program_options;
+using namespace cotune::core;
+
+// "127.0.0.1:8080", "[::1]:8080" or ":8080" (loopback) into address and port.
+void parse_listen(const std::string& text, report::LiveServerOptions* o) {
+  size_t colon = text.rfind(':');
+  if (colon == std::string::npos) throw UserError("--listen: expected ADDRESS:PORT, got '" + text + "'");
+  std::string host = text.substr(0, colon), port = text.substr(colon + 1);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (!host.empty()) o->address = host;
+  size_t used = 0;
+  long value = -1;
+  try {
+    value = std::stol(port, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != port.size() || port.empty() || value < 0 || value > 65535)
+    throw UserError("--listen: expected a port number 0-65535 after ':', got '" + port + "'");
+  o->port = static_cast<std::uint16_t>(value);
+}
+
+int run(int argc, char** argv) {
+  po::options_description opts("cotune serve [options]");
+  std::string listen = "127.0.0.1:8080";
+  report::LiveServerOptions o;
+  opts.add_options()("help,h", "show this help")("store", po::value(&o.store_path),
+                                                  "the study store (default: ./cotune.db)")(
+      "listen", po::value(&listen), "ADDRESS:PORT to listen on (default: 127.0.0.1:8080; port 0: any free port)")(
+      "refresh", po::value(&o.refresh_s), "seconds between reloads of a running study's page (default: 5)");
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(opts).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UserError(e.what());
+  }
+  if (vm.count("help")) {
+    std::cout << opts << "\nServes the list of studies at / and each study's report at /studies/NAME, regenerated\n"
+                         "from the store on every request. Read-only; loopback unless --listen says otherwise.\n";
+    return 0;
+  }
+  if (o.refresh_s < 1) throw UserError("--refresh: expected a positive number of seconds, got " + std::to_string(o.refresh_s));
+  parse_listen(listen, &o);
+  report::LiveServer server(o);
+  std::printf("serving %s on http://%s:%u/ (Ctrl-C stops)\n", o.store_path.c_str(),
+              o.address.find(':') != std::string::npos ? ("[" + o.address + "]").c_str() : o.address.c_str(),
+              static_cast<unsigned>(server.port()));
+  std::fflush(stdout);
+  // Ctrl-C and SIGTERM stop the server cleanly.
+  boost::asio::io_context signals_ioc;
+  boost::asio::signal_set signals(signals_ioc, SIGINT, SIGTERM);
+  signals.async_wait([&server](const boost::system::error_code& ec, int) {
+    if (!ec) server.stop();
+  });
+  std::thread signal_thread([&signals_ioc] { signals_ioc.run(); });
+  server.run();
+  signals.cancel();
+  signals_ioc.stop();
+  signal_thread.join();
+  return 0;
+}
+
+COTUNE_COMMAND("serve", "serve the live view of a store's studies (HTML)", run);
+}  // namespace
+}  // namespace cotune::cli

@@ -1,0 +1,249 @@
+#include <cotune/cotune.h>
+#include <cotune/core/errors.hpp>
+#include <cotune/core/log.hpp>
+#include <cotune/core/report/html.hpp>
+#include <cotune/core/report/live_server.hpp>
+#include <cotune/core/report/study_html.hpp>
+#include <cotune/core/store.hpp>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include <cctype>
+#include <chrono>
+#include <map>
+
+namespace cotune::core::report {
+namespace {
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kStudyPrefix = "/studies/";
+
+// Decodes %XX escapes; nullopt for a malformed escape or an encoded NUL.
+std::optional<std::string> percent_decode(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '%') {
+      out += s[i];
+      continue;
+    }
+    if (i + 2 >= s.size() || !std::isxdigit(static_cast<unsigned char>(s[i + 1])) ||
+        !std::isxdigit(static_cast<unsigned char>(s[i + 2])))
+      return std::nullopt;
+    char c = static_cast<char>(std::stoi(std::string(s.substr(i + 1, 2)), nullptr, 16));
+    if (c == '\0') return std::nullopt;
+    out += c;
+    i += 2;
+  }
+  return out;
+}
+
+std::string percent_encode(std::string_view s) {
+  static const char* const kHex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') out += static_cast<char>(c);
+    else out += {'%', kHex[c >> 4], kHex[c & 15]};
+  }
+  return out;
+}
+
+struct Reply {
+  http::status status = http::status::ok;
+  std::string body;
+};
+
+Reply message_page(http::status status, const std::string& text) {
+  std::string title = std::to_string(static_cast<int>(status)) + " " + std::string(http::obsolete_reason(status));
+  return {status, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + escape(title) +
+                      "</title></head><body><h1>" + escape(title) + "</h1><p>" + escape(text) +
+                      "</p><p><a href=\"/\">all studies</a></p></body></html>\n"};
+}
+
+// A token bucket per client address.
+class RateLimiter {
+ public:
+  RateLimiter(double rate, double burst) : rate_(rate), burst_(burst) {}
+  bool allow(const std::string& client) {
+    const Clock::time_point now = Clock::now();
+    if (buckets_.size() > 10000) buckets_.clear();  // bounded memory under many addresses
+    auto [it, fresh] = buckets_.try_emplace(client, Bucket{burst_, now});
+    Bucket& b = it->second;
+    if (!fresh) b.tokens = std::min(burst_, b.tokens + rate_ * std::chrono::duration<double>(now - b.last).count());
+    b.last = now;
+    if (b.tokens < 1) return false;
+    b.tokens -= 1;
+    return true;
+  }
+
+ private:
+  struct Bucket {
+    double tokens;
+    Clock::time_point last;
+  };
+  double rate_, burst_;
+  std::map<std::string, Bucket> buckets_;
+};
+
+}  // namespace
+
+struct LiveServer::Impl {
+  LiveServerOptions options;
+  std::unique_ptr<Store> store;
+  asio::io_context ioc{1};
+  tcp::acceptor acceptor{ioc};
+  RateLimiter limiter;
+
+  explicit Impl(const LiveServerOptions& o) : options(o), limiter(o.requests_per_second, o.burst) {}
+
+  Reply route(std::string_view target) {
+    std::string_view path = target.substr(0, target.find_first_of("?#"));
+    if (path == "/" || path == "/index.html")
+      return {http::status::ok,
+              studies_index_html(*store, [](const std::string& n) { return std::string(kStudyPrefix) + percent_encode(n); },
+                                 options.refresh_s)};
+    if (path.rfind(kStudyPrefix, 0) == 0) {
+      std::optional<std::string> name = percent_decode(path.substr(std::string_view(kStudyPrefix).size()));
+      // A study name is one path segment: slashes and dot segments name no study.
+      if (name && !name->empty() && name->find('/') == std::string::npos && *name != "." && *name != "..") {
+        std::optional<StudyRecord> study = store->find_study(*name);
+        if (study) {
+          HtmlReportOptions ro;
+          if (study->status == StudyStatus::running) ro.refresh_s = options.refresh_s;
+          return {http::status::ok, study_report_html(*store, *name, ro)};
+        }
+        return message_page(http::status::not_found, "No study named '" + *name + "' in this store.");
+      }
+    }
+    return message_page(http::status::not_found, "No such page.");
+  }
+
+  Reply respond(const http::request<http::string_body>& req, const std::string& client) {
+    if (!limiter.allow(client)) return message_page(http::status::too_many_requests, "Too many requests; slow down.");
+    if (req.method() != http::verb::get && req.method() != http::verb::head)
+      return message_page(http::status::method_not_allowed, "This server is read-only: GET and HEAD only.");
+    if (req.target().empty() || req.target()[0] != '/') return message_page(http::status::bad_request, "Bad request target.");
+    try {
+      return route(std::string_view(req.target().data(), req.target().size()));
+    } catch (const std::exception& e) {
+      core::log(COTUNE_LOG_WARN, "serve", e.what());
+      return message_page(http::status::internal_server_error, e.what());
+    }
+  }
+};
+
+namespace {
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, LiveServer::Impl& server) : stream_(std::move(socket)), server_(server) {
+    beast::error_code ec;
+    tcp::endpoint peer = stream_.socket().remote_endpoint(ec);
+    client_ = ec ? std::string("unknown") : peer.address().to_string();
+  }
+  void start() { read(); }
+
+ private:
+  void read() {
+    parser_.emplace();
+    parser_->header_limit(static_cast<std::uint32_t>(server_.options.max_header_bytes));
+    parser_->body_limit(server_.options.max_body_bytes);
+    stream_.expires_after(std::chrono::milliseconds(static_cast<long>(server_.options.idle_timeout_s * 1000)));
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = shared_from_this()](beast::error_code ec, size_t) { self->on_read(ec); });
+  }
+
+  void on_read(beast::error_code ec) {
+    if (ec == http::error::header_limit)
+      return send(message_page(http::status::request_header_fields_too_large, "Request headers too large."), false, false);
+    if (ec == http::error::body_limit)
+      return send(message_page(http::status::payload_too_large, "Request body too large."), false, false);
+    if (ec) return close();  // end of stream, timeout, malformed request
+    const http::request<http::string_body>& req = parser_->get();
+    send(server_.respond(req, client_), req.keep_alive(), req.method() == http::verb::head);
+  }
+
+  void send(Reply page, bool keep_alive, bool head) {
+    auto res = std::make_shared<http::response<http::string_body>>(page.status, 11);
+    res->set(http::field::server, "cotune");
+    res->set(http::field::content_type, "text/html; charset=utf-8");
+    res->set(http::field::cache_control, "no-store");
+    res->set("X-Content-Type-Options", "nosniff");
+    // The pages need no script and no external resource: forbid both.
+    res->set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src data:");
+    if (page.status == http::status::too_many_requests) res->set(http::field::retry_after, "1");
+    if (page.status == http::status::method_not_allowed) res->set(http::field::allow, "GET, HEAD");
+    res->keep_alive(keep_alive);
+    res->body() = std::move(page.body);
+    res->prepare_payload();
+    if (head) res->body().clear();  // Content-Length stays that of the GET
+    http::async_write(stream_, *res, [self = shared_from_this(), res, keep_alive](beast::error_code ec, size_t) {
+      if (ec || !keep_alive) return self->close();
+      self->read();
+    });
+  }
+
+  void close() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
+  }
+
+  beast::tcp_stream stream_;
+  LiveServer::Impl& server_;
+  std::string client_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+};
+
+void accept(LiveServer::Impl& server) {
+  server.acceptor.async_accept([&server](beast::error_code ec, tcp::socket socket) {
+    if (!server.acceptor.is_open()) return;
+    if (!ec) std::make_shared<Session>(std::move(socket), server)->start();
+    accept(server);
+  });
+}
+
+}  // namespace
+
+LiveServer::LiveServer(const LiveServerOptions& options) : impl_(std::make_unique<Impl>(options)) {
+  Store::Options so;
+  so.create = false;
+  impl_->store = std::make_unique<Store>(options.store_path, so);
+  beast::error_code ec;
+  asio::ip::address address = asio::ip::make_address(options.address, ec);
+  if (ec) throw UserError("--listen: '" + options.address + "' is not an IP address");
+  tcp::endpoint endpoint(address, options.port);
+  impl_->acceptor.open(endpoint.protocol(), ec);
+  if (!ec) impl_->acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) impl_->acceptor.bind(endpoint, ec);
+  if (!ec) impl_->acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec)
+    throw UserError("--listen: cannot listen on " + options.address + ":" + std::to_string(options.port) + ": " +
+                    ec.message());
+  if (!address.is_loopback())
+    core::log(COTUNE_LOG_WARN, "serve", "listening on " + options.address + ", beyond loopback: anyone who can reach it can read the studies");
+}
+
+LiveServer::~LiveServer() = default;
+
+std::uint16_t LiveServer::port() const { return impl_->acceptor.local_endpoint().port(); }
+
+void LiveServer::run() {
+  accept(*impl_);
+  impl_->ioc.run();
+}
+
+void LiveServer::stop() {
+  asio::post(impl_->ioc, [this] {
+    beast::error_code ec;
+    impl_->acceptor.close(ec);
+    impl_->ioc.stop();
+  });
+}
+
+}  // namespace cotune::core::report

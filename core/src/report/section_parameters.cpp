@@ -1,0 +1,156 @@
+// The effect of each parameter: the measured objective by the parameter's value (mean, and the range
+// from worst to best), and the partial dependence of the study's predictor refitted on the latest ok
+// trials (the mean prediction over those trials with the parameter set to each value).
+#include <cotune/core/report/html.hpp>
+#include <cotune/core/report/svg_chart.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "report/report_context.hpp"
+
+namespace cotune::core::report {
+namespace {
+
+constexpr size_t kMaxLevels = 24;  // more distinct values than this are binned
+constexpr size_t kBins = 10;
+
+struct Levels {
+  std::vector<double> values;  // the representative value of each level (ascending)
+  bool categorical = false;    // x positions are level indices with labels
+};
+
+Levels levels_of(const Param& p, const std::vector<const ReportTrial*>& ok, size_t column) {
+  Levels l;
+  std::vector<double> domain = p.domain();
+  if (!domain.empty() && domain.size() <= kMaxLevels) {
+    l.values = domain;
+    l.categorical = p.type == COTUNE_PARAM_CATEGORICAL || p.type == COTUNE_PARAM_BOOL || domain.size() <= 8;
+    return l;
+  }
+  double lo = p.low, hi = p.high;
+  if (!(std::isfinite(lo) && std::isfinite(hi) && hi > lo)) {
+    lo = 1e300, hi = -1e300;
+    for (const ReportTrial* t : ok) lo = std::min(lo, t->config[column]), hi = std::max(hi, t->config[column]);
+    if (!(hi > lo)) return l;
+  }
+  for (size_t b = 0; b < kBins; ++b) l.values.push_back(lo + (hi - lo) * (b + 0.5) / kBins);
+  return l;
+}
+
+size_t level_index(const Levels& l, double v) {
+  size_t best = 0;
+  for (size_t i = 1; i < l.values.size(); ++i)
+    if (std::abs(l.values[i] - v) < std::abs(l.values[best] - v)) best = i;
+  return best;
+}
+
+// The partial dependence curve of every parameter (empty vectors when the predictor is unusable).
+std::vector<std::vector<double>> partial_dependence(const ReportContext& c, const std::vector<const ReportTrial*>& ok,
+                                                    const std::vector<Levels>& levels, bool log_target,
+                                                    std::string* problem) {
+  std::vector<std::vector<double>> curves(levels.size());
+  try {
+    std::vector<const ReportTrial*> fit(ok.end() - static_cast<long>(std::min(ok.size(), c.options.surrogate_fit_limit)),
+                                        ok.end());
+    const size_t d = c.space->num_params(), f = c.space->feature_names().size();
+    std::vector<double> configs, y;
+    for (const ReportTrial* t : fit) {
+      configs.insert(configs.end(), t->config.begin(), t->config.end());
+      y.push_back(log_target ? std::log(*t->measured) : *t->measured);
+    }
+    std::vector<double> x(fit.size() * f);
+    c.space->featurize(configs.data(), fit.size(), x.data());
+    std::unique_ptr<Predictor> predictor = c.registry.make_predictor(c.spec.predictor.name, c.spec.predictor.options.dump());
+    predictor->fit(x.data(), fit.size(), f, y.data());
+    std::vector<double> probe = configs, features(x.size()), out(fit.size());
+    for (size_t j = 0; j < levels.size(); ++j) {
+      for (double v : levels[j].values) {
+        for (size_t i = 0; i < fit.size(); ++i) probe[i * d + j] = v;
+        c.space->featurize(probe.data(), fit.size(), features.data());
+        predictor->predict(features.data(), fit.size(), f, out.data());
+        double mean = 0;
+        for (double p : out) mean += log_target ? std::exp(p) : p;
+        curves[j].push_back(mean / static_cast<double>(fit.size()));
+      }
+      for (size_t i = 0; i < fit.size(); ++i) probe[i * d + j] = configs[i * d + j];
+    }
+  } catch (const std::exception& e) {
+    *problem = e.what();
+    return std::vector<std::vector<double>>(levels.size());
+  }
+  return curves;
+}
+
+}  // namespace
+
+std::string parameters_html(const ReportContext& c) {
+  if (!c.space) return note_html("The space is not loaded: " + c.space_problem);
+  std::vector<const ReportTrial*> ok;
+  bool positive = true;
+  for (const ReportTrial& t : c.trials)
+    if (t.measured && t.config.size() == c.space->num_params()) {
+      ok.push_back(&t);
+      positive = positive && *t.measured > 0;
+    }
+  if (ok.empty()) return note_html("No measured trial yet.");
+  const std::vector<Param>& params = c.space->params();
+  std::vector<Levels> levels;
+  for (size_t j = 0; j < params.size(); ++j) levels.push_back(levels_of(params[j], ok, j));
+  std::string problem;
+  std::vector<std::vector<double>> pd;
+  if (ok.size() >= 2) pd = partial_dependence(c, ok, levels, positive, &problem);
+  else problem = "fewer than two measured trials";
+
+  std::string h = "<div class=\"charts\">";
+  for (size_t j = 0; j < params.size(); ++j) {
+    const Levels& l = levels[j];
+    if (l.values.size() < 2) continue;  // a fixed parameter has no effect to show
+    std::vector<double> sum(l.values.size(), 0), lo(l.values.size(), 1e300), hi(l.values.size(), -1e300);
+    std::vector<size_t> count(l.values.size(), 0);
+    for (const ReportTrial* t : ok) {
+      size_t k = level_index(l, t->config[j]);
+      sum[k] += *t->measured;
+      lo[k] = std::min(lo[k], *t->measured);
+      hi[k] = std::max(hi[k], *t->measured);
+      ++count[k];
+    }
+    auto xpos = [&](size_t k) { return l.categorical ? static_cast<double>(k) : l.values[k]; };
+    std::vector<double> mx, my, all_y;
+    std::vector<Point> ranges;
+    for (size_t k = 0; k < l.values.size(); ++k) {
+      if (count[k] == 0) continue;
+      mx.push_back(xpos(k));
+      my.push_back(sum[k] / static_cast<double>(count[k]));
+      ranges.push_back({xpos(k), lo[k], "#9ecae1", "worst " + number_text(lo[k])});
+      ranges.push_back({xpos(k), hi[k], "#9ecae1", "best " + number_text(hi[k])});
+      all_y.push_back(lo[k]);
+      all_y.push_back(hi[k]);
+    }
+    std::vector<double> px;
+    for (size_t k = 0; k < l.values.size(); ++k) px.push_back(xpos(k));
+    if (!pd.empty()) all_y.insert(all_y.end(), pd[j].begin(), pd[j].end());
+    Scale xs = l.categorical ? Scale{ScaleKind::linear, -0.5, static_cast<double>(l.values.size()) - 0.5}
+                             : Scale::fit(px);
+    Chart chart(params[j].name, params[j].name + (params[j].unit.empty() ? "" : " [" + params[j].unit + "]"),
+                c.objective().metric, xs, Scale::fit(all_y), 340, 260);
+    if (l.categorical) {
+      std::vector<std::pair<double, std::string>> ticks;
+      for (size_t k = 0; k < l.values.size(); ++k) ticks.emplace_back(static_cast<double>(k), params[j].format(l.values[k]));
+      chart.x_categories(ticks);
+    }
+    chart.scatter(ranges, 2.5);
+    chart.line(mx, my, "#1f77b4", "measured mean");
+    if (!pd.empty() && !pd[j].empty()) chart.line(px, pd[j], "#ff7f0e", "predictor", true);
+    h += chart.svg();
+  }
+  h += "</div>";
+  h += note_html("Measured: the mean of the ok trials at each value (dots: worst and best). Predictor: the partial "
+                 "dependence of the study's predictor (" + c.spec.predictor.name + ") refitted on the latest " +
+                 std::to_string(std::min(ok.size(), c.options.surrogate_fit_limit)) + " measured trials.");
+  if (!problem.empty()) h += note_html("No partial dependence: " + problem);
+  return h;
+}
+
+}  // namespace cotune::core::report

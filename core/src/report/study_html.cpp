@@ -1,0 +1,127 @@
+// Assembles the study report from its sections, and the index of a store's studies.
+#include <cotune/core/errors.hpp>
+#include <cotune/core/report/html.hpp>
+#include <cotune/core/report/study_html.hpp>
+#include <cotune/core/study_report.hpp>
+
+#include <boost/filesystem.hpp>
+
+#include <cctype>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+
+#include "report/report_context.hpp"
+
+namespace cotune::core::report {
+namespace {
+
+// A section that fails (a plugin error, say) says so in its place; the rest of the report stands.
+std::string guarded(std::string (*section)(const ReportContext&), const ReportContext& c) {
+  try {
+    return section(c);
+  } catch (const std::exception& e) {
+    return note_html(std::string("This section could not be produced: ") + e.what());
+  }
+}
+
+std::string utc_now_text() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return buf;
+}
+
+}  // namespace
+
+std::string study_report_html(Store& store, const std::string& name, const HtmlReportOptions& options) {
+  std::optional<StudyRecord> study = store.find_study(name);
+  if (!study) throw UserError("store " + store.path() + ": no study named '" + name + "' (cotune show lists them)");
+  ReportContext c = load_report_context(store, *study, options);
+  Page page("cotune study " + study->name);
+  page.set_refresh(options.refresh_s);
+  page.set_subtitle_html("Report written by cotune " + escape(COTUNE_VERSION) + " on " + escape(utc_now_text()) +
+                         " from " + escape(store.path()) + ".");
+  page.add_section("study", "The study", guarded(study_facts_html, c));
+  page.add_section("best", c.spec.pareto() ? "Pareto-optimal configurations" : "Best configurations",
+                   guarded(best_configurations_html, c));
+  page.add_section("convergence", "Convergence", guarded(convergence_html, c));
+  page.add_section("prediction", "Predicted against measured", guarded(prediction_html, c));
+  page.add_section("parameters", "Effect of each parameter", guarded(parameters_html, c));
+  if (c.spec.pareto()) page.add_section("pareto", "Pareto front", guarded(pareto_html, c));
+  page.add_section("breakdown", "Step-time breakdown of the best configuration", guarded(breakdown_html, c));
+  page.add_section("failures", "Failed trials", guarded(failures_html, c));
+  page.add_section("trials", "All trials", guarded(trials_table_html, c));
+  return page.str();
+}
+
+void write_study_report(Store& store, const std::string& name, const std::string& path,
+                        const HtmlReportOptions& options) {
+  std::string html = study_report_html(store, name, options);
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw UserError(path + ": cannot write the report (cannot create " + tmp + ")");
+    out.write(html.data(), static_cast<std::streamsize>(html.size()));
+    out.close();
+    if (!out) {
+      std::remove(tmp.c_str());
+      throw UserError(path + ": cannot write the report (write failed)");
+    }
+  }
+  boost::system::error_code ec;
+  boost::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::remove(tmp.c_str());
+    throw UserError(path + ": cannot write the report: " + ec.message());
+  }
+}
+
+std::string write_run_report(const std::string& store_path, const std::string& name) {
+  try {
+    std::string file;
+    for (char ch : name) file += std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '-' || ch == '_' ? ch : '_';
+    if (file.empty() || file[0] == '.') file = "study" + file;
+    boost::filesystem::path dir = boost::filesystem::absolute(store_path).parent_path() / "cotune-reports";
+    boost::filesystem::create_directories(dir);
+    std::string path = (dir / (file + ".html")).lexically_normal().string();
+    Store::Options o;
+    o.create = false;
+    Store store(store_path, o);
+    write_study_report(store, name, path);
+    return "report: " + path;
+  } catch (const std::exception& e) {
+    return std::string("report not written: ") + e.what();
+  }
+}
+
+std::string studies_index_html(Store& store, const std::function<std::string(const std::string&)>& link,
+                               int refresh_s) {
+  Page page("cotune studies");
+  page.set_refresh(refresh_s);
+  page.set_subtitle_html("Store " + escape(store.path()) + ", as of " + escape(utc_now_text()) + ".");
+  std::vector<StudySummary> studies = store.list_studies();
+  std::string body;
+  if (studies.empty()) {
+    body = note_html("No studies in this store yet.");
+  } else {
+    body = "<table class=\"studies\"><thead><tr><th>study</th><th>status</th><th>trials</th><th>best</th></tr></thead>"
+           "<tbody>";
+    for (const StudySummary& s : studies) {
+      std::string href = link(s.study.name);
+      body += "<tr><td>" +
+              (href.empty() ? escape(s.study.name)
+                            : "<a href=\"" + escape(href) + "\">" + escape(s.study.name) + "</a>") +
+              "</td><td>" + escape(to_string(s.study.status)) + "</td><td>" + escape(status_counts_text(s.trials_by_status)) +
+              "</td><td class=\"num\">" + (s.best_objective ? escape(number_text(*s.best_objective)) : "-") +
+              "</td></tr>";
+    }
+    body += "</tbody></table>";
+  }
+  page.add_section("studies", "Studies", body);
+  return page.str();
+}
+
+}  // namespace cotune::core::report

@@ -1,0 +1,187 @@
+// The live view's HTTP server for real on 127.0.0.1 (ephemeral port) over a real store: its pages,
+// 404 for unknown paths, refusal of path traversal and of writes, and its size and rate limits.
+#include <cotune/core/errors.hpp>
+#include <cotune/core/report/live_server.hpp>
+#include <cotune/core/store.hpp>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "unit/report_study_fixture.hpp"
+
+namespace cotune::core::report {
+namespace {
+namespace fs = std::filesystem;
+namespace http = boost::beast::http;
+using tcp = boost::asio::ip::tcp;
+
+struct Reply {
+  int status = 0;
+  std::string body;
+  http::response<http::string_body> message;
+};
+
+// Sends `raw` bytes as they are (so that odd targets reach the server untouched) and reads one reply.
+Reply exchange(std::uint16_t port, const std::string& raw, bool head = false) {
+  boost::asio::io_context ioc;
+  tcp::socket socket(ioc);
+  socket.connect(tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), port));
+  boost::asio::write(socket, boost::asio::buffer(raw));
+  boost::beast::flat_buffer buffer;
+  Reply r;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(64 << 20);
+  parser.skip(head);  // a reply to HEAD has headers only
+  http::read(socket, buffer, parser);
+  r.message = parser.release();
+  r.status = static_cast<int>(r.message.result_int());
+  r.body = r.message.body();
+  return r;
+}
+
+Reply get(std::uint16_t port, const std::string& target, const std::string& method = "GET") {
+  return exchange(port, method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+                  method == "HEAD");
+}
+
+class Serve : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/cotune-serve-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    store_path_ = dir_ + "/cotune.db";
+    Store store(store_path_);
+    testing::fill_report_study(store, dir_, "my study", 6);
+  }
+  void TearDown() override {
+    stop();
+    fs::remove_all(dir_);
+  }
+  void start(LiveServerOptions o) {
+    o.store_path = store_path_;
+    o.port = 0;
+    server_ = std::make_unique<LiveServer>(o);
+    thread_ = std::thread([this] { server_->run(); });
+  }
+  void stop() {
+    if (server_) server_->stop();
+    if (thread_.joinable()) thread_.join();
+    server_.reset();
+  }
+  std::uint16_t port() const { return server_->port(); }
+
+  std::string dir_, store_path_;
+  std::unique_ptr<LiveServer> server_;
+  std::thread thread_;
+};
+
+TEST_F(Serve, ListsStudiesAndServesEachReport) {
+  start({});
+  ASSERT_NE(port(), 0);
+  Reply index = get(port(), "/");
+  EXPECT_EQ(index.status, 200);
+  EXPECT_NE(index.body.find("<a href=\"/studies/my%20study\">my study</a>"), std::string::npos) << index.body;
+  EXPECT_EQ(index.message[http::field::content_type], "text/html; charset=utf-8");
+  EXPECT_NE(index.message["Content-Security-Policy"].find("default-src 'none'"), std::string::npos);
+
+  Reply study = get(port(), "/studies/my%20study");
+  EXPECT_EQ(study.status, 200);
+  EXPECT_NE(study.body.find("<section id=\"trials\">"), std::string::npos);
+  EXPECT_NE(study.body.find("<svg"), std::string::npos);
+  // The study is still running (nothing marked it finished): the page reloads itself.
+  EXPECT_NE(study.body.find("http-equiv=\"refresh\""), std::string::npos);
+
+  Reply head = get(port(), "/", "HEAD");
+  EXPECT_EQ(head.status, 200);
+  EXPECT_TRUE(head.body.empty());
+  EXPECT_GT(std::stoul(std::string(head.message[http::field::content_length])), 0u);
+}
+
+TEST_F(Serve, FinishedStudyDoesNotReload) {
+  {
+    Store store(store_path_);
+    store.set_study_status(store.find_study("my study")->id, StudyStatus::finished);
+  }
+  start({});
+  Reply study = get(port(), "/studies/my%20study?x=1");
+  EXPECT_EQ(study.status, 200);
+  EXPECT_EQ(study.body.find("http-equiv=\"refresh\""), std::string::npos);
+}
+
+TEST_F(Serve, UnknownPathsAre404) {
+  start({});
+  for (const char* target : {"/nope", "/studies/", "/studies/other", "/cotune.db", "/studies/my%20study/x",
+                             "/favicon.ico"}) {
+    Reply r = get(port(), target);
+    EXPECT_EQ(r.status, 404) << target;
+  }
+  EXPECT_NE(get(port(), "/studies/other").body.find("No study named &#39;other&#39;"), std::string::npos);
+}
+
+TEST_F(Serve, PathTraversalIsRefused) {
+  start({});
+  const std::string store_name = fs::path(store_path_).filename().string();
+  for (const std::string& target : std::vector<std::string>{"/../../../../etc/passwd", "/studies/..%2F..%2F..%2Fetc%2Fpasswd", "/studies/%2e%2e",
+                             "/studies/..", "/studies/../" + store_name, "/%2e%2e/%2e%2e/etc/passwd",
+                             "/studies/%00", "/studies/%zz"}) {
+    Reply r = get(port(), target);
+    EXPECT_EQ(r.status, 404) << target;
+    EXPECT_EQ(r.body.find("root:"), std::string::npos) << target;
+    EXPECT_EQ(r.body.find("SQLite format"), std::string::npos) << target;
+  }
+  EXPECT_EQ(get(port(), "etc/passwd").status, 400);  // not an origin-form target
+}
+
+TEST_F(Serve, ReadOnly) {
+  start({});
+  Reply post = exchange(port(), "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}");
+  EXPECT_EQ(post.status, 405);
+  EXPECT_EQ(post.message[http::field::allow], "GET, HEAD");
+  EXPECT_EQ(get(port(), "/", "DELETE").status, 405);
+}
+
+TEST_F(Serve, RequestSizeIsLimited) {
+  LiveServerOptions o;
+  o.max_header_bytes = 1024;
+  o.max_body_bytes = 16;
+  start(o);
+  Reply big_header =
+      exchange(port(), "GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(4000, 'a') + "\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(big_header.status, 431);
+  Reply big_body = exchange(port(), "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n" + std::string(1000, 'b'));
+  EXPECT_EQ(big_body.status, 413);
+  EXPECT_EQ(get(port(), "/").status, 200);  // the server carries on
+}
+
+TEST_F(Serve, RequestRateIsLimitedPerClient) {
+  LiveServerOptions o;
+  o.requests_per_second = 0.01;
+  o.burst = 3;
+  start(o);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(get(port(), "/nope").status, 404) << i;
+  Reply limited = get(port(), "/");
+  EXPECT_EQ(limited.status, 429);
+  EXPECT_EQ(limited.message[http::field::retry_after], "1");
+}
+
+TEST_F(Serve, BadListenAddressAndMissingStoreAreUserErrors) {
+  LiveServerOptions o;
+  o.store_path = store_path_;
+  o.address = "not-an-address";
+  EXPECT_THROW(LiveServer{o}, UserError);
+  o.address = "127.0.0.1";
+  o.store_path = dir_ + "/missing.db";
+  EXPECT_ANY_THROW(LiveServer{o});
+  EXPECT_FALSE(fs::exists(o.store_path));
+}
+
+}  // namespace
+}  // namespace cotune::core::report
