@@ -38,6 +38,7 @@ struct RunningTrial {
   std::unique_ptr<Executor::Job> job;
   bool reattached = false;        // followed from an earlier run through Executor::attach
   bool cancel_requested = false;  // we asked the executor to stop it
+  bool start_recorded = true;     // its external job id is in the store (see record_starts)
 };
 
 // One finished trial as the searcher hears of it.
@@ -78,6 +79,10 @@ class StudyRun {
   // trials (study_run_trials.cpp)
   std::vector<RunningTrial> propose(size_t n);
   bool launch(RunningTrial& trial, const std::string* attach_id);
+  // Stores the external job id of every trial submitted since the last call. Called after a whole
+  // batch is submitted, not after each submit, so an executor may gather the batch into one job
+  // (a Slurm job array) before it is asked about any of them.
+  void record_starts();
   size_t poll_round();
   Observation commit(RunningTrial& trial, const TrialResult& result);
   void commit_failure(RunningTrial& trial, const std::string& error);

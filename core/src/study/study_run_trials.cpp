@@ -123,8 +123,7 @@ bool StudyRun::launch(RunningTrial& r, const std::string* attach_id) {
   }
   try {
     r.job = executor_->submit(t);
-    TrialResult first = r.job->poll(0);
-    store_->update_trial_started(r.trial_id, first.external_id);
+    r.start_recorded = false;
   } catch (const PluginError& e) {
     r.job.reset();
     commit_failure(r, std::string("submission failed: ") + e.what());
@@ -138,7 +137,23 @@ bool StudyRun::launch(RunningTrial& r, const std::string* attach_id) {
   return true;
 }
 
+void StudyRun::record_starts() {
+  for (RunningTrial& r : running_) {
+    if (r.start_recorded) continue;
+    r.start_recorded = true;
+    std::string external_id;
+    try {
+      external_id = r.job->poll(0).external_id;
+    } catch (const PluginError& e) {
+      // The next poll round reports the failure; the start is still worth recording.
+      log(COTUNE_LOG_WARN, "study", "trial " + std::to_string(r.seq) + ": " + e.what());
+    }
+    store_->update_trial_started(r.trial_id, external_id);
+  }
+}
+
 size_t StudyRun::poll_round() {
+  record_starts();
   std::vector<Observation> batch;
   size_t ended = 0;
   for (size_t i = 0; i < running_.size();) {
