@@ -1,0 +1,82 @@
+// `cotune export-history [--space llm] [--workload-key K | --all] [--store FILE] [-o FILE]`: writes
+// the history of a workload (imported rows and finished trials of its studies) as CSV, in the schema
+// `cotune import` reads (docs/history.md).
+#include <cotune/core/errors.hpp>
+#include <cotune/core/history_io.hpp>
+#include <cotune/core/store.hpp>
+
+#include <boost/program_options.hpp>
+
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli/command.hpp"
+
+namespace cotune::cli {
+namespace {
+namespace po = boost::program_options;
+using namespace cotune::core;
+
+int run(int argc, char** argv) {
+  po::options_description opts("cotune export-history [--workload-key K | --all] [options]");
+  std::string space = "llm", key, store_path = kDefaultStorePath, out_path;
+  opts.add_options()("help,h", "show this help")("space", po::value(&space), "the space (default llm)")(
+      "workload-key", po::value(&key), "the workload to export (cotune import prints the keys)")(
+      "all", "every workload of the space")("store", po::value(&store_path), "the study store (default: ./cotune.db)")(
+      "output,o", po::value(&out_path), "write to FILE instead of stdout");
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(opts).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UserError(e.what());
+  }
+  if (vm.count("help")) {
+    std::cout << opts << "\nThe CSV re-imports with cotune import --space llm into this or another store.\n";
+    return 0;
+  }
+  const bool all = vm.count("all") > 0;
+  if (all == !key.empty()) throw UserError("give exactly one of --workload-key K and --all");
+  if (space != "llm") throw UserError("--space '" + space + "': only the llm space has a CSV schema for history");
+
+  Store::Options store_options;
+  store_options.create = false;
+  Store store(store_path, store_options);
+  std::vector<std::string> keys;
+  if (all) {
+    for (const auto& [k, s] : stored_workloads(store.path()))
+      if (s == space) keys.push_back(k);
+  } else {
+    keys.push_back(key);
+  }
+  std::vector<HistoryRow> rows;
+  for (const std::string& k : keys) {
+    std::vector<HistoryRow> part = store.export_history(k, space);
+    rows.insert(rows.end(), part.begin(), part.end());
+  }
+  if (!all && rows.empty())
+    throw UserError("store " + store.path() + ": no history and no finished trials for workload key '" + key + "'");
+
+  std::ofstream file;
+  if (!out_path.empty()) {
+    file.open(out_path, std::ios::binary);
+    if (!file) throw UserError("-o " + out_path + ": cannot open the file for writing");
+  }
+  std::vector<std::string> warnings;
+  const size_t written = write_history_csv(out_path.empty() ? std::cout : file, rows, store, &warnings);
+  for (const std::string& w : warnings) std::cerr << "warning: " << w << "\n";
+  if (!out_path.empty()) {
+    file.close();
+    if (!file) throw std::runtime_error("-o " + out_path + ": writing failed");
+  }
+  std::cerr << written << " of " << rows.size() << " rows written (" << keys.size() << " workload(s))\n";
+  return written == rows.size() ? 0 : 1;
+}
+
+}  // namespace
+
+COTUNE_COMMAND("export-history", "write the history of a workload as CSV (re-importable)", run);
+
+}  // namespace cotune::cli

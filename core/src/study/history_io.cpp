@@ -1,0 +1,146 @@
+#include <cotune/core/canonical_json.hpp>
+#include <cotune/core/csv.hpp>
+#include <cotune/core/history_io.hpp>
+#include <cotune/core/llm_csv_row.hpp>
+#include <cotune/core/study_file.hpp>
+#include <cotune/core/study_setup.hpp>
+
+#include <sqlite3.h>
+
+#include <map>
+#include <optional>
+#include <set>
+
+namespace cotune::core {
+namespace {
+
+using nlohmann::json;
+
+std::string number_text(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.17g", v);
+  return buf;
+}
+
+}  // namespace
+
+std::vector<HistoryRow> history_rows(const std::vector<LlmRun>& runs, const std::string& source) {
+  std::vector<HistoryRow> rows;
+  rows.reserve(runs.size());
+  for (const LlmRun& r : runs) {
+    HistoryRow h;
+    h.workload_key = r.workload_key;
+    h.space = "llm";
+    h.config_json = r.config_json;
+    h.config_key = config_key(json::parse(r.config_json));
+    h.status = r.status;
+    json metrics = r.metrics;
+    metrics[kHistoryWorkloadMember] = r.workload;
+    h.metrics_json = metrics.dump();
+    h.source = source;
+    h.row_number = static_cast<std::int64_t>(r.line);
+    rows.push_back(std::move(h));
+  }
+  return rows;
+}
+
+size_t write_history_csv(std::ostream& out, const std::vector<HistoryRow>& rows, Store& store,
+                         std::vector<std::string>* warnings) {
+  struct Line {
+    std::map<std::string, std::string> cells;
+  };
+  std::vector<Line> lines;
+  std::set<std::string> metric_names;
+  std::map<std::string, std::optional<json>> study_workloads;  // by study name; nullopt: none
+  std::set<std::string> warned;
+  auto warn = [&](const std::string& w) {
+    if (warned.insert(w).second && warnings) warnings->push_back(w);
+  };
+  for (const HistoryRow& h : rows) {
+    const std::string label = h.source + " row " + std::to_string(h.row_number);
+    if (h.space != "llm") {
+      warn("history of the space '" + h.space + "' has no CSV schema; its rows are skipped");
+      continue;
+    }
+    json metrics = json::parse(h.metrics_json, nullptr, false);
+    if (!metrics.is_object()) metrics = json::object();
+    std::optional<json> workload;
+    if (metrics.contains(kHistoryWorkloadMember)) {
+      workload = metrics[kHistoryWorkloadMember];
+    } else if (h.source.rfind("study:", 0) == 0) {
+      const std::string name = h.source.substr(6);
+      auto it = study_workloads.find(name);
+      if (it == study_workloads.end()) {
+        std::optional<json> w;
+        if (auto study = store.find_study(name)) w = spec_from_store(*study).workload;
+        it = study_workloads.emplace(name, w).first;
+      }
+      workload = it->second;
+    }
+    if (!workload) {
+      warn(label + ": its workload is not known (not imported by cotune import, no study); skipped");
+      continue;
+    }
+    Line line;
+    std::string inexact;
+    try {
+      line.cells = llm_cells_from_json(*workload, json::parse(h.config_json), &inexact);
+    } catch (const std::exception& e) {
+      warn(label + ": cannot be written in the CSV schema (" + e.what() + "); skipped");
+      continue;
+    }
+    if (!inexact.empty()) {
+      warn(h.source + ": its workload has " + inexact +
+           "; the CSV cannot say the same workload, so its rows are skipped");
+      continue;
+    }
+    line.cells["status"] = std::string(to_string(h.status));
+    for (auto it = metrics.begin(); it != metrics.end(); ++it) {
+      if (it.key() == kHistoryWorkloadMember || !it.value().is_number()) continue;
+      line.cells[it.key()] = number_text(it.value().get<double>());
+      metric_names.insert(it.key());
+    }
+    lines.push_back(std::move(line));
+  }
+
+  std::vector<std::string> header = llm_csv_columns();
+  header.push_back("status");
+  for (const std::string& m : metric_names)
+    if (std::find(header.begin(), header.end(), m) == header.end()) header.push_back(m);
+  write_csv_record(out, header);
+  for (const Line& l : lines) {
+    std::vector<std::string> fields;
+    for (const std::string& c : header) {
+      auto it = l.cells.find(c);
+      fields.push_back(it == l.cells.end() ? "" : it->second);
+    }
+    write_csv_record(out, fields);
+  }
+  return lines.size();
+}
+
+std::vector<std::pair<std::string, std::string>> stored_workloads(const std::string& store_path) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(store_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    const std::string why = db ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close(db);
+    throw StoreError("store " + store_path + ": cannot open it to list its workloads: " + why);
+  }
+  sqlite3_busy_timeout(db, 60000);
+  const char* sql =
+      "SELECT workload_key, space FROM history UNION SELECT workload_key, space FROM studies ORDER BY 1, 2";
+  sqlite3_stmt* stmt = nullptr;
+  std::vector<std::pair<std::string, std::string>> out;
+  int rc = sqlite3_prepare_v2(db, sql, -1, &stmt, nullptr);
+  if (rc == SQLITE_OK)
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
+      out.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0)),
+                       reinterpret_cast<const char*>(sqlite3_column_text(stmt, 1)));
+  const std::string why = sqlite3_errmsg(db);
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+  if (rc != SQLITE_DONE) throw StoreError("store " + store_path + ": cannot list its workloads: " + why);
+  return out;
+}
+
+}  // namespace cotune::core

@@ -1,0 +1,275 @@
+// History import and export through the real parts: the llm space plugin, a real store file in a
+// temporary directory, and the cotune binary for the commands end to end.
+#include <cotune/core/canonical_json.hpp>
+#include <cotune/core/errors.hpp>
+#include <cotune/core/history_io.hpp>
+#include <cotune/core/llm_csv_row.hpp>
+#include <cotune/core/llm_runs.hpp>
+#include <cotune/core/registry.hpp>
+#include <cotune/core/store.hpp>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+using namespace cotune::core;
+using nlohmann::json;
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct CliRun {
+  int status;
+  std::string out;
+};
+
+CliRun cli(const std::string& args) {
+  const std::string cmd = std::string(COTUNE_CLI) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  CliRun r{-1, ""};
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
+  const int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+const Registry& registry() {
+  static Registry r = [] {
+    Registry reg;
+    reg.load_file(COTUNE_PLUGIN_DIR "/libcotune-space-llm.so");
+    return reg;
+  }();
+  return r;
+}
+
+CsvTable table_of(const std::string& text, const std::string& source = "runs.csv") {
+  std::istringstream in(text);
+  return read_csv_table(in, source);
+}
+
+// A small model on 8 GPUs; columns in an order of their own, two mapped, metrics in other units.
+const char* kMapped =
+    "hidden,layers,heads,global_batch,gpus,tensor parallelism,pp,iteration time (ms),tokens_per_s_per_gpu,"
+    "mfu_percent,loss,cluster_name\n"
+    "1024,8,16,64,8,2,1,250,1000,40,2.5,alpha\n"
+    "1024,8,16,64,8,4,2,500,500,20,2.6,beta\n";
+
+class HistoryImport : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(COTUNE_BINARY_DIR) / "test-tmp" / ("history_import_" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  std::string write(const std::string& name, const std::string& text) {
+    std::ofstream(path(name)) << text;
+    return path(name);
+  }
+  fs::path dir_;
+};
+
+TEST(Csv, QuotedFieldsAndLineNumbers) {
+  const CsvTable t = table_of("a,b\n\"x, \"\"y\"\"\",2\n\n\"multi\nline\",3\r\n4,5\n");
+  ASSERT_EQ(t.rows.size(), 3u);
+  EXPECT_EQ(t.rows[0].fields[0], "x, \"y\"");
+  EXPECT_EQ(t.rows[0].line, 2u);
+  EXPECT_EQ(t.rows[1].fields[0], "multi\nline");
+  EXPECT_EQ(t.rows[1].line, 4u);
+  EXPECT_EQ(t.rows[2].line, 6u);
+  EXPECT_EQ(t.rows[2].fields[1], "5");
+  std::ostringstream out;
+  write_csv_record(out, {"x, \"y\"", "plain"});
+  EXPECT_EQ(out.str(), "\"x, \"\"y\"\"\",plain\n");
+}
+
+TEST(Csv, BadFilesAreUserErrors) {
+  EXPECT_THROW(table_of(""), UserError);
+  try {
+    table_of("a,a\n1,2\n");
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("'a' appears twice"));
+  }
+  try {
+    table_of("a,b\n1,2\n3\n");
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("line 3: has 1 fields, the header 2"));
+  }
+  try {
+    table_of("a,b\n1,\"open\n");
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("line 2: a quoted field is not closed"));
+  }
+}
+
+TEST(LlmCsvRow, DefaultsAndInverse) {
+  std::map<std::string, std::string> cells = {{"hidden", "1024"}, {"layers", "8"}, {"heads", "16"},
+                                              {"global_batch", "64"}, {"dp", "4"}, {"tp", "2"}};
+  auto lookup = [&](const std::string& c) -> const std::string* {
+    auto it = cells.find(c);
+    return it == cells.end() ? nullptr : &it->second;
+  };
+  const LlmCsvRow row = llm_row_from_cells(lookup);
+  EXPECT_EQ(row.workload["model"]["vocab"], 51200);
+  EXPECT_EQ(row.workload["model"]["seq_len"], 2048);
+  EXPECT_EQ(row.workload["cluster"]["gpu"], "h100-sxm");
+  EXPECT_EQ(row.workload["cluster"]["nodes"], 1);
+  EXPECT_EQ(row.config["gpus"], 8);
+  EXPECT_EQ(row.config["recompute"], "none");
+  std::string inexact;
+  const auto back = llm_cells_from_json(row.workload, row.config, &inexact);
+  EXPECT_EQ(inexact, "");
+  EXPECT_EQ(back.at("tp"), "2");
+  EXPECT_EQ(back.at("gpus"), "8");
+  cells["tp"] = "two";
+  try {
+    llm_row_from_cells(lookup);
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "column tp: expected a number, got 'two'");
+  }
+}
+
+TEST_F(HistoryImport, MappedColumnsAndUnits) {
+  const LlmRuns runs = read_llm_runs(table_of(kMapped), {{"tensor parallelism", "tp"}, {"iteration time (ms)", "step_time_ms"}},
+                                     registry());
+  ASSERT_TRUE(runs.rejected.empty()) << runs.rejected.front().reason;
+  ASSERT_EQ(runs.runs.size(), 2u);
+  ASSERT_EQ(runs.warnings.size(), 1u);
+  EXPECT_THAT(runs.warnings[0], HasSubstr("'cluster_name'"));
+  const LlmRun& a = runs.runs[0];
+  EXPECT_EQ(a.line, 2u);
+  EXPECT_DOUBLE_EQ(a.metrics["step_time_s"].get<double>(), 0.25);
+  EXPECT_DOUBLE_EQ(a.metrics["tokens_per_s"].get<double>(), 8000.0);  // per GPU x 8 GPUs
+  EXPECT_DOUBLE_EQ(a.metrics["mfu"].get<double>(), 0.4);
+  EXPECT_DOUBLE_EQ(a.metrics["loss"].get<double>(), 2.5);  // unknown but numeric: kept
+  EXPECT_FALSE(a.metrics.contains("cluster_name"));
+  const json config = json::parse(a.config_json);
+  EXPECT_EQ(config["tp"], 2);
+  EXPECT_EQ(config["dp"], 4);
+  EXPECT_EQ(runs.runs[1].workload_key, a.workload_key);  // same model and cluster: one workload
+  EXPECT_EQ(a.workload_key, workload_key(a.workload, "llm"));
+  EXPECT_EQ(a.space->key(a.config.data()), "tp=2;pp=1;dp=4;cp=1;ep=1;micro_batch=1;vpp=1;zero=0;recompute=none;sp=false;gpus=8;gpu=h100-sxm");
+}
+
+TEST_F(HistoryImport, HeaderProblemsAreUserErrors) {
+  try {
+    read_llm_runs(table_of(kMapped), {{"tensor paralelism", "tp"}}, registry());
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("has no column 'tensor paralelism'"));
+  }
+  try {
+    read_llm_runs(table_of("hidden,layers,heads,global_batch,gpus,step_time_s,step_time_ms\n1024,8,16,64,8,1,1000\n"), {},
+                  registry());
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("'step_time_s' and 'step_time_ms' both give the metric 'step_time_s'"));
+  }
+}
+
+TEST_F(HistoryImport, BadRowsAreRejectedWithTheirLine) {
+  const std::string csv =
+      "hidden,layers,heads,global_batch,gpus,tp,sp,step_time_ms,status\n"
+      "1024,8,16,64,8,2,false,250,ok\n"     // line 2: good
+      "1024,8,16,64,8,abc,false,250,ok\n"   // line 3: not a number
+      "1024,8,16,64,8,3,false,250,ok\n"     // line 4: 8 GPUs do not split into tp 3
+      "1024,8,16,64,8,1,true,250,ok\n"      // line 5: sp needs tp > 1 (the space says so)
+      "1024,8,16,64,8,2,false,fast,ok\n"    // line 6: bad metric
+      "1024,8,16,64,8,2,false,250,lost\n"   // line 7: unknown status
+      "1024,8,16,64,8,4,false,,oom\n";      // line 8: good, an oom run without a time
+  const LlmRuns runs = read_llm_runs(table_of(csv), {}, registry());
+  ASSERT_EQ(runs.runs.size(), 2u);
+  EXPECT_EQ(runs.runs[1].status, TrialStatus::oom);
+  EXPECT_FALSE(runs.runs[1].metrics.contains("step_time_s"));
+  ASSERT_EQ(runs.rejected.size(), 5u);
+  EXPECT_EQ(runs.rejected[0].line, 3u);
+  EXPECT_EQ(runs.rejected[0].reason, "column tp: expected a number, got 'abc'");
+  EXPECT_EQ(runs.rejected[1].line, 4u);
+  EXPECT_THAT(runs.rejected[1].reason, HasSubstr("not divisible by tp*pp*cp"));
+  EXPECT_EQ(runs.rejected[2].line, 5u);
+  EXPECT_THAT(runs.rejected[2].reason, HasSubstr("the llm space rejects the configuration: sp (sequence parallelism) needs tp > 1"));
+  EXPECT_EQ(runs.rejected[3].line, 6u);
+  EXPECT_EQ(runs.rejected[3].reason, "column step_time_ms: expected a number, got 'fast'");
+  EXPECT_EQ(runs.rejected[4].line, 7u);
+  EXPECT_THAT(runs.rejected[4].reason, HasSubstr("column status: expected ok, failed"));
+}
+
+TEST_F(HistoryImport, ReimportChangesNothingAndExportRoundTrips) {
+  const LlmRuns runs = read_llm_runs(table_of(kMapped), {{"tensor parallelism", "tp"}, {"iteration time (ms)", "step_time_ms"}},
+                                     registry());
+  Store store(path("a.db"));
+  ImportCounts first = store.import_history(history_rows(runs.runs, "runs.csv"));
+  EXPECT_EQ(first.inserted, 2);
+  ImportCounts again = store.import_history(history_rows(runs.runs, "runs.csv"));
+  EXPECT_EQ(again.inserted, 0);
+  EXPECT_EQ(again.duplicates, 2);
+  const std::string key = runs.runs[0].workload_key;
+  ASSERT_EQ(store.history_for(key, "llm").size(), 2u);
+
+  std::ostringstream csv;
+  std::vector<std::string> warnings;
+  EXPECT_EQ(write_history_csv(csv, store.export_history(key, "llm"), store, &warnings), 2u);
+  EXPECT_TRUE(warnings.empty());
+  const LlmRuns back = read_llm_runs(table_of(csv.str(), "exported.csv"), {}, registry());
+  ASSERT_TRUE(back.rejected.empty()) << back.rejected.front().reason;
+  ASSERT_EQ(back.runs.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(back.runs[i].workload_key, key);
+    EXPECT_EQ(config_key(json::parse(back.runs[i].config_json)), config_key(json::parse(runs.runs[i].config_json)));
+    EXPECT_EQ(back.runs[i].status, runs.runs[i].status);
+    for (const char* m : {"step_time_s", "tokens_per_s", "mfu", "loss"})
+      EXPECT_DOUBLE_EQ(back.runs[i].metrics[m].get<double>(), runs.runs[i].metrics[m].get<double>()) << m;
+  }
+}
+
+TEST_F(HistoryImport, CommandsEndToEnd) {
+  const std::string runs = write("runs.csv", std::string(kMapped) + "1024,8,16,64,8,zz,1,1,1,1,1,x\n");
+  const std::string db = path("cli.db");
+  const std::string args = runs + " --space llm --store " + db +
+                           " --map \"tensor parallelism=tp\" --map \"iteration time (ms)=step_time_ms\"";
+  CliRun imported = cli("import " + args);
+  EXPECT_EQ(imported.status, 1) << imported.out;  // one row rejected, the others in
+  EXPECT_THAT(imported.out, HasSubstr("line 4: rejected: column tp: expected a number, got 'zz'"));
+  EXPECT_THAT(imported.out, HasSubstr("3 rows: 2 imported, 0 already in the store, 1 rejected"));
+  CliRun again = cli("import " + args);
+  EXPECT_THAT(again.out, HasSubstr("0 imported, 2 already in the store"));
+
+  const std::string out = path("exported.csv");
+  CliRun exported = cli("export-history --all --store " + db + " -o " + out);
+  EXPECT_EQ(exported.status, 0) << exported.out;
+  CliRun reimported = cli("import " + out + " --space llm --store " + path("other.db"));
+  EXPECT_EQ(reimported.status, 0) << reimported.out;
+  EXPECT_THAT(reimported.out, HasSubstr("2 rows: 2 imported"));
+  Store a(db), b(path("other.db"));
+  const auto keys_a = stored_workloads(db), keys_b = stored_workloads(path("other.db"));
+  ASSERT_EQ(keys_a.size(), 1u);
+  EXPECT_EQ(keys_a, keys_b);
+  EXPECT_EQ(b.history_for(keys_a[0].first, "llm").size(), 2u);
+
+  CliRun bad = cli("import " + runs + " --space recsys --store " + db);
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_THAT(bad.out, HasSubstr("only the llm space has a CSV schema"));
+  CliRun no_key = cli("export-history --store " + db);
+  EXPECT_EQ(no_key.status, 2);
+  EXPECT_THAT(no_key.out, HasSubstr("give exactly one of --workload-key K and --all"));
+}
+
+}  // namespace
