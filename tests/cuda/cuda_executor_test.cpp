@@ -104,9 +104,7 @@ class CudaExecutorTest : public ::testing::Test {
     ASSERT_TRUE(registry_.load_file(kCudaPlugin)) << kCudaPlugin;
     gpu_ = probe_gpu(&why_);
   }
-  void skip_without_gpu() {
-    if (gpu_ != cudaSuccess) GTEST_SKIP() << why_;
-  }
+  bool has_gpu() const { return gpu_ == cudaSuccess; }
   Registry registry_;
   cudaError_t gpu_ = cudaSuccess;
   std::string why_;
@@ -168,7 +166,7 @@ TEST_F(CudaExecutorTest, WithoutAGpuATrialFailsWithTheCudaError) {
 }
 
 TEST_F(CudaExecutorTest, MeasuresALlamaTrialWithSaneMetrics) {
-  skip_without_gpu();
+  if (!has_gpu()) GTEST_SKIP() << why_;
   if (!registry_.load_file(kLlmPlugin)) GTEST_SKIP() << "the llm space plugin is not built";
   auto space = registry_.make_space("llm", llama_workload().dump());
   const auto config = space->parse(R"({"tp": 8, "pp": 1, "micro_batch": 1})");
@@ -190,7 +188,7 @@ TEST_F(CudaExecutorTest, MeasuresALlamaTrialWithSaneMetrics) {
 }
 
 TEST_F(CudaExecutorTest, LargeGemmRunsWithinSaneBoundsOfPeak) {
-  skip_without_gpu();
+  if (!has_gpu()) GTEST_SKIP() << why_;
   OneOpTrace t(big_gemm());
   auto executor = registry_.make_executor("cuda");
   const auto result = executor->submit(trial_for(&t.trace))->poll(0);
@@ -204,7 +202,7 @@ TEST_F(CudaExecutorTest, LargeGemmRunsWithinSaneBoundsOfPeak) {
 }
 
 TEST_F(CudaExecutorTest, MemoryCheckReportsOomForAConfigurationThatCannotFit) {
-  skip_without_gpu();
+  if (!has_gpu()) GTEST_SKIP() << why_;
   OneOpTrace t(big_gemm());
   t.trace.memory.weights = 64.0 * (1ull << 40);  // 64 TiB of weights: no GPU has that
   auto executor = registry_.make_executor("cuda");
