@@ -1,0 +1,282 @@
+// `cotune agent` through real TCP on 127.0.0.1: authentication, framing limits, hostile clients,
+// validation against the space, resume after a dropped connection, and graceful shutdown. The
+// agent runs the testecho fixture executor over the testgrid fixture space.
+#include <gtest/gtest.h>
+
+#include <cotune/core/agent/agent.hpp>
+#include <cotune/core/errors.hpp>
+
+#include "support/agent_harness.hpp"
+
+namespace {
+using namespace cotune::testing;
+using cotune::core::UserError;
+using cotune::core::agent::AgentOptions;
+using nlohmann::json;
+
+class AgentTest : public ::testing::Test {
+ protected:
+  TempDir dir;
+  std::string secret_file = write_file(dir.file("secret"), kSecret + "\n");
+
+  AgentOptions options(const std::string& echo = "{}") { return echo_agent_options(secret_file, echo); }
+};
+
+TEST_F(AgentTest, SecretFileReadableByOthersIsRefused) {
+  write_file(dir.file("open"), kSecret, 0644);
+  AgentOptions o = echo_agent_options(dir.file("open"), "{}");
+  try {
+    cotune::core::agent::AgentServer server(o);
+    FAIL() << "expected a refusal";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("accessible by group or others (mode 0644)"), std::string::npos) << e.what();
+  }
+  write_file(dir.file("short"), "tooshort", 0600);
+  EXPECT_THROW(cotune::core::agent::AgentServer(echo_agent_options(dir.file("short"), "{}")), UserError);
+  EXPECT_THROW(cotune::core::agent::AgentServer(echo_agent_options(dir.file("missing"), "{}")), UserError);
+}
+
+TEST_F(AgentTest, NonLoopbackAddressWithoutTlsIsRefused) {
+  AgentOptions o = options();
+  o.listen_host = "0.0.0.0";
+  try {
+    cotune::core::agent::AgentServer server(o);
+    FAIL() << "expected a refusal";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("requires TLS"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(AgentTest, AuthenticatedClientRunsATrialAndAcknowledgesIt) {
+  InProcessAgent agent(options());
+  RawClient c(agent.port());
+  ASSERT_TRUE(c.handshake(kSecret).welcomed);
+  c.send(submit_message("s/1", grid_config(4, 3, "blue", true, 5)));
+  auto accepted = c.read_type("accepted");
+  ASSERT_TRUE(accepted);
+  auto result = c.read_type("result");
+  ASSERT_TRUE(result) << agent.log_text();
+  EXPECT_EQ((*result)["trial_id"], "s/1");
+  EXPECT_EQ((*result)["status"], "ok");
+  // testecho: tokens_per_s = 1000 + sum of the configuration values (c=blue is index 2, d=1).
+  EXPECT_DOUBLE_EQ((*result)["metrics"]["tokens_per_s"].get<double>(), 1000 + 4 + 3 + 2 + 1 + 5);
+  // The agent re-rendered the configuration from its own space.
+  EXPECT_EQ((*result)["metrics"]["config"]["c"], "blue");
+  c.send({{"type", "ack"}, {"trial_id", "s/1"}});
+  c.send({{"type", "attach"}, {"trial_id", "s/1"}});
+  auto unknown = c.read_type("unknown");
+  ASSERT_TRUE(unknown) << "an acknowledged result must be forgotten";
+}
+
+TEST_F(AgentTest, ClientWithWrongSecretIsRefused) {
+  InProcessAgent agent(options());
+  RawClient c(agent.port());
+  auto h = c.handshake("a-different-secret-of-enough-length");
+  EXPECT_FALSE(h.welcomed);
+  EXPECT_TRUE(c.closed_by_agent());
+  EXPECT_TRUE(wait_until([&] { return agent.logged("authentication failed"); }, 2000)) << agent.log_text();
+}
+
+TEST_F(AgentTest, AgentProofRevealsAWrongSecretToTheClient) {
+  InProcessAgent agent(options());
+  RawClient c(agent.port());
+  const std::string nonce = cotune::core::agent::random_nonce();
+  c.send({{"type", "hello"}, {"client_nonce", nonce}, {"time", std::time(nullptr)}});
+  auto challenge = c.read();
+  ASSERT_TRUE(challenge);
+  const std::string agent_nonce = (*challenge)["agent_nonce"];
+  EXPECT_EQ((*challenge)["proof"], cotune::core::agent::agent_proof(kSecret, nonce, agent_nonce));
+  EXPECT_NE((*challenge)["proof"], cotune::core::agent::agent_proof("another-secret-0123456789", nonce, agent_nonce));
+  // Nothing of the secret itself crossed the wire.
+  EXPECT_EQ(challenge->dump().find(kSecret), std::string::npos);
+}
+
+TEST_F(AgentTest, ReplayedOrStaleHandshakeIsRefused) {
+  InProcessAgent agent(options());
+  RawClient first(agent.port());
+  auto captured = first.handshake(kSecret);
+  ASSERT_TRUE(captured.welcomed);
+
+  // The captured hello again: its nonce was used.
+  RawClient replay(agent.port());
+  replay.send(captured.hello);
+  EXPECT_TRUE(replay.closed_by_agent());
+  EXPECT_TRUE(wait_until([&] { return agent.logged("replayed handshake"); }, 2000)) << agent.log_text();
+
+  // A fresh hello followed by the captured proof: the agent's nonce differs, so the proof is wrong.
+  RawClient spliced(agent.port());
+  spliced.send({{"type", "hello"}, {"client_nonce", cotune::core::agent::random_nonce()}, {"time", captured.hello["time"]}});
+  ASSERT_TRUE(spliced.read_type("challenge"));
+  spliced.send(captured.auth);
+  EXPECT_TRUE(spliced.closed_by_agent());
+
+  // A hello from an hour ago.
+  RawClient stale(agent.port());
+  EXPECT_FALSE(stale.handshake(kSecret, std::time(nullptr) - 3600).welcomed);
+  EXPECT_TRUE(wait_until([&] { return agent.logged("stale handshake"); }, 2000)) << agent.log_text();
+}
+
+TEST_F(AgentTest, HostileClientsAreClosedWhileAnotherClientsTrialCompletes) {
+  AgentOptions o = options(R"({"delay_ms": 600})");
+  o.max_frame_bytes = 4096;
+  o.handshake_timeout_ms = 400;
+  InProcessAgent agent(o);
+  RawClient good(agent.port());
+  ASSERT_TRUE(good.handshake(kSecret).welcomed);
+  good.send(submit_message("good/1", grid_config()));
+  ASSERT_TRUE(good.read_type("accepted"));
+
+  RawClient oversized(agent.port());
+  oversized.send_bytes(std::string("\x00\x10\x00\x00", 4));  // announces 1 MiB
+  EXPECT_TRUE(oversized.closed_by_agent());
+
+  RawClient truncated(agent.port());
+  truncated.send_bytes(std::string("\x00\x00\x00\x64", 4) + "{\"v\":1,");  // 100 announced, 7 sent
+  truncated.close();
+
+  RawClient garbage(agent.port());
+  garbage.send_bytes(cotune::core::agent::encode_frame("\xff\xfe not json at all \x01"));
+  EXPECT_TRUE(garbage.closed_by_agent());
+
+  RawClient slow(agent.port());  // a byte every 100 ms: never finishes its hello in time
+  bool closed = false;
+  const std::string hello = cotune::core::agent::encode_frame(R"({"v":1,"type":"hello"})");
+  for (size_t i = 0; i < hello.size() && !closed; ++i) {
+    closed = !slow.send_bytes(hello.substr(i, 1)) || slow.closed_by_agent(100);
+  }
+  EXPECT_TRUE(closed || slow.closed_by_agent(1000));
+
+  auto result = good.read_type("result", 5000);
+  ASSERT_TRUE(result) << agent.log_text();
+  EXPECT_EQ((*result)["status"], "ok");
+  EXPECT_TRUE(agent.logged("exceeds the limit of 4096 bytes")) << agent.log_text();
+  EXPECT_TRUE(agent.logged("malformed frame")) << agent.log_text();
+  EXPECT_TRUE(agent.logged("handshake not completed")) << agent.log_text();
+}
+
+TEST_F(AgentTest, OutOfOrderAndUnknownFramesCloseTheConnection) {
+  InProcessAgent agent(options());
+  RawClient early(agent.port());
+  early.send(submit_message("x/1", grid_config()));
+  EXPECT_TRUE(early.closed_by_agent());
+  EXPECT_TRUE(wait_until([&] { return agent.logged("out-of-order frame: expected 'hello'"); }, 2000));
+
+  RawClient version(agent.port());
+  version.send({{"v", 99}, {"type", "hello"}});
+  EXPECT_TRUE(version.closed_by_agent());
+
+  RawClient unknown(agent.port());
+  ASSERT_TRUE(unknown.handshake(kSecret).welcomed);
+  unknown.send({{"type", "run-this-shell-command"}, {"trial_id", "x"}});
+  EXPECT_TRUE(unknown.closed_by_agent());
+  EXPECT_TRUE(wait_until([&] { return agent.logged("unknown message type"); }, 2000));
+}
+
+TEST_F(AgentTest, RateLimitClosesAFloodingConnection) {
+  AgentOptions o = options();
+  o.rate_per_s = 5;
+  o.rate_burst = 10;
+  InProcessAgent agent(o);
+  RawClient flood(agent.port());
+  ASSERT_TRUE(flood.handshake(kSecret).welcomed);
+  for (int i = 0; i < 40; ++i) flood.send({{"type", "ping"}});
+  EXPECT_TRUE(flood.closed_by_agent());
+  EXPECT_TRUE(wait_until([&] { return agent.logged("rate limit exceeded"); }, 2000)) << agent.log_text();
+}
+
+TEST_F(AgentTest, ValuesOutsideTheSpaceAreRejected) {
+  InProcessAgent agent(options());
+  RawClient c(agent.port());
+  ASSERT_TRUE(c.handshake(kSecret).welcomed);
+  struct Case {
+    json config;
+    std::string reason;
+  };
+  const std::vector<Case> cases = {
+      {grid_config(3), "parameter 'a': value 3 is outside its domain"},
+      {grid_config(1, 0, "purple"), "'purple' is not one of its choices"},
+      {json{{"a", 1}, {"b", 0}, {"c", "red"}, {"d", false}}, "parameter 'e': missing"},
+      {[] { json j = grid_config(); j["command"] = "rm -rf /"; return j; }(), "unknown parameter 'command'"},
+      {grid_config(32, 0, "red", false, 12), "a*e must be at most 96"},
+      {[] { json j = grid_config(); j["b"] = 1.5; return j; }(), "expected an integer"},
+  };
+  int n = 0;
+  for (const Case& k : cases) {
+    const std::string id = "bad/" + std::to_string(n++);
+    c.send(submit_message(id, k.config));
+    auto m = c.read();
+    ASSERT_TRUE(m);
+    EXPECT_EQ((*m)["type"], "rejected") << m->dump();
+    EXPECT_NE((*m)["reason"].get<std::string>().find(k.reason), std::string::npos) << (*m)["reason"];
+  }
+  json unknown_space = submit_message("bad/space", grid_config());
+  unknown_space["space"] = "no-such-space";
+  c.send(unknown_space);
+  auto m = c.read();
+  ASSERT_TRUE(m);
+  EXPECT_EQ((*m)["type"], "rejected");
+}
+
+TEST_F(AgentTest, DroppedConnectionLosesNoResult) {
+  InProcessAgent agent(options(R"({"delay_ms": 300})"));
+  {
+    RawClient c(agent.port());
+    ASSERT_TRUE(c.handshake(kSecret).welcomed);
+    c.send(submit_message("drop/1", grid_config()));
+    ASSERT_TRUE(c.read_type("accepted"));
+  }  // dropped before the result
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  RawClient again(agent.port());
+  ASSERT_TRUE(again.handshake(kSecret).welcomed);
+  // A resubmission of a known id does not run it again; it resumes it.
+  again.send(submit_message("drop/1", grid_config()));
+  auto result = again.read_type("result");
+  ASSERT_TRUE(result);
+  EXPECT_EQ((*result)["status"], "ok");
+  EXPECT_EQ((*result)["attempts"], 1);
+}
+
+TEST_F(AgentTest, UnacknowledgedResultsSurviveARestartWithAStateDirectory) {
+  AgentOptions o = options();
+  o.state_dir = dir.file("state");
+  const std::string journal = dir.file("journal");
+  o.executor_options = json{{"journal", journal}}.dump();
+  {
+    InProcessAgent agent(o);
+    RawClient c(agent.port());
+    ASSERT_TRUE(c.handshake(kSecret).welcomed);
+    c.send(submit_message("keep/1", grid_config(2)));
+    ASSERT_TRUE(c.read_type("result"));
+    c.close();  // never acknowledged
+    agent.stop();
+  }
+  InProcessAgent restarted(o);
+  RawClient c(restarted.port());
+  ASSERT_TRUE(c.handshake(kSecret).welcomed);
+  c.send({{"type", "attach"}, {"trial_id", "keep/1"}});
+  auto result = c.read_type("result");
+  ASSERT_TRUE(result) << restarted.log_text();
+  EXPECT_EQ((*result)["status"], "ok");
+  EXPECT_DOUBLE_EQ((*result)["metrics"]["tokens_per_s"].get<double>(), 1000 + 2 + 1);
+  EXPECT_EQ(count_lines(journal, "keep/1"), 1u) << "the trial ran once";
+}
+
+TEST_F(AgentTest, ShutdownCancelsRunningTrialsWhenAskedTo) {
+  AgentOptions o = options(R"({"delay_ms": 30000})");
+  o.cancel_on_shutdown = true;
+  InProcessAgent agent(o);
+  RawClient c(agent.port());
+  ASSERT_TRUE(c.handshake(kSecret).welcomed);
+  c.send(submit_message("long/1", grid_config()));
+  ASSERT_TRUE(c.read_type("accepted"));
+  ASSERT_TRUE(c.read_type("status"));
+  agent.server().shutdown();
+  auto result = c.read_type("result", 5000);
+  ASSERT_TRUE(result);
+  EXPECT_EQ((*result)["status"], "cancelled");
+  c.send({{"type", "ack"}, {"trial_id", "long/1"}});
+  agent.stop();
+  EXPECT_TRUE(agent.logged("shutting down"));
+}
+
+}  // namespace
