@@ -20,6 +20,6 @@ if grep -rq -e "$src/core" -e "boost" -e "dlib" "$work/plugin-template/build/com
   echo "the out-of-tree build saw host headers" >&2; exit 1
 fi
 "$cli" plugins check "$work/plugin-template/build/libcotune-space-ddp.so"
-lib=$(find "$work/c-plugin/build" -name 'libcotune-predictor-c-linear.so' | head -n1)
+lib=$(find "$work/c-plugin/build" -name 'libcotune-predictor-c-linear.so' -print -quit)
 "$cli" plugins check "$lib"
 echo "out-of-tree plugins built against $work/prefix and loaded"

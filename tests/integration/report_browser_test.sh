@@ -54,7 +54,10 @@ study='browser <check> & "quotes"'
 [[ -s report.html ]] || fail "report.html is empty"
 
 # The number of trials, as `cotune show` lists them (rows between the TRIAL header and the blank line).
-trials=$("$cli" show "$study" --store cotune.db | awk '/^TRIAL /{on=1; next} on && /^$/{exit} on{n++} END{print n+0}')
+# (Written to a file first: awk stops reading early, and under pipefail a SIGPIPE to `cotune show`
+# would end this script without a word.)
+"$cli" show "$study" --store cotune.db > show.txt || fail "cotune show failed"
+trials=$(awk '/^TRIAL /{on=1; next} on && /^$/{exit} on{n++} END{print n+0}' show.txt)
 [[ "$trials" -gt 0 ]] || fail "the study has no trials"
 
 flags=(--headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking
@@ -84,9 +87,11 @@ svgs=$(grep -o "<svg" dom.html | wc -l)
 [[ "$svgs" -ge 5 ]] || fail "expected at least 5 charts, found $svgs"
 # Section-wise: convergence, prediction and parameters each hold a chart.
 for id in convergence prediction parameters breakdown; do
-  section_of "$id" | grep -q "<svg" || fail "section '$id' has no chart"
+  section_of "$id" > section.html
+  grep -q "<svg" section.html || fail "section '$id' has no chart"
 done
-rows=$(section_of trials | grep -o "<tr>" | wc -l)
+section_of trials > section.html
+rows=$(grep -o "<tr>" section.html | wc -l)
 rows=$((rows - 1))  # the header row
 [[ "$rows" -eq "$trials" ]] || fail "the trials table has $rows rows, the study has $trials trials"
 # The study's name arrives escaped, as text.
