@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -49,6 +50,15 @@ std::string join(const std::vector<std::string>& v, const char* sep) {
   std::string out;
   for (size_t i = 0; i < v.size(); ++i) out += (i ? sep : "") + v[i];
   return out;
+}
+
+// An array task cancelled while still pending never gets a record of its own: it leaves the
+// array's pending set, and once none is left squeue lists the array's record as "JOBID" CANCELLED.
+bool array_cancelled(const std::map<std::string, SlurmJobInfo>& known, const std::string& id) {
+  size_t underscore = id.find('_');
+  if (underscore == std::string::npos) return false;
+  auto it = known.find(id.substr(0, underscore));
+  return it != known.end() && classify_state(it->second.state) == SlurmOutcome::kCancelled;
 }
 
 void write_text(const std::string& path, const std::string& text) {
@@ -293,7 +303,7 @@ void SlurmExecutor::settle(Track& t, const SlurmJobInfo& info) {
   }
 }
 
-void SlurmExecutor::settle_from_exit_file(Track& t) {
+void SlurmExecutor::settle_from_exit_file(Track& t, bool cancelled_before_start) {
   std::ifstream in(t.command.workdir + "/" + kExitStatusName);
   int rc = -1;
   std::string id;
@@ -308,6 +318,13 @@ void SlurmExecutor::settle_from_exit_file(Track& t) {
     return;
   }
   t.phase = Track::Phase::kDone;
+  if (cancelled_before_start) {
+    t.result.status = COTUNE_STATUS_CANCELLED;
+    t.result.error = t.cancel_requested ? "cancelled before it started"
+                                        : "Slurm job " + t.result.external_id +
+                                              " was cancelled before it started, outside cotune (or by an earlier run)";
+    return;
+  }
   t.result.status = t.cancel_requested ? COTUNE_STATUS_CANCELLED : COTUNE_STATUS_FAILED;
   t.result.error = "Slurm no longer knows job " + t.result.external_id +
                    " (it ended longer ago than the controller's MinJobAge, or the controller lost it) and it left "
@@ -327,7 +344,15 @@ void SlurmExecutor::refresh() {
     next_refresh_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(interval_s_));
   };
   if (live.empty()) return schedule(false);
-  CommandOutput q = cli_.run("squeue", {"-h", "--states=all", "-r", "-j", join(ids, ","), "-O",
+  // The arrays' own records too: see array_cancelled().
+  std::set<std::string> arrays;
+  for (Track* t : live) {
+    size_t underscore = t->result.external_id.find('_');
+    if (underscore != std::string::npos) arrays.insert(t->result.external_id.substr(0, underscore));
+  }
+  std::vector<std::string> query = ids;
+  query.insert(query.end(), arrays.begin(), arrays.end());
+  CommandOutput q = cli_.run("squeue", {"-h", "--states=all", "-r", "-j", join(query, ","), "-O",
                                         "JobArrayID:64|,State:32|,exit_code:16|,Reason:64|"});
   if (!q.ok() && q.err.find("Invalid job id") == std::string::npos) {
     cotune::log(COTUNE_LOG_WARN, kComponent, "squeue failed (will retry): " + first_line(q.err));
@@ -363,7 +388,7 @@ void SlurmExecutor::refresh() {
       missing.swap(still);
     }
   }
-  for (Track* t : missing) settle_from_exit_file(*t);
+  for (Track* t : missing) settle_from_exit_file(*t, array_cancelled(known, t->result.external_id));
   schedule(changed || !missing.empty());
 }
 

@@ -55,7 +55,9 @@ class SlurmExecutor {
   void submit_batch(const std::vector<Track*>& batch);
   void refresh();  // one squeue for all jobs in flight; sacct and exit files for the rest
   void settle(Track& t, const SlurmJobInfo& info);
-  void settle_from_exit_file(Track& t);
+  // A job squeue no longer lists: its exit status file, else cancelled (when its array's record
+  // says the task was cancelled before it started), else failed.
+  void settle_from_exit_file(Track& t, bool cancelled_before_start);
   void complete(Track& t);  // COMPLETED: read the metrics
   std::string log_tail(const Track& t) const;
   void forget_released();
