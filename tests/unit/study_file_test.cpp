@@ -263,6 +263,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadField{{{"budget", {{"gpu_hours", -1.5}}}}, "/budget/gpu_hours: expected a positive number, got -1.5"},
         BadField{{{"budget", {{"target", "fast"}}}}, "/budget/target: expected a number, got \"fast\""},
         BadField{{{"budget", {{"patience", 0}}}}, "/budget/patience: expected a positive integer, got 0"},
+        BadField{{{"budget", {{"max_unavailable", 0}}}}, "/budget/max_unavailable: expected a positive integer, got 0"},
         BadField{{{"name", nullptr}}, "study.json: /name: required field missing: expected a non-empty string"},
         BadField{{{"name", ""}}, "/name: expected a non-empty string, got \"\""},
         BadField{{{"name", 5}}, "/name: expected a non-empty string, got 5"},

@@ -26,7 +26,9 @@ BudgetTracker::BudgetTracker(const StudySpec& spec) : budget_(spec.budget) {
 void BudgetTracker::record(TrialStatus status, const Evaluation* evaluation, double gpu_hours) {
   last_improved_ = false;
   if (status != TrialStatus::unavailable) gpu_hours_ += gpu_hours;
+  if (status == TrialStatus::unavailable) ++unavailable_in_a_row_;
   if (!counts(status)) return;
+  unavailable_in_a_row_ = 0;
   ++counted_;
   if (evaluation != nullptr && evaluation->feasible) {
     const std::vector<double>& v = evaluation->values;
@@ -59,6 +61,11 @@ std::string BudgetTracker::done_reason(double elapsed_s) const {
     return "the trial budget (" + std::to_string(*budget_.trials) + ") is spent";
   if (budget_.patience && since_improvement_ >= *budget_.patience)
     return std::to_string(*budget_.patience) + " trials in a row brought no improvement";
+  const std::int64_t max_unavailable = budget_.max_unavailable.value_or(Budget::kDefaultMaxUnavailable);
+  if (unavailable_in_a_row_ >= max_unavailable)
+    return std::to_string(unavailable_in_a_row_) +
+           " trials in a row were unavailable (the executor has no answer for what the searcher proposes; "
+           "budget max_unavailable is " + std::to_string(max_unavailable) + ")";
   if (budget_.wall_time_s && elapsed_s >= *budget_.wall_time_s)
     return "the wall-time budget (" + number(*budget_.wall_time_s) + " s) is spent";
   if (budget_.gpu_hours && gpu_hours_ >= *budget_.gpu_hours)

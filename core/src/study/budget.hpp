@@ -10,6 +10,8 @@
 // - target: a feasible trial whose (first) objective reaches the target value.
 // - patience: this many counted trials in a row without improvement (a better feasible objective;
 //   with two objectives, a feasible trial that no earlier one dominates).
+// - max_unavailable: this many unavailable trials in a row (default 1000): the executor (replay)
+//   has no answer for what the searcher proposes. A counted trial ends the streak.
 #ifndef COTUNE_STUDY_BUDGET_HPP_
 #define COTUNE_STUDY_BUDGET_HPP_
 
@@ -56,6 +58,7 @@ class BudgetTracker {
   std::optional<double> best_;
   bool target_reached_ = false;
   std::int64_t since_improvement_ = 0;
+  std::int64_t unavailable_in_a_row_ = 0;
   bool last_improved_ = false;
   std::vector<std::vector<double>> feasible_points_;  // two objectives: every feasible trial so far
 };

@@ -35,7 +35,7 @@ std::string resolve(const std::string& base_dir, const std::string& path) {
 
 // A component: an object {name, options[, extra...]} or just its name as a string.
 void read_component(const JsonChecker& c, const json& doc, std::string_view key, ComponentSpec& out,
-                    std::vector<std::string> known = {"name", "options"}) {
+                    const std::vector<std::string>& known = {"name", "options"}) {
   const json* v = JsonChecker::member(doc, key);
   if (!v) return;
   std::string pointer = child_pointer("", key);
@@ -102,13 +102,15 @@ std::vector<ObjectiveSpec> read_objectives(const JsonChecker& c, const json& doc
 Budget read_budget(const JsonChecker& c, const json& doc) {
   const json& v = c.required(doc, "", "budget", "an object with at least one of trials, wall_time_s, gpu_hours");
   c.object(v, "/budget", "an object with at least one of trials, wall_time_s, gpu_hours");
-  c.only_known(v, "/budget", {"trials", "wall_time_s", "gpu_hours", "target", "patience"});
+  c.only_known(v, "/budget", {"trials", "wall_time_s", "gpu_hours", "target", "patience", "max_unavailable"});
   Budget b;
   if (const json* x = JsonChecker::member(v, "trials")) b.trials = c.positive_integer(*x, "/budget/trials");
   if (const json* x = JsonChecker::member(v, "wall_time_s")) b.wall_time_s = c.positive_number(*x, "/budget/wall_time_s");
   if (const json* x = JsonChecker::member(v, "gpu_hours")) b.gpu_hours = c.positive_number(*x, "/budget/gpu_hours");
   if (const json* x = JsonChecker::member(v, "target")) b.target = c.number(*x, "/budget/target");
   if (const json* x = JsonChecker::member(v, "patience")) b.patience = c.positive_integer(*x, "/budget/patience");
+  if (const json* x = JsonChecker::member(v, "max_unavailable"))
+    b.max_unavailable = c.positive_integer(*x, "/budget/max_unavailable");
   if (!b.trials && !b.wall_time_s && !b.gpu_hours)
     c.fail("/budget", "expected at least one of trials, wall_time_s, gpu_hours (a study must have a limit), got " +
                           describe_json(v));

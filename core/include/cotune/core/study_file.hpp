@@ -50,6 +50,10 @@ struct Budget {
   std::optional<double> gpu_hours;
   std::optional<double> target;         // stop once the objective reaches this value
   std::optional<std::int64_t> patience;  // stop after this many trials without improvement
+  // stop after this many unavailable trials in a row (an executor that answers from a table has
+  // nothing for what the searcher proposes); unset: kDefaultMaxUnavailable
+  std::optional<std::int64_t> max_unavailable;
+  static constexpr std::int64_t kDefaultMaxUnavailable = 1000;
 };
 
 // How the best configuration is rendered.

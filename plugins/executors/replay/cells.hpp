@@ -1,0 +1,38 @@
+// Reading and comparing table cells: numbers, booleans and text, as a CSV of runs spells them.
+#ifndef COTUNE_EXECUTOR_REPLAY_CELLS_HPP_
+#define COTUNE_EXECUTOR_REPLAY_CELLS_HPP_
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace cotune_replay {
+
+// The cell without surrounding spaces and tabs.
+std::string_view trim(std::string_view s);
+
+// A finite number spelled in full ("8", "8.0", "1e-3"), else nullopt.
+std::optional<double> parse_number(std::string_view cell);
+
+// true/false, 1/0, yes/no in any case, else nullopt.
+std::optional<bool> parse_bool(std::string_view cell);
+
+// A canonical spelling of a number, the same for every way of writing it ("8", "8.0", "8e0").
+std::string number_key(double v);
+
+// The cell in a canonical form: a number as number_key, a boolean word as true/false, otherwise
+// the trimmed text.
+std::string canonical(std::string_view cell);
+
+// Whether the cell holds the JSON value: numbers compared as numbers, booleans as booleans,
+// strings as trimmed text. Other JSON values (objects, arrays, null) match nothing.
+bool cell_matches(std::string_view cell, const nlohmann::json& value);
+
+// A JSON scalar as a cell would spell it (for messages and defaults).
+std::string cell_text(const nlohmann::json& value);
+
+}  // namespace cotune_replay
+
+#endif  // COTUNE_EXECUTOR_REPLAY_CELLS_HPP_

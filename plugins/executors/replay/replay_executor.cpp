@@ -1,0 +1,137 @@
+// The replay executor: answers trials from a CSV of measured runs, so that any table of logged runs
+// becomes an offline benchmark. A configuration with no row for the study's workload is
+// `unavailable` (the study does not count it against the trial budget); repeated rows are repeated
+// measurements and answer their mean. Options and matching rules: docs/executors.md.
+#include <cotune/cotune.h>
+#include <cotune/cotune.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cells.hpp"
+#include "replay_index.hpp"
+#include "replay_options.hpp"
+#include "run_table.hpp"
+
+namespace cotune_replay {
+
+class ReplayExecutor {
+ public:
+  struct Job {
+    cotune::JobResult result;
+  };
+
+  explicit ReplayExecutor(std::string_view options_json)
+      : options_(parse_replay_options(options_json)), table_(options_) {}
+
+  int32_t capacity() { return options_.capacity; }
+
+  std::unique_ptr<Job> submit(const cotune_trial& trial) {
+    const std::vector<TrialParam> params = trial_params(trial);
+    const std::string_view workload = cotune::view(trial.workload_json);
+    // Indexed once per workload and parameter list (a study has one of each).
+    if (!index_ || !index_->built_for(workload, params))
+      index_ = std::make_unique<ReplayIndex>(table_, options_, std::string(workload), params);
+    auto job = std::make_unique<Job>();
+    job->result.attempts = 1;
+    const std::vector<size_t>* rows = index_->find(params);
+    if (rows == nullptr) {
+      job->result.status = COTUNE_STATUS_UNAVAILABLE;
+      job->result.error = "no row of " + table_.file() + " measured this configuration; " +
+                          std::to_string(index_->workload_rows()) + " of its " + std::to_string(table_.rows().size()) +
+                          " rows are for this workload" +
+                          (index_->compared().empty() ? "" : " (" + index_->compared() + ")");
+      return job;
+    }
+    check_unambiguous(*rows);
+    answer(*rows, job->result);
+    return job;
+  }
+
+  const cotune::JobResult& poll(Job& job, int32_t) { return job.result; }
+  void cancel(Job&) {}  // answered inside submit(): nothing is left to stop
+
+  // A job of an earlier process is answered again from the table.
+  std::unique_ptr<Job> attach(const cotune_trial& trial, std::string_view) { return submit(trial); }
+
+ private:
+  // Rows that match one configuration but differ in a workload column the workload does not decide
+  // are runs of different workloads: refuse rather than mix them.
+  void check_unambiguous(const std::vector<size_t>& rows) const {
+    const std::vector<RunRow>& all = table_.rows();
+    for (size_t c : index_->undecided()) {
+      std::set<std::string> values;
+      for (size_t r : rows) values.insert(canonical(all[r].cells[c]));
+      if (values.size() < 2) continue;
+      std::string list, lines;
+      for (const std::string& v : values) list += (list.empty() ? "'" : ", '") + v + "'";
+      for (size_t r : rows) lines += (lines.empty() ? "" : ", ") + std::to_string(all[r].line);
+      const std::string& name = table_.columns()[c];
+      throw cotune::Error(COTUNE_ERR_INVALID_ARGUMENT,
+                          "replay executor: ambiguous: rows of " + table_.file() + " at lines " + lines +
+                              " measured this configuration but differ in column " + name + " (" + list +
+                              "), which the workload does not decide; give the field in the workload, or choose "
+                              "the rows with the option \"where\": {\"" + name + "\": ...}");
+    }
+  }
+
+  // ok rows answer with the mean of each metric; without one, the first row answers its status.
+  void answer(const std::vector<size_t>& rows, cotune::JobResult& out) const {
+    const std::vector<RunRow>& all = table_.rows();
+    const std::vector<std::string>& names = table_.metric_names();
+    std::vector<double> sum(names.size(), 0);
+    std::vector<size_t> count(names.size(), 0);
+    size_t ok = 0;
+    const RunRow* first_bad = nullptr;
+    for (size_t r : rows) {
+      const RunRow& row = all[r];
+      if (row.status != COTUNE_STATUS_OK) {
+        if (first_bad == nullptr) first_bad = &row;
+        continue;
+      }
+      ++ok;
+      for (size_t m = 0; m < names.size(); ++m)
+        if (!std::isnan(row.metrics[m])) {
+          sum[m] += row.metrics[m];
+          ++count[m];
+        }
+    }
+    const RunRow& first = all[rows.front()];
+    out.external_id = table_.file() + ":" + std::to_string(first.line);
+    if (ok == 0) {
+      out.status = first_bad->status;
+      out.error = table_.file() + " line " + std::to_string(first_bad->line) + ": " +
+                  (first_bad->error.empty() ? std::string(status_word(first_bad->status)) : first_bad->error);
+      return;
+    }
+    nlohmann::json m = nlohmann::json::object();
+    for (size_t i = 0; i < names.size(); ++i)
+      if (count[i] > 0) m[names[i]] = sum[i] / double(count[i]);
+    m["replay_rows"] = ok;
+    if (ok < rows.size()) m["replay_failed_rows"] = rows.size() - ok;
+    out.status = COTUNE_STATUS_OK;
+    out.metrics_json = m.dump();
+  }
+
+  static const char* status_word(int32_t status) {
+    switch (status) {
+      case COTUNE_STATUS_OOM: return "oom";
+      case COTUNE_STATUS_TIMEOUT: return "timeout";
+      default: return "failed";
+    }
+  }
+
+  ReplayOptions options_;
+  RunTable table_;
+  std::unique_ptr<ReplayIndex> index_;
+};
+
+}  // namespace cotune_replay
+
+COTUNE_PLUGIN(cotune::executor<cotune_replay::ReplayExecutor>(
+    {"org.cotune.executor.replay", "replay", "1.0.0", "Answers trials from a CSV of measured runs."}))

@@ -1,0 +1,243 @@
+#include "replay_index.hpp"
+
+#include <cotune/cotune.hpp>
+
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "cells.hpp"
+
+namespace cotune_replay {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kComponent = "org.cotune.executor.replay";
+
+[[noreturn]] void bad(const std::string& msg) { throw cotune::Error(COTUNE_ERR_INVALID_ARGUMENT, msg); }
+
+// Columns of the CSV schemas (docs/simulate.md, the recsys workload) that describe the workload
+// rather than the configuration. When the workload JSON leaves one of them open, rows matching one
+// configuration must agree on it.
+const std::set<std::string>& workload_columns() {
+  static const std::set<std::string> names = {
+      "preset", "model", "hidden", "layers", "heads", "kv_heads", "ffn_hidden", "vocab", "seq_len", "experts", "top_k",
+      "expert_ffn_hidden", "gated_mlp", "tie_embeddings", "dense_features", "interaction", "global_batch", "dtype",
+      "optimizer", "attention", "dropout", "overlap_grad_reduce", "embedding_optimizer", "dense_optimizer", "gpu",
+      "nodes", "gpus_per_node", "nodes_per_island", "price_per_gpu_hour", "host_gib_per_node", "host_link_GBps"};
+  return names;
+}
+
+// The scalar fields of the workload by their own name, at any depth of nested objects (arrays are
+// not descended into). A name found twice with different values decides nothing (nullopt).
+void collect_fields(const json& obj, std::map<std::string, std::optional<json>>& out) {
+  for (auto it = obj.begin(); it != obj.end(); ++it) {
+    const json& v = it.value();
+    if (v.is_object()) {
+      collect_fields(v, out);
+    } else if (v.is_string() || v.is_number() || v.is_boolean()) {
+      auto [slot, fresh] = out.emplace(it.key(), v);
+      if (!fresh && slot->second && !(*slot->second == v)) slot->second = std::nullopt;
+    }
+  }
+}
+
+std::string canonical_as(ValueKind kind, std::string_view cell, bool* ok) {
+  *ok = true;
+  switch (kind) {
+    case ValueKind::number:
+      if (std::optional<double> v = parse_number(cell)) return number_key(*v);
+      break;
+    case ValueKind::boolean:
+      if (std::optional<bool> b = parse_bool(cell)) return *b ? "true" : "false";
+      break;
+    case ValueKind::text:
+      return std::string(trim(cell));
+  }
+  *ok = false;
+  return "";
+}
+
+const char* kind_name(ValueKind kind) {
+  return kind == ValueKind::number ? "a number" : kind == ValueKind::boolean ? "true or false" : "text";
+}
+
+}  // namespace
+
+std::vector<TrialParam> trial_params(const cotune_trial& trial) {
+  std::vector<TrialParam> out;
+  if (trial.params != nullptr && trial.config != nullptr && trial.num_params > 0) {
+    for (size_t i = 0; i < trial.num_params; ++i) {
+      const cotune_param& p = *trial.params[i];
+      const double x = trial.config[i];
+      TrialParam t;
+      t.name = std::string(cotune::view(p.name));
+      if (p.type == COTUNE_PARAM_CATEGORICAL) {
+        if (!(x >= 0) || x != std::floor(x) || x >= double(p.num_choices))
+          bad("replay executor: parameter " + t.name + ": " + number_key(x) + " is not a choice index");
+        t.kind = ValueKind::text;
+        t.value = std::string(cotune::view(p.choices[static_cast<size_t>(x)]));
+      } else if (p.type == COTUNE_PARAM_BOOL) {
+        t.kind = ValueKind::boolean;
+        t.value = x != 0 ? "true" : "false";
+      } else {
+        if (!std::isfinite(x)) bad("replay executor: parameter " + t.name + " is not a finite number");
+        t.kind = ValueKind::number;
+        t.value = number_key(x);
+      }
+      out.push_back(std::move(t));
+    }
+    return out;
+  }
+  json config;
+  try {
+    config = json::parse(cotune::view(trial.config_json));
+  } catch (const std::exception& e) {
+    bad(std::string("replay executor: the trial's configuration is not JSON: ") + e.what());
+  }
+  if (!config.is_object() || config.empty())
+    bad("replay executor: the trial carries no parameters (neither params nor a configuration JSON object)");
+  for (auto it = config.begin(); it != config.end(); ++it) {
+    TrialParam t;
+    t.name = it.key();
+    const json& v = it.value();
+    if (v.is_boolean()) {
+      t.kind = ValueKind::boolean;
+      t.value = v.get<bool>() ? "true" : "false";
+    } else if (v.is_number()) {
+      t.kind = ValueKind::number;
+      t.value = number_key(v.get<double>());
+    } else if (v.is_string()) {
+      t.kind = ValueKind::text;
+      t.value = v.get<std::string>();
+    } else {
+      bad("replay executor: configuration field " + t.name + ": expected a number, string or boolean, got " + v.dump());
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+std::string ReplayIndex::key(const std::vector<TrialParam>& params) {
+  std::string k;
+  for (const TrialParam& p : params) {
+    k += p.value;
+    k += '\x1f';  // unit separator: cannot be confused with a character of a value
+  }
+  return k;
+}
+
+std::string ReplayIndex::signature(const std::vector<TrialParam>& params) {
+  std::string s;
+  for (const TrialParam& p : params) s += p.name + ':' + std::to_string(static_cast<int>(p.kind)) + '\x1f';
+  return s;
+}
+
+bool ReplayIndex::built_for(std::string_view workload_json, const std::vector<TrialParam>& params) const {
+  return workload_json == workload_json_ && signature(params) == signature_;
+}
+
+const std::vector<size_t>* ReplayIndex::find(const std::vector<TrialParam>& params) const {
+  auto it = rows_.find(key(params));
+  return it == rows_.end() ? nullptr : &it->second;
+}
+
+ReplayIndex::ReplayIndex(const RunTable& table, const ReplayOptions& options, std::string workload_json,
+                         const std::vector<TrialParam>& params)
+    : workload_json_(std::move(workload_json)), signature_(signature(params)) {
+  const std::string& file = table.file();
+  std::string all_columns;
+  for (const std::string& c : table.columns()) all_columns += (all_columns.empty() ? "" : ", ") + c;
+
+  // Where each parameter's value comes from: its column, else its default.
+  struct Source {
+    std::optional<size_t> column;
+    std::optional<std::string> fallback;  // canonical
+  };
+  std::vector<Source> sources(params.size());
+  std::set<std::string> param_names;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const TrialParam& p = params[i];
+    param_names.insert(p.name);
+    sources[i].column = table.column(p.name);
+    for (const auto& [name, value] : options.defaults) {
+      if (name != p.name) continue;
+      bool ok = false;
+      std::string v = canonical_as(p.kind, cell_text(value), &ok);
+      if (!ok) bad("replay executor options/defaults/" + name + ": expected " + kind_name(p.kind) + ", got " + value.dump());
+      sources[i].fallback = v;
+    }
+    if (!sources[i].column && !sources[i].fallback)
+      bad("replay executor: " + file + " has no column '" + p.name + "' for the parameter " + p.name +
+          " (its columns: " + all_columns + "); add the column, or give the parameter's value for every row with "
+          "the option \"defaults\": {\"" + p.name + "\": ...}");
+  }
+  for (const auto& d : options.defaults)
+    if (!param_names.count(d.first))
+      bad("replay executor options/defaults/" + d.first + ": the space has no parameter of that name");
+
+  // Workload columns: decided by the workload JSON, or left open.
+  std::map<std::string, std::optional<json>> fields;
+  json workload = json::parse(workload_json_, nullptr, false);
+  if (workload.is_object()) {
+    collect_fields(workload, fields);
+    // A "model" column names the model preset, as logs of runs often do.
+    if (workload.contains("model") && workload["model"].is_object() && workload["model"].contains("preset"))
+      fields.emplace("model", workload["model"]["preset"]);
+  }
+  std::vector<std::pair<size_t, json>> decided;
+  for (size_t c = 0; c < table.columns().size(); ++c) {
+    const std::string& name = table.columns()[c];
+    if (table.is_result_column(c) || param_names.count(name)) continue;
+    auto f = fields.find(name);
+    if (f != fields.end() && f->second) {
+      decided.emplace_back(c, *f->second);
+      compared_ += (compared_.empty() ? "" : ", ") + name + "=" + cell_text(*f->second);
+    } else if (f != fields.end() || workload_columns().count(name)) {
+      undecided_.push_back(c);
+    }
+  }
+
+  const std::vector<RunRow>& rows = table.rows();
+  std::vector<TrialParam> values = params;
+  std::vector<std::set<std::string>> open_values(undecided_.size());
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const RunRow& row = rows[r];
+    bool same_workload = true;
+    for (const auto& [c, value] : decided) same_workload = same_workload && cell_matches(row.cells[c], value);
+    if (!same_workload) continue;
+    ++workload_rows_;
+    for (size_t i = 0; i < params.size(); ++i) {
+      const Source& s = sources[i];
+      const std::string cell = s.column ? row.cells[*s.column] : std::string();
+      if (trim(cell).empty()) {
+        if (!s.fallback)
+          bad(file + " line " + std::to_string(row.line) + ", column " + params[i].name +
+              ": empty; every row of the workload needs the parameter's value (or give it with the option "
+              "\"defaults\")");
+        values[i].value = *s.fallback;
+        continue;
+      }
+      bool ok = false;
+      values[i].value = canonical_as(params[i].kind, cell, &ok);
+      if (!ok)
+        bad(file + " line " + std::to_string(row.line) + ", column " + params[i].name + ": expected " +
+            kind_name(params[i].kind) + " for the parameter " + params[i].name + ", got '" + cell + "'");
+    }
+    rows_[key(values)].push_back(r);
+    for (size_t u = 0; u < undecided_.size(); ++u) open_values[u].insert(canonical(row.cells[undecided_[u]]));
+  }
+  for (size_t u = 0; u < undecided_.size(); ++u) {
+    if (open_values[u].size() < 2) continue;
+    std::string list;
+    for (const std::string& v : open_values[u]) list += (list.empty() ? "" : ", ") + v;
+    cotune::log(COTUNE_LOG_WARN, kComponent,
+                file + ": column " + table.columns()[undecided_[u]] + " holds several values (" + list +
+                    ") that the workload does not choose between; a configuration measured under more than one is "
+                    "refused as ambiguous (give the field in the workload or filter with the option \"where\")");
+  }
+}
+
+}  // namespace cotune_replay

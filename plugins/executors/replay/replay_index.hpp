@@ -1,0 +1,74 @@
+// Which rows of the table answer which configuration, for one workload and one parameter list.
+//
+// A row belongs to the workload when each of its workload cells (a column named like a field of the
+// workload JSON: global_batch, dtype, gpu, nodes, preset or model, ...) holds the workload's value.
+// Known workload columns the workload JSON does not decide (the model's dimensions under a preset,
+// an unstated dtype) are kept aside: rows that match one configuration must agree on them, or the
+// answer is ambiguous. A row answers a configuration when the cell of every parameter equals the
+// parameter's value; the rows are indexed by the canonical values of those cells, so looking a
+// configuration up costs one hash of its values.
+#ifndef COTUNE_EXECUTOR_REPLAY_INDEX_HPP_
+#define COTUNE_EXECUTOR_REPLAY_INDEX_HPP_
+
+#include <cotune/cotune.h>
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "replay_options.hpp"
+#include "run_table.hpp"
+
+namespace cotune_replay {
+
+enum class ValueKind { number, boolean, text };
+
+// One parameter of a trial: its name, how its cells are read, and its value in canonical form.
+struct TrialParam {
+  std::string name;
+  ValueKind kind = ValueKind::text;
+  std::string value;
+};
+
+// The trial's parameters: from params/config when the host gives them, else from the flat
+// configuration JSON. Throws cotune::Error for a value it cannot read.
+std::vector<TrialParam> trial_params(const cotune_trial& trial);
+
+class ReplayIndex {
+ public:
+  // Throws cotune::Error when a parameter has no column (and no default) or a parameter cell of a
+  // row of this workload cannot be read.
+  ReplayIndex(const RunTable& table, const ReplayOptions& options, std::string workload_json,
+              const std::vector<TrialParam>& params);
+
+  // Whether this index was built for the workload and parameter names/kinds.
+  bool built_for(std::string_view workload_json, const std::vector<TrialParam>& params) const;
+
+  // The rows (indices into table.rows()) that answer the configuration; nullptr when none does.
+  const std::vector<size_t>* find(const std::vector<TrialParam>& params) const;
+
+  size_t workload_rows() const { return workload_rows_; }
+  // Workload columns the workload JSON does not decide.
+  const std::vector<size_t>& undecided() const { return undecided_; }
+  // The workload columns compared, with the workload's values: "global_batch=256, dtype=bf16".
+  const std::string& compared() const { return compared_; }
+
+ private:
+  static std::string key(const std::vector<TrialParam>& params);
+  static std::string signature(const std::vector<TrialParam>& params);
+
+  std::string workload_json_;
+  std::string signature_;
+  std::unordered_map<std::string, std::vector<size_t>> rows_;
+  size_t workload_rows_ = 0;
+  std::vector<size_t> undecided_;
+  std::string compared_;
+};
+
+}  // namespace cotune_replay
+
+#endif  // COTUNE_EXECUTOR_REPLAY_INDEX_HPP_

@@ -1,0 +1,140 @@
+#include "run_table.hpp"
+
+#include <cotune/cotune.hpp>
+
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <system_error>
+
+#include "cells.hpp"
+#include "csv_reader.hpp"
+
+namespace cotune_replay {
+namespace {
+
+[[noreturn]] void bad(const std::string& msg) { throw cotune::Error(COTUNE_ERR_INVALID_ARGUMENT, msg); }
+
+std::string lower(std::string_view s) {
+  std::string t(trim(s));
+  for (char& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return t;
+}
+
+// COTUNE_STATUS_* of a status cell; -1 for rows that measured nothing; throws for anything else.
+int32_t row_status(std::string_view cell, const std::string& where) {
+  const std::string s = lower(cell);
+  if (s.empty() || s == "ok") return COTUNE_STATUS_OK;
+  if (s == "failed") return COTUNE_STATUS_FAILED;
+  if (s == "oom") return COTUNE_STATUS_OOM;
+  if (s == "timeout") return COTUNE_STATUS_TIMEOUT;
+  if (s == "invalid" || s == "cancelled" || s == "unavailable") return -1;
+  bad(where + ": expected ok, failed, oom or timeout (or invalid, cancelled, unavailable for rows that measured "
+              "nothing), got '" + std::string(cell) + "'");
+}
+
+}  // namespace
+
+RunTable::RunTable(const ReplayOptions& options) : file_(options.file) {
+  std::ifstream in(options.file, std::ios::binary);
+  if (!in) {
+    const int err = errno;
+    throw cotune::Error(COTUNE_ERR_NOT_FOUND, "replay executor: cannot open the table " + options.file + ": " +
+                                                  (err != 0 ? std::generic_category().message(err) : "unknown error"));
+  }
+  CsvReader csv(in, options.file);
+  std::vector<std::string> fields;
+  size_t line = 0;
+  if (!csv.next(fields, &line)) bad(options.file + ": empty (expected a header row naming the columns)");
+  std::set<std::string> names;
+  for (size_t i = 0; i < fields.size(); ++i) {
+    std::string name(trim(fields[i]));
+    if (name.empty()) bad(options.file + " line " + std::to_string(line) + ": column " + std::to_string(i + 1) + " has no name");
+    if (!names.insert(name).second) bad(options.file + " line " + std::to_string(line) + ": column '" + name + "' appears twice");
+    columns_.push_back(std::move(name));
+  }
+  result_column_.assign(columns_.size(), false);
+
+  // Metric columns: the ones named, else every column named like a known metric.
+  std::vector<size_t> metric_cols;
+  if (!options.metrics.empty()) {
+    for (const auto& [metric, col] : options.metrics) {
+      metric_names_.push_back(metric);
+      metric_cols.push_back(require_column(col, "metrics/" + metric));
+    }
+  } else {
+    for (const std::string& m : default_metric_columns())
+      if (std::optional<size_t> c = column(m)) {
+        metric_names_.push_back(m);
+        metric_cols.push_back(*c);
+      }
+    if (metric_names_.empty()) {
+      std::string known;
+      for (const std::string& m : default_metric_columns()) known += (known.empty() ? "" : ", ") + m;
+      bad(options.file + ": no metric column (looked for " + known +
+          "); name the measured columns with the option \"metrics\": {\"tokens_per_s\": \"<column>\"}");
+    }
+  }
+  std::optional<size_t> status_col, reason_col;
+  if (options.status_column) status_col = require_column(*options.status_column, "status_column");
+  else status_col = column("status");
+  if (options.reason_column) reason_col = require_column(*options.reason_column, "reason_column");
+  else if (!(reason_col = column("reason"))) reason_col = column("error");
+  for (size_t c : metric_cols) result_column_[c] = true;
+  if (status_col) result_column_[*status_col] = true;
+  if (reason_col) result_column_[*reason_col] = true;
+
+  std::vector<std::pair<size_t, const nlohmann::json*>> filters;
+  for (const auto& [col, value] : options.where) filters.emplace_back(require_column(col, "where/" + col), &value);
+
+  while (csv.next(fields, &line)) {
+    const std::string at = options.file + " line " + std::to_string(line);
+    if (fields.size() != columns_.size())
+      bad(at + ": " + std::to_string(fields.size()) + " fields, but the header names " + std::to_string(columns_.size()) +
+          " columns");
+    bool keep = true;
+    for (const auto& [col, value] : filters) keep = keep && cell_matches(fields[col], *value);
+    if (!keep) continue;
+    RunRow row;
+    row.line = line;
+    row.status = status_col ? row_status(fields[*status_col], at + ", column " + columns_[*status_col]) : COTUNE_STATUS_OK;
+    if (row.status < 0) {
+      ++skipped_;
+      continue;
+    }
+    if (reason_col) row.error = std::string(trim(fields[*reason_col]));
+    row.metrics.assign(metric_cols.size(), std::numeric_limits<double>::quiet_NaN());
+    if (row.status == COTUNE_STATUS_OK) {
+      for (size_t m = 0; m < metric_cols.size(); ++m) {
+        const std::string& cell = fields[metric_cols[m]];
+        if (trim(cell).empty()) continue;
+        std::optional<double> v = parse_number(cell);
+        if (!v)
+          bad(at + ", column " + columns_[metric_cols[m]] + ": expected a number for the metric " + metric_names_[m] +
+              ", got '" + cell + "'");
+        row.metrics[m] = *v;
+      }
+    }
+    row.cells = std::move(fields);
+    fields = {};
+    rows_.push_back(std::move(row));
+  }
+}
+
+std::optional<size_t> RunTable::column(std::string_view name) const {
+  for (size_t i = 0; i < columns_.size(); ++i)
+    if (columns_[i] == name) return i;
+  return std::nullopt;
+}
+
+size_t RunTable::require_column(const std::string& name, const std::string& option) const {
+  if (std::optional<size_t> c = column(name)) return *c;
+  std::string list;
+  for (const std::string& c : columns_) list += (list.empty() ? "" : ", ") + c;
+  bad("replay executor options/" + option + ": " + file_ + " has no column '" + name + "' (its columns: " + list + ")");
+}
+
+}  // namespace cotune_replay

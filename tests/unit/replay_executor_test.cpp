@@ -1,0 +1,437 @@
+// The replay executor through the real plugins (llm space, replay executor .so) on tables written
+// here: matched configurations answer the table's metrics (the mean of repeated rows), failed and
+// oom rows replay their status, unmatched configurations and other workloads' rows are
+// `unavailable`, and bad tables fail with errors that name the file, line and column. Then whole
+// studies over a sparse table: only available trials count, unavailable ones are stored once and
+// never proposed again, and the study ends.
+#include <cotune/core/components.hpp>
+#include <cotune/core/errors.hpp>
+#include <cotune/core/registry.hpp>
+#include <cotune/core/store.hpp>
+#include <cotune/core/study_file.hpp>
+#include <cotune/core/study_runner.hpp>
+#include <cotune/core/study_setup.hpp>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+using cotune::core::Executor;
+using cotune::core::Registry;
+using cotune::core::Space;
+using cotune::core::TrialResult;
+using nlohmann::json;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+json workload(int global_batch) {
+  return {{"model", {{"preset", "llama3-8b"}}},
+          {"training", {{"global_batch", global_batch}}},
+          {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 2}}}};
+}
+
+// The llm space's 12 parameters, then workload columns, status, reason and metrics. CRLF line ends,
+// a quoted note with a comma, a line break and a doubled quote.
+const char* kHeader = "tp,pp,dp,cp,ep,micro_batch,vpp,zero,recompute,sp,gpus,gpu,hidden,global_batch,dtype,note,"
+                      "status,reason,tokens_per_s,step_time_s\r\n";
+const char* kRows =
+    // two measurements of one configuration (tp written as 2.0: numbers compare as numbers)
+    "2.0,1,8,1,1,1,1,1,selective,true,16,h100-sxm,4096,256,bf16,\"node a, first\",ok,,100000,2.0\r\n"
+    "2,1,8,1,1,1,1,1,selective,TRUE,16,h100-sxm,4096,256,bf16,\"second\r\nrun, \"\"warm\"\"\",,,110000,1.8\r\n"
+    "4,1,4,1,1,2,1,0,none,false,16,h100-sxm,4096,256,bf16,,oom,CUDA out of memory on rank 3,,\r\n"
+    "1,1,16,1,1,1,1,1,full,false,16,h100-sxm,4096,256,bf16,,failed,,,\r\n"
+    "1,1,16,1,1,2,1,1,none,false,16,h100-sxm,4096,256,bf16,,invalid,global_batch not divisible,,\r\n"
+    // another workload (global batch 512)
+    "1,1,16,1,1,2,1,1,selective,false,16,h100-sxm,4096,512,bf16,,ok,,999,9.9\r\n";
+
+class ReplayExecutorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(registry_.load_file(COTUNE_PLUGIN_DIR "/libcotune-space-llm.so"));
+    ASSERT_TRUE(registry_.load_file(COTUNE_PLUGIN_DIR "/libcotune-executor-replay.so"));
+    char tmpl[] = "/tmp/cotune-replay-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    table_ = write("runs.csv", std::string(kHeader) + kRows);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string write(const std::string& name, const std::string& text) const {
+    std::string path = dir_ + "/" + name;
+    std::ofstream(path, std::ios::binary) << text;
+    return path;
+  }
+
+  std::unique_ptr<Executor> executor(json options = json::object()) const {
+    if (!options.contains("file")) options["file"] = table_;
+    return registry_.make_executor("replay", options.dump());
+  }
+
+  // Submits (or attaches to) one configuration of the llm space for the workload and returns the
+  // finished result.
+  TrialResult run(Executor& ex, const json& config, int global_batch = 256, const char* attach_id = nullptr) {
+    const json w = workload(global_batch);
+    workload_json_ = w.dump();
+    space_ = registry_.make_space("llm", workload_json_);
+    config_ = space_->parse(config.dump());
+    config_json_ = space_->render(config_.data(), COTUNE_RENDER_JSON);
+    cotune_trial t = cotune::core::empty_trial();
+    t.config_json = cotune_str{config_json_.data(), config_json_.size()};
+    t.workload_json = cotune_str{workload_json_.data(), workload_json_.size()};
+    t.params = space_->raw_params();
+    t.num_params = space_->num_params();
+    t.config = config_.data();
+    auto job = attach_id != nullptr ? ex.attach(t, attach_id) : ex.submit(t);
+    TrialResult r = job->poll(0);
+    EXPECT_TRUE(r.finished()) << "replayed trials finish at once";
+    return r;
+  }
+
+  // The error a failing submit throws ("" when it does not throw).
+  std::string submit_error(Executor& ex, const json& config) {
+    try {
+      run(ex, config);
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    return "";
+  }
+  std::string create_error(const json& options) const {
+    try {
+      executor(options);
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    return "";
+  }
+
+  static json cfg(int tp, int dp, int mb, const char* recompute, bool sp = false, int zero = 1) {
+    return {{"tp", tp}, {"pp", 1}, {"dp", dp}, {"micro_batch", mb}, {"zero", zero}, {"recompute", recompute}, {"sp", sp}};
+  }
+
+  Registry registry_;
+  std::string dir_, table_;
+  std::unique_ptr<Space> space_;
+  std::string workload_json_, config_json_;
+  std::vector<double> config_;
+};
+
+TEST_F(ReplayExecutorTest, MatchedConfigurationAnswersTheMeanOfItsRows) {
+  auto ex = executor();
+  EXPECT_FALSE(ex->needs_trace());
+  EXPECT_TRUE(ex->can_attach());
+  EXPECT_EQ(ex->capacity(), 64);
+  TrialResult r = run(*ex, cfg(2, 8, 1, "selective", true));
+  ASSERT_EQ(r.status, COTUNE_STATUS_OK) << r.error;
+  json m = json::parse(r.metrics_json);
+  EXPECT_DOUBLE_EQ(m["tokens_per_s"].get<double>(), 105000);
+  EXPECT_DOUBLE_EQ(m["step_time_s"].get<double>(), 1.9);
+  EXPECT_EQ(m["replay_rows"], 2);
+  EXPECT_FALSE(m.contains("replay_failed_rows"));
+  EXPECT_THAT(r.external_id, HasSubstr("runs.csv:2"));
+  // Following the job after a restart answers again from the table.
+  TrialResult again = run(*ex, cfg(2, 8, 1, "selective", true), 256, r.external_id.c_str());
+  EXPECT_EQ(again.status, COTUNE_STATUS_OK);
+  EXPECT_EQ(again.metrics_json, r.metrics_json);
+}
+
+TEST_F(ReplayExecutorTest, FailedAndOomRowsReplayTheirStatusAndReason) {
+  auto ex = executor();
+  TrialResult oom = run(*ex, cfg(4, 4, 2, "none", false, 0));
+  EXPECT_EQ(oom.status, COTUNE_STATUS_OOM);
+  EXPECT_THAT(oom.error, AllOf(HasSubstr("line 5"), HasSubstr("CUDA out of memory on rank 3")));
+  TrialResult failed = run(*ex, cfg(1, 16, 1, "full"));
+  EXPECT_EQ(failed.status, COTUNE_STATUS_FAILED);
+  EXPECT_THAT(failed.error, HasSubstr("line 6"));
+}
+
+TEST_F(ReplayExecutorTest, UnmatchedConfigurationIsUnavailable) {
+  auto ex = executor();
+  TrialResult r = run(*ex, cfg(8, 2, 1, "full"));
+  EXPECT_EQ(r.status, COTUNE_STATUS_UNAVAILABLE);
+  EXPECT_THAT(r.error, AllOf(HasSubstr("no row of"), HasSubstr("runs.csv"), HasSubstr("4 of its 5 rows are for this workload"),
+                             HasSubstr("global_batch=256")));
+  // The `invalid` row measured nothing: its configuration is unavailable too.
+  EXPECT_EQ(run(*ex, cfg(1, 16, 2, "none")).status, COTUNE_STATUS_UNAVAILABLE);
+}
+
+TEST_F(ReplayExecutorTest, RowsOfAnotherWorkloadNeverMatch) {
+  auto ex = executor();
+  EXPECT_EQ(run(*ex, cfg(1, 16, 2, "selective")).status, COTUNE_STATUS_UNAVAILABLE);
+  // The same executor asked for the other workload answers from that workload's row.
+  TrialResult other = run(*ex, cfg(1, 16, 2, "selective"), 512);
+  ASSERT_EQ(other.status, COTUNE_STATUS_OK) << other.error;
+  EXPECT_DOUBLE_EQ(json::parse(other.metrics_json)["tokens_per_s"].get<double>(), 999);
+  EXPECT_EQ(run(*ex, cfg(2, 8, 1, "selective", true), 512).status, COTUNE_STATUS_UNAVAILABLE);
+}
+
+TEST_F(ReplayExecutorTest, OkRowsWinOverFailedRepeats) {
+  table_ = write("mixed.csv", std::string(kHeader) +
+                                  "1,1,16,1,1,1,1,1,full,false,16,h100-sxm,4096,256,bf16,,failed,hang,,\n"
+                                  "1,1,16,1,1,1,1,1,full,false,16,h100-sxm,4096,256,bf16,,ok,,5000,4\n");
+  auto ex = executor();
+  TrialResult r = run(*ex, cfg(1, 16, 1, "full"));
+  ASSERT_EQ(r.status, COTUNE_STATUS_OK) << r.error;
+  json m = json::parse(r.metrics_json);
+  EXPECT_EQ(m["replay_rows"], 1);
+  EXPECT_EQ(m["replay_failed_rows"], 1);
+}
+
+TEST_F(ReplayExecutorTest, MetricsOptionMapsColumnsAndWhereFiltersRows) {
+  table_ = write("renamed.csv",
+                 "tp,pp,dp,cp,ep,micro_batch,vpp,zero,recompute,sp,gpus,gpu,global_batch,cluster,\"measured tokens/s\"\n"
+                 "2,1,8,1,1,1,1,1,selective,true,16,h100-sxm,256,a,123\n"
+                 "2,1,8,1,1,1,1,1,selective,true,16,h100-sxm,256,b,456\n");
+  // No column is named like a known metric: the mapping is required.
+  EXPECT_THAT(create_error({{"file", table_}}), AllOf(HasSubstr("renamed.csv"), HasSubstr("no metric column")));
+  auto ex = executor({{"metrics", {{"tokens_per_s", "measured tokens/s"}}}, {"where", {{"cluster", "b"}}}});
+  TrialResult r = run(*ex, cfg(2, 8, 1, "selective", true));
+  ASSERT_EQ(r.status, COTUNE_STATUS_OK) << r.error;
+  EXPECT_DOUBLE_EQ(json::parse(r.metrics_json)["tokens_per_s"].get<double>(), 456);
+  EXPECT_THAT(create_error({{"file", table_}, {"metrics", {{"tokens_per_s", "tokens"}}}}),
+              AllOf(HasSubstr("options/metrics/tokens_per_s"), HasSubstr("no column 'tokens'")));
+  EXPECT_THAT(create_error({{"file", table_}, {"metrics", {{"tokens_per_s", "measured tokens/s"}}}, {"where", {{"rack", 1}}}}),
+              HasSubstr("no column 'rack'"));
+}
+
+TEST_F(ReplayExecutorTest, MissingFileIsAClearError) {
+  EXPECT_THAT(create_error({{"file", dir_ + "/absent.csv"}}), AllOf(HasSubstr("absent.csv"), HasSubstr("cannot open")));
+  EXPECT_THAT(create_error({{"metrics", {{"x", "y"}}}, {"file", 3}}), HasSubstr("options/file"));
+  EXPECT_THAT(create_error({{"file", table_}, {"speed", 1}}), HasSubstr("unknown option"));
+  try {
+    registry_.make_executor("replay", "{}");
+    ADD_FAILURE() << "no file accepted";
+  } catch (const std::exception& e) {
+    EXPECT_THAT(e.what(), HasSubstr("file: required"));
+  }
+}
+
+TEST_F(ReplayExecutorTest, MissingParameterColumnNamesTheColumn) {
+  table_ = write("novpp.csv",
+                 "tp,pp,dp,cp,ep,micro_batch,zero,recompute,sp,gpus,gpu,tokens_per_s\n"
+                 "2,1,8,1,1,1,1,selective,true,16,h100-sxm,777\n");
+  auto ex = executor();
+  EXPECT_THAT(submit_error(*ex, cfg(2, 8, 1, "selective", true)),
+              AllOf(HasSubstr("novpp.csv"), HasSubstr("no column 'vpp'"), HasSubstr("defaults")));
+  // A value for every row of the absent column makes the table usable.
+  auto with_default = executor({{"defaults", {{"vpp", 1}}}});
+  TrialResult r = run(*with_default, cfg(2, 8, 1, "selective", true));
+  ASSERT_EQ(r.status, COTUNE_STATUS_OK) << r.error;
+  EXPECT_DOUBLE_EQ(json::parse(r.metrics_json)["tokens_per_s"].get<double>(), 777);
+}
+
+TEST_F(ReplayExecutorTest, BadCellsNameTheLineAndColumn) {
+  table_ = write("badmetric.csv", std::string(kHeader) +
+                                      "2,1,8,1,1,1,1,1,selective,true,16,h100-sxm,4096,256,bf16,,ok,,fast,2\n");
+  EXPECT_THAT(create_error({{"file", table_}}),
+              AllOf(HasSubstr("badmetric.csv line 2"), HasSubstr("column tokens_per_s"), HasSubstr("'fast'")));
+  table_ = write("badstatus.csv", std::string(kHeader) +
+                                      "2,1,8,1,1,1,1,1,selective,true,16,h100-sxm,4096,256,bf16,,done,,1,2\n");
+  EXPECT_THAT(create_error({{"file", table_}}), AllOf(HasSubstr("line 2, column status"), HasSubstr("'done'")));
+  // A parameter cell is read when the table is indexed for the study's workload (first submit).
+  table_ = write("badparam.csv", std::string(kHeader) +
+                                     "two,1,8,1,1,1,1,1,selective,true,16,h100-sxm,4096,256,bf16,,ok,,1,2\n");
+  auto ex = executor();
+  EXPECT_THAT(submit_error(*ex, cfg(2, 8, 1, "selective", true)),
+              AllOf(HasSubstr("badparam.csv line 2, column tp"), HasSubstr("expected a number"), HasSubstr("'two'")));
+}
+
+TEST_F(ReplayExecutorTest, MalformedCsvIsAClearError) {
+  table_ = write("short.csv", std::string(kHeader) + "2,1,8\n");
+  EXPECT_THAT(create_error({{"file", table_}}), AllOf(HasSubstr("short.csv line 2"), HasSubstr("3 fields")));
+  table_ = write("open.csv", std::string(kHeader) + "2,1,8,1,1,1,1,1,selective,true,16,h100-sxm,4096,256,bf16,\"open\n\n");
+  EXPECT_THAT(create_error({{"file", table_}}), AllOf(HasSubstr("open.csv line 2"), HasSubstr("never closed")));
+  table_ = write("stray.csv", std::string(kHeader) + "2,1,8,1,1,1,1,1,sel\"ective,true,16,h100-sxm,4096,256,bf16,,,,1,2\n");
+  EXPECT_THAT(create_error({{"file", table_}}), AllOf(HasSubstr("stray.csv line 2"), HasSubstr("field 9")));
+  table_ = write("dup.csv", "tp,tp,tokens_per_s\n1,1,1\n");
+  EXPECT_THAT(create_error({{"file", table_}}), HasSubstr("column 'tp' appears twice"));
+  table_ = write("empty.csv", "");
+  EXPECT_THAT(create_error({{"file", table_}}), AllOf(HasSubstr("empty.csv"), HasSubstr("header")));
+  // A field over the size limit (1 MiB) is refused rather than read.
+  table_ = write("huge.csv", "tp,tokens_per_s\n" + std::string((1 << 20) + 10, '7') + ",1\n");
+  EXPECT_THAT(create_error({{"file", table_}}), AllOf(HasSubstr("huge.csv line 2"), HasSubstr("longer than")));
+}
+
+TEST_F(ReplayExecutorTest, RowsTheWorkloadCannotTellApartAreAmbiguous) {
+  // The workload names a preset, not the model's dimensions: the hidden column stays open.
+  table_ = write("ambiguous.csv", std::string(kHeader) +
+                                      "2,1,8,1,1,1,1,1,selective,true,16,h100-sxm,4096,256,bf16,,ok,,100,2\n"
+                                      "2,1,8,1,1,1,1,1,selective,true,16,h100-sxm,8192,256,bf16,,ok,,50,4\n"
+                                      "4,1,4,1,1,1,1,1,selective,true,16,h100-sxm,4096,256,bf16,,ok,,70,3\n");
+  auto ex = executor();
+  EXPECT_THAT(submit_error(*ex, cfg(2, 8, 1, "selective", true)),
+              AllOf(HasSubstr("ambiguous"), HasSubstr("column hidden"), HasSubstr("'4096'"), HasSubstr("'8192'"),
+                    HasSubstr("lines 2, 3")));
+  // A configuration measured once is not ambiguous; a `where` filter settles the other.
+  EXPECT_EQ(run(*ex, cfg(4, 4, 1, "selective", true)).status, COTUNE_STATUS_OK);
+  auto filtered = executor({{"where", {{"hidden", 8192}}}});
+  TrialResult r = run(*filtered, cfg(2, 8, 1, "selective", true));
+  ASSERT_EQ(r.status, COTUNE_STATUS_OK) << r.error;
+  EXPECT_DOUBLE_EQ(json::parse(r.metrics_json)["tokens_per_s"].get<double>(), 50);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Whole studies over a sparse table
+// ---------------------------------------------------------------------------------------------
+
+namespace core = cotune::core;
+
+const json kSmallSpace = json::parse(R"({"tp": [1, 2, 4, 8], "pp": [1], "cp": [1], "vpp": [1], "zero": [1],
+                                          "micro_batch": [1, 2], "sp": [false]})");
+
+class ReplayStudy : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/cotune-replay-study-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    // Every valid configuration of the small space, from many seeded draws.
+    core::StudySpec s = spec(study("probe", {{"trials", 1}}));
+    Registry registry;
+    core::load_study_plugins(registry, s);
+    auto space = core::make_study_space(registry, s);
+    const size_t p = space->num_params();
+    std::vector<double> draws(5000 * p);
+    const size_t n = space->sample(7, 5000, draws.data());
+    std::map<std::string, std::string> by_key;  // key -> rendered JSON, in key order
+    for (size_t i = 0; i < n; ++i)
+      by_key.emplace(space->key(draws.data() + i * p), space->render(draws.data() + i * p, COTUNE_RENDER_JSON));
+    for (const auto& kv : by_key) valid_.push_back(json::parse(kv.second));
+    ASSERT_GE(valid_.size(), 12u) << "the small space should hold a dozen valid configurations or more";
+
+    // Four measured configurations (one twice), one oom, and three measured only for another workload.
+    std::string csv = "tp,pp,dp,cp,ep,micro_batch,vpp,zero,recompute,sp,gpus,gpu,global_batch,status,tokens_per_s\n";
+    auto row = [&](const json& c, int global_batch, const std::string& status, double tokens) {
+      for (const char* k : {"tp", "pp", "dp", "cp", "ep", "micro_batch", "vpp", "zero", "recompute", "sp", "gpus", "gpu"}) {
+        const json& v = c.at(k);
+        csv += (v.is_string() ? v.get<std::string>() : v.dump()) + ",";
+      }
+      csv += std::to_string(global_batch) + "," + status + "," + (tokens > 0 ? std::to_string(tokens) : "") + "\n";
+    };
+    for (size_t i = 0; i < 4; ++i) {
+      const double tokens = 1000.0 * double(i + 1);
+      row(valid_[i * 3], 256, "ok", tokens);
+      measured_[valid_[i * 3].dump()] = tokens;
+    }
+    row(valid_[0], 256, "ok", 3000);  // a repeat: the mean of 1000 and 3000
+    measured_[valid_[0].dump()] = 2000;
+    row(valid_[1], 256, "oom", 0);
+    for (size_t i : {2, 4, 5}) {
+      row(valid_[i], 512, "ok", 1e9);
+      other_workload_.insert(valid_[i].dump());
+    }
+    table_ = dir_ + "/runs.csv";
+    std::ofstream(table_) << csv;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  json study(const std::string& name, const json& budget) const {
+    return {{"name", name},
+            {"workload", {{"model", {{"preset", "llama3-8b"}}},
+                          {"training", {{"global_batch", 256}}},
+                          {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 4}, {"gpus_per_node", 8}}}}},
+            {"space", {{"name", "llm"}, {"options", kSmallSpace}}},
+            {"predictor", {{"name", "krr"}}},
+            {"searcher", "random"},
+            {"executor", {{"name", "replay"}, {"options", {{"file", table_}}}}},
+            {"objective", {{"metric", "tokens_per_s"}, {"direction", "maximize"}}},
+            {"budget", budget},
+            {"parallel", 2},
+            {"seed", 3}};
+  }
+  core::StudySpec spec(const json& doc) const {
+    return core::parse_study_file(doc.dump(2), dir_ + "/study.json", dir_);
+  }
+  core::RunResult run(const json& doc) const {
+    core::RunOptions o;
+    o.store_path = dir_ + "/cotune.db";
+    o.display = core::RunOptions::Display::quiet;
+    return core::run_study(spec(doc), o);
+  }
+  std::vector<core::TrialRecord> trials(const std::string& name) const {
+    core::Store store(dir_ + "/cotune.db");
+    auto s = store.find_study(name);
+    EXPECT_TRUE(s.has_value());
+    return s ? store.trials(s->id) : std::vector<core::TrialRecord>{};
+  }
+
+  // Checks what every stored trial says against the table; returns {counted, unavailable}.
+  std::pair<int, int> check_trials(const std::vector<core::TrialRecord>& ts) const {
+    std::set<std::string> keys;
+    int counted = 0, unavailable = 0;
+    for (const core::TrialRecord& t : ts) {
+      EXPECT_TRUE(keys.insert(t.config_key).second) << "trial " << t.seq << " repeats a configuration";
+      const json c = json::parse(t.config_json);
+      auto m = measured_.find(c.dump());
+      if (m != measured_.end()) {
+        EXPECT_EQ(t.status, core::TrialStatus::ok) << t.config_json;
+        EXPECT_DOUBLE_EQ(t.objective.value_or(-1), m->second);
+      } else if (c == valid_[1]) {
+        EXPECT_EQ(t.status, core::TrialStatus::oom);
+      } else {
+        EXPECT_EQ(t.status, core::TrialStatus::unavailable) << t.config_json;
+        EXPECT_FALSE(t.objective.has_value());
+        EXPECT_THAT(t.error.value_or(""), HasSubstr("no row of"));
+      }
+      counted += t.status != core::TrialStatus::unavailable;
+      unavailable += t.status == core::TrialStatus::unavailable;
+    }
+    return {counted, unavailable};
+  }
+
+  std::string dir_, table_;
+  std::vector<json> valid_;
+  std::map<std::string, double> measured_;  // configuration JSON -> replayed tokens/s
+  std::set<std::string> other_workload_;
+};
+
+TEST_F(ReplayStudy, OnlyAvailableTrialsCountAgainstTheBudget) {
+  core::RunResult r = run(study("budget", {{"trials", 3}}));
+  EXPECT_EQ(r.status, core::StudyStatus::finished);
+  EXPECT_EQ(r.counted_trials, 3);
+  EXPECT_THAT(r.reason, HasSubstr("trial budget"));
+  auto [counted, unavailable] = check_trials(trials("budget"));
+  EXPECT_EQ(counted, 3);
+  EXPECT_GT(unavailable, 0) << "the searcher met configurations the table does not have";
+}
+
+TEST_F(ReplayStudy, ASparseTableEndsTheStudyWhenTheSpaceRunsOut) {
+  core::RunResult r = run(study("sparse", {{"trials", 50}}));
+  EXPECT_EQ(r.status, core::StudyStatus::finished);
+  EXPECT_THAT(r.reason, HasSubstr("no unmeasured configuration"));
+  EXPECT_EQ(r.counted_trials, 5) << "four measured configurations and one oom";
+  std::vector<core::TrialRecord> ts = trials("sparse");
+  auto [counted, unavailable] = check_trials(ts);
+  EXPECT_EQ(counted, 5);
+  EXPECT_EQ(ts.size(), valid_.size()) << "every valid configuration was tried once, unavailable ones included";
+  size_t seen_other = 0;
+  for (const core::TrialRecord& t : ts) seen_other += other_workload_.count(json::parse(t.config_json).dump());
+  EXPECT_EQ(seen_other, other_workload_.size());
+  EXPECT_EQ(unavailable, static_cast<int>(valid_.size()) - 5);
+}
+
+TEST_F(ReplayStudy, MaxUnavailableStopsAStudyTheTableCannotAnswer) {
+  json doc = study("streak", {{"trials", 50}, {"max_unavailable", 3}});
+  doc["parallel"] = 1;
+  doc["executor"]["options"]["where"] = {{"status", "oom"}};  // only the oom row is left
+  core::RunResult r = run(doc);
+  EXPECT_EQ(r.status, core::StudyStatus::finished);
+  EXPECT_THAT(r.reason, AllOf(HasSubstr("3 trials in a row were unavailable"), HasSubstr("max_unavailable")));
+  std::vector<core::TrialRecord> ts = trials("streak");
+  ASSERT_GE(ts.size(), 3u);
+  EXPECT_LT(ts.size(), valid_.size());
+  for (size_t i = ts.size() - 3; i < ts.size(); ++i) EXPECT_EQ(ts[i].status, core::TrialStatus::unavailable);
+}
+
+}  // namespace
