@@ -1,6 +1,7 @@
 // `cotune simulate`: times one configuration of the llm space with the performance model and
 // prints the breakdown (or JSON), or checks a CSV of configurations in one go (--batch).
 #include <cotune/core/errors.hpp>
+#include <cotune/core/json_document.hpp>
 #include <cotune/core/perfmodel.hpp>
 #include <cotune/core/registry.hpp>
 
@@ -22,12 +23,12 @@ namespace {
 namespace po = boost::program_options;
 using nlohmann::json;
 
-std::string read_file(const std::string& path, const char* what) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw core::UserError(std::string(what) + " '" + path + "': cannot open it");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+// Reads a JSON file given to a flag: size-limited, and checked here (position of a syntax error,
+// duplicate keys, nesting depth) before the space parses it.
+std::string read_json_text(const std::string& path, const char* flag) {
+  std::string text = core::read_text_file(path, std::string(flag) + " file");
+  core::parse_json_document(text, path);
+  return text;
 }
 
 const char* const kGroupNames[COTUNE_GROUP_COUNT] = {"other", "tp", "cp", "ep", "pp", "dp", "emb"};
@@ -147,8 +148,8 @@ int run_simulate(int argc, char** argv) {
 
   if (workload_path.empty() || config_path.empty())
     throw core::UserError("give --workload and --config, or --batch (see 'cotune simulate --help')");
-  const std::string workload = read_file(workload_path, "--workload");
-  const std::string config_text = read_file(config_path, "--config");
+  const std::string workload = read_json_text(workload_path, "--workload");
+  const std::string config_text = read_json_text(config_path, "--config");
   std::unique_ptr<core::Space> space;
   std::vector<double> values;
   try {

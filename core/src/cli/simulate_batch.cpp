@@ -3,6 +3,7 @@
 // through, and a bad row gets status=invalid with its reason while the others still come out.
 #include "cli/simulate_batch.hpp"
 
+#include <cotune/core/csv.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/perfmodel.hpp>
 
@@ -18,37 +19,6 @@ namespace cotune::cli {
 namespace {
 
 using nlohmann::json;
-
-// Splits one CSV record (RFC 4180 quoting; a record may span lines inside quotes).
-bool read_record(std::istream& in, std::vector<std::string>& fields) {
-  fields.clear();
-  std::string field;
-  bool quoted = false, any = false;
-  char ch;
-  while (in.get(ch)) {
-    any = true;
-    if (quoted) {
-      if (ch == '"') {
-        if (in.peek() == '"') field += static_cast<char>(in.get());
-        else quoted = false;
-      } else {
-        field += ch;
-      }
-    } else if (ch == '"') {
-      quoted = true;
-    } else if (ch == ',') {
-      fields.push_back(field);
-      field.clear();
-    } else if (ch == '\n') {
-      break;
-    } else if (ch != '\r') {
-      field += ch;
-    }
-  }
-  if (!any) return false;
-  fields.push_back(field);
-  return true;
-}
 
 std::string csv_field(const std::string& s) {
   if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
@@ -187,9 +157,13 @@ Outcome simulate_row(const core::Registry& registry, const Row& r) {
 }  // namespace
 
 size_t simulate_batch(const core::Registry& registry, std::istream& in, const std::string& source, std::ostream& out) {
-  std::vector<std::string> header, fields;
-  if (!read_record(in, header) || (header.size() == 1 && header[0].empty()))
+  // The shared reader: RFC 4180 quoting, an unclosed quote and an oversized record are errors.
+  core::CsvReader reader(in, source);
+  core::CsvRecord record;
+  if (!reader.next(record) || (record.fields.size() == 1 && record.fields[0].empty()))
     throw core::UserError(source + ": empty CSV (expected a header row)");
+  const std::vector<std::string> header = record.fields;
+  std::vector<std::string>& fields = record.fields;
   std::map<std::string, size_t> index;
   for (size_t i = 0; i < header.size(); ++i) {
     if (index.count(header[i])) throw core::UserError(source + ": column '" + header[i] + "' appears twice in the header");
@@ -203,9 +177,8 @@ size_t simulate_batch(const core::Registry& registry, std::istream& in, const st
   for (const char* a : added) out << "," << a;
   out << "\n";
 
-  size_t bad = 0, line = 1;
-  while (read_record(in, fields)) {
-    ++line;
+  size_t bad = 0;
+  while (reader.next(record)) {
     if (fields.size() == 1 && fields[0].empty()) continue;  // blank line
     Outcome o;
     try {

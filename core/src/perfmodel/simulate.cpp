@@ -37,7 +37,9 @@ void validate(const cotune_trace& t) {
   if (t.num_ops > 0 && (t.ops == nullptr || t.op_stride < COTUNE_STRUCT_SIZE(cotune_op, measured_s)))
     throw UserError("step trace: ops is NULL or op_stride is smaller than a cotune_op");
   if (t.micro_batches < 1 || t.pipeline_stages < 1 || t.virtual_stages < 1)
-    throw UserError("step trace: micro_batches, pipeline_stages and virtual_stages must be >= 1");
+    throw UserError("step trace: micro_batches (" + std::to_string(t.micro_batches) + "), pipeline_stages (" +
+                    std::to_string(t.pipeline_stages) + ") and virtual_stages (" + std::to_string(t.virtual_stages) +
+                    ") must each be >= 1");
   const cotune_hardware& hw = t.hardware;
   if (hw.hbm_bytes_per_s <= 0 || hw.memory_efficiency <= 0 || hw.network_efficiency <= 0 ||
       hw.gemm_efficiency_max <= 0)

@@ -1,14 +1,54 @@
 #include "store/sqlite.hpp"
 
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <climits>
+#include <cstring>
+#include <filesystem>
 
 namespace cotune::core::sqlite {
+namespace {
+
+// For an error of the file system underneath ("disk I/O error", "database or disk is full"), the
+// reason as far as it can be found: SQLite's errno when it kept a telling one, else a full file
+// system or a reached file size limit (ulimit -f) seen from here. Empty when none is found.
+std::string system_cause(sqlite3* db, int rc, const std::string& path) {
+  const int primary = rc & 0xFF;
+  if (primary != SQLITE_IOERR && primary != SQLITE_FULL && primary != SQLITE_CANTOPEN) return {};
+  const int err = db ? sqlite3_system_errno(db) : 0;
+  if (err == ENOSPC || err == EFBIG || err == EDQUOT || err == EROFS || err == EACCES || err == EIO)
+    return std::string(": ") + std::strerror(err);
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path dir = fs::absolute(path, ec).parent_path();
+  const fs::space_info space = fs::space(dir, ec);
+  if (!ec && space.available < (1u << 20))
+    return ": " + std::string(std::strerror(ENOSPC)) + " (" + std::to_string(space.available) +
+           " bytes free in " + dir.string() + ")";
+  rlimit limit{};
+  if (getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+    std::uintmax_t largest = 0;
+    for (const char* suffix : {"", "-wal", "-journal"}) {
+      std::uintmax_t size = fs::file_size(path + suffix, ec);
+      if (!ec) largest = std::max(largest, size);
+    }
+    if (largest + (1u << 16) >= limit.rlim_cur)
+      return ": " + std::string(std::strerror(EFBIG)) + " (the file size limit, ulimit -f, is " +
+             std::to_string(limit.rlim_cur) + " bytes)";
+  }
+  return err != 0 ? std::string(": ") + std::strerror(err) : std::string();
+}
+
+}  // namespace
 
 void fail(sqlite3* db, int rc, const std::string& path, std::string_view doing) {
   std::string message = "store " + path + ": ";
   // The connection's message is more specific than sqlite3_errstr when it belongs to this error.
   if (db && sqlite3_extended_errcode(db) == rc) message += sqlite3_errmsg(db);
   else message += sqlite3_errstr(rc);
+  message += system_cause(db, rc, path);
   message += " (while ";
   message += doing;
   message += ")";
@@ -96,7 +136,7 @@ std::optional<std::string> Statement::opt_text(int column) const {
 Database::Database(const std::string& path, int flags) : path_(path) {
   int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
   if (rc != SQLITE_OK) {
-    std::string message = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+    std::string message = (db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc)) + system_cause(db_, rc, path);
     sqlite3_close_v2(db_);
     db_ = nullptr;
     throw Error(rc, "store " + path + ": cannot open: " + message);
@@ -115,8 +155,9 @@ void Database::exec(const char* sql) {
   if (rc != SQLITE_OK) {
     std::string text = message ? message : sqlite3_errstr(rc);
     sqlite3_free(message);
-    throw Error(sqlite3_extended_errcode(db_) ? sqlite3_extended_errcode(db_) : rc,
-                "store " + path_ + ": " + text + " (while running: " + std::string(sql).substr(0, 80) + ")");
+    const int code = sqlite3_extended_errcode(db_) ? sqlite3_extended_errcode(db_) : rc;
+    throw Error(code, "store " + path_ + ": " + text + system_cause(db_, code, path_) +
+                          " (while running: " + std::string(sql).substr(0, 80) + ")");
   }
 }
 

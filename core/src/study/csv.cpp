@@ -5,6 +5,11 @@
 #include <iostream>
 
 namespace cotune::core {
+namespace {
+// No run description comes near this; a longer record is a wrong file (binary, one huge line),
+// refused after reading this much rather than after reading it all.
+constexpr size_t kMaxRecordBytes = 1u << 20;
+}  // namespace
 
 bool CsvReader::next(CsvRecord& out) {
   out.fields.clear();
@@ -13,8 +18,12 @@ bool CsvReader::next(CsvRecord& out) {
   bool quoted = false, any = false;
   size_t quote_line = 0;
   char ch;
+  size_t bytes = 0;
   while (in_.get(ch)) {
     any = true;
+    if (++bytes > kMaxRecordBytes)
+      throw UserError(source_ + ": line " + std::to_string(out.line) + ": the record is longer than " +
+                      std::to_string(kMaxRecordBytes >> 20) + " MiB (a binary file, or a line without its end?)");
     if (quoted) {
       if (ch == '"') {
         if (in_.peek() == '"') field += static_cast<char>(in_.get());

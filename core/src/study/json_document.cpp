@@ -1,17 +1,21 @@
 #include <cotune/core/errors.hpp>
 #include <cotune/core/json_document.hpp>
 
+#include <algorithm>
 #include <cerrno>
-#include <cstring>
+#include <cstdint>
+#include <system_error>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <vector>
 
 namespace cotune::core {
 namespace {
+
+constexpr size_t kMaxJsonDepth = 64;
+constexpr std::uintmax_t kMaxDocumentBytes = 16u << 20;  // 16 MiB: far beyond any study or workload
 
 // Follows the parser's callbacks to know the JSON pointer of each key, and remembers the first key
 // that appears twice in one object.
@@ -21,10 +25,11 @@ class DuplicateKeyFinder {
     using E = nlohmann::json::parse_event_t;
     switch (event) {
       case E::object_start:
-        frames_.push_back(Frame{false, {}, 0, {}});
-        break;
       case E::array_start:
-        frames_.push_back(Frame{true, {}, 0, {}});
+        // Hand-written documents are shallow; a deep one is an accident or an attack, and what reads
+        // it afterwards (hashing, checks) recurses.
+        if (frames_.size() >= kMaxJsonDepth) throw TooDeep();
+        frames_.push_back(Frame{event == E::array_start, {}, 0, {}});
         break;
       case E::key: {
         Frame& top = frames_.back();
@@ -44,7 +49,13 @@ class DuplicateKeyFinder {
     return true;
   }
 
+  struct TooDeep {};
   const std::optional<std::string>& duplicate() const { return duplicate_; }
+  // The pointer of the place where the nesting passed the limit (its first levels).
+  std::string deep_place() const {
+    std::string p = pointer();
+    return p.size() > 80 ? p.substr(0, 80) + "..." : p;
+  }
 
  private:
   struct Frame {
@@ -67,6 +78,21 @@ class DuplicateKeyFinder {
   std::vector<Frame> frames_;
   std::optional<std::string> duplicate_;
 };
+
+// "line:column" of byte `end` (0-based) of `text`.
+std::string position(std::string_view text, size_t end) {
+  end = std::min(end, text.size());
+  size_t line = 1, column = 1;
+  for (size_t i = 0; i < end; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return std::to_string(line) + ":" + std::to_string(column);
+}
 
 // nlohmann's message without its "[json.exception.parse_error.101] parse error at line 1, column 2: "
 // prefix, since we print the position ourselves.
@@ -98,18 +124,19 @@ nlohmann::json parse_json_document(std::string_view text, const std::string& lab
     doc = nlohmann::json::parse(text.begin(), text.end(), std::ref(finder));
   } catch (const nlohmann::json::parse_error& e) {
     // e.byte counts from 1 and points at the offending character (or one past the end).
-    size_t end = std::min(e.byte == 0 ? 0 : e.byte - 1, text.size());
-    size_t line = 1, column = 1;
-    for (size_t i = 0; i < end; ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        column = 1;
-      } else {
-        ++column;
-      }
-    }
-    throw UserError(label + ":" + std::to_string(line) + ":" + std::to_string(column) +
-                    ": not valid JSON: " + bare_message(e));
+    throw UserError(label + ":" + position(text, e.byte == 0 ? 0 : e.byte - 1) + ": not valid JSON: " + bare_message(e));
+  } catch (const nlohmann::json::out_of_range& e) {
+    // A number beyond a double ("number overflow parsing '1e400'"): the parser gives no position,
+    // so look for the number's text.
+    std::string what = e.what();
+    size_t open = what.find('\''), close = what.rfind('\'');
+    std::string number = open != std::string::npos && close > open ? what.substr(open + 1, close - open - 1) : "";
+    size_t at = number.empty() ? std::string_view::npos : text.find(number);
+    throw UserError(label + (at == std::string_view::npos ? "" : ":" + position(text, at)) + ": not valid JSON: the number " +
+                    (number.empty() ? std::string("given") : number) + " is too large (beyond a double)");
+  } catch (const DuplicateKeyFinder::TooDeep&) {
+    throw UserError(label + ": " + finder.deep_place() + ": nested more than " + std::to_string(kMaxJsonDepth) +
+                    " levels deep (arrays and objects); a study or workload needs a handful");
   }
   if (finder.duplicate())
     throw UserError(label + ": " + *finder.duplicate() +
@@ -121,12 +148,24 @@ std::string read_text_file(const std::string& path, std::string_view what) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw UserError("cannot read " + std::string(what) + " " + path + ": it is a directory");
+  auto too_large = [&](const std::string& size) {
+    return UserError("cannot read " + std::string(what) + " " + path + ": it is " + size + "; at most " +
+                     std::to_string(kMaxDocumentBytes >> 20) + " MiB is read (is it the right file?)");
+  };
+  // Refused before reading: a (sparse) file of gigabytes must not be loaded to be rejected.
+  const std::uintmax_t size = std::filesystem::file_size(path, ec);
+  if (!ec && size > kMaxDocumentBytes) throw too_large(std::to_string(size) + " bytes");
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw UserError("cannot read " + std::string(what) + " " + path + ": " + std::strerror(errno));
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
+  if (!in) throw UserError("cannot read " + std::string(what) + " " + path + ": " + std::generic_category().message(errno));
+  // Read in chunks up to the limit: a pipe or a device has no size to check beforehand.
+  std::string text;
+  char chunk[65536];
+  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
+    text.append(chunk, static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxDocumentBytes) throw too_large("larger than that");
+  }
   if (in.bad()) throw UserError("cannot read " + std::string(what) + " " + path + ": read error");
-  return buffer.str();
+  return text;
 }
 
 nlohmann::json read_json_file(const std::string& path) {

@@ -1,3 +1,4 @@
+#include <cotune/cotune.h>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/study_setup.hpp>
 
@@ -27,7 +28,15 @@ void load_study_plugins(Registry& registry, const StudySpec& spec) {
 }
 
 std::unique_ptr<Space> make_study_space(const Registry& registry, const StudySpec& spec) {
-  return registry.make_space(spec.space.name, spec.workload.dump(), spec.space.options.dump());
+  try {
+    return registry.make_space(spec.space.name, spec.workload.dump(), spec.space.options.dump());
+  } catch (const PluginError& e) {
+    // The space names the field inside the workload or its options; say which file that was.
+    if (e.code() != COTUNE_ERR_INVALID_ARGUMENT) throw;
+    std::string where = spec.workload_file.empty() ? "/workload" : "/workload (" + spec.workload_file + ")";
+    throw UserError(spec.file + ": " + where + " or /space/options: the space '" + spec.space.name +
+                    "' refused them: " + e.what());
+  }
 }
 
 std::string stored_study_json(const StudySpec& spec) {

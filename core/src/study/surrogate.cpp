@@ -5,8 +5,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <random>
 
 namespace cotune::core {
 namespace {
@@ -114,21 +116,36 @@ std::vector<double> Surrogate::features(const double* configs, size_t n, std::ve
 
 void Surrogate::fit(const double* configs, size_t n, const double* values) {
   const size_t p = space_.num_params();
-  std::vector<double> kept_configs;
-  std::vector<double> kept_values;
-  size_t skipped = 0;
-  for (size_t i = 0; i < n; ++i) {
-    if (!usable(values[i])) {
-      ++skipped;
-      continue;
-    }
-    kept_configs.insert(kept_configs.end(), configs + i * p, configs + (i + 1) * p);
-    kept_values.push_back(values[i]);
-  }
+  std::vector<size_t> usable_rows;
+  for (size_t i = 0; i < n; ++i)
+    if (usable(values[i])) usable_rows.push_back(i);
+  const size_t skipped = n - usable_rows.size();
   if (skipped > 0)
     log(COTUNE_LOG_WARN, "study",
         std::to_string(skipped) + " measured value(s) of '" + metric_ +
             "' are not positive and finite; the predictor learns from the others");
+  if (usable_rows.size() > kMaxFitRows) {
+    // Beyond this a fit costs memory and time in proportion to the history (features of every row
+    // through the performance model, a predictor's kernel or epochs) while one more row teaches
+    // little: fit on a seeded uniform sample, the same for the same history.
+    std::mt19937_64 rng(usable_rows.size());
+    for (size_t i = 0; i < kMaxFitRows; ++i)
+      std::swap(usable_rows[i], usable_rows[i + rng() % (usable_rows.size() - i)]);
+    usable_rows.resize(kMaxFitRows);
+    std::sort(usable_rows.begin(), usable_rows.end());
+    if (!capped_noted_)
+      log(COTUNE_LOG_INFO, "study",
+          "the predictor learns from a sample of " + std::to_string(kMaxFitRows) + " of the " +
+              std::to_string(n - skipped) + " measured configurations (a larger fit would cost more than it teaches)");
+    capped_noted_ = true;
+  }
+  std::vector<double> kept_configs;
+  std::vector<double> kept_values;
+  kept_configs.reserve(usable_rows.size() * p);
+  for (size_t i : usable_rows) {
+    kept_configs.insert(kept_configs.end(), configs + i * p, configs + (i + 1) * p);
+    kept_values.push_back(values[i]);
+  }
 
   const size_t m = kept_values.size();
   std::vector<double> log_est;

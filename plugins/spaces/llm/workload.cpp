@@ -39,7 +39,8 @@ Training parse_training(const json& j) {
     const std::string at = "/training/" + k;
     const json& v = it.value();
     if (k == "global_batch") {
-      if (!v.is_number() || v.get<double>() < 1 || v.get<double>() != std::floor(v.get<double>()))
+      if (!v.is_number() || !(v.get<double>() >= 1) || v.get<double>() != std::floor(v.get<double>()) ||
+          v.get<double>() > 1e9)  // beyond, micro-batch counts overflow the step trace
         throw std::invalid_argument(at + ": expected a positive integer (sequences per step), got " + v.dump());
       t.global_batch = v.get<double>();
     } else if (k == "dtype") {

@@ -47,6 +47,10 @@ class Surrogate {
   // True when predict() says something: fitted, or the prior alone.
   bool informed() const { return prior_ || fitted_rows_ > 0; }
 
+  // At most this many rows are fitted on: a larger history is sampled (seeded, uniform), so a
+  // refit on a study of a million trials stays bounded in time and memory.
+  static constexpr size_t kMaxFitRows = 20000;
+
   // Fits on n configurations (row-major) and their measured metric values; values that are not
   // positive and finite are skipped (with a warning). n may be 0 (forgets any fit).
   void fit(const double* configs, size_t n, const double* values);
@@ -78,6 +82,7 @@ class Surrogate {
   bool fitted_predictor_ = false;  // false with a constant target (or no data)
   double constant_ = 0;            // the target when it is constant
   size_t width_ = 0;               // feature columns given to the predictor
+  bool capped_noted_ = false;      // the sampling of a large history was logged once
 };
 
 }  // namespace cotune::core

@@ -1,0 +1,150 @@
+// kill -9 of `cotune run` at random (seeded) moments, many times over, with the sim executor and
+// with the process executor running a real command. After each kill the store must open and pass
+// SQLite's integrity check, every trial that had finished must be there exactly once and unchanged,
+// and no configuration may appear twice; a final `cotune run` resumes the study to its budget.
+#include <cotune/core/store.hpp>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <map>
+#include <random>
+#include <set>
+
+#include "store/sqlite.hpp"
+#include "support/cli_process.hpp"
+
+namespace cotune::core {
+namespace {
+
+using nlohmann::json;
+using testing::count_finished;
+using testing::ScratchDir;
+using testing::stored_trials;
+
+constexpr int kKills = 25;
+constexpr int kBudget = 120;
+
+json study_doc(const std::string& name, const json& executor) {
+  return {{"name", name},
+          {"workload", json::parse(R"({"model": {"preset": "llama3-70b"}, "training": {"global_batch": 1024},
+                                       "cluster": {"gpu": "h100-sxm", "nodes": 64, "gpus_per_node": 8}})")},
+          {"searcher", "random"},
+          {"executor", executor},
+          {"objective", {{"metric", "tokens_per_s"}, {"direction", "maximize"}}},
+          {"budget", {{"trials", kBudget}}},
+          {"parallel", 2},
+          {"seed", 3}};
+}
+
+// A real job per trial: a shell that writes its result file from the configuration it was given
+// ({{ and }} are literal braces in the command template).
+json process_executor() {
+  const char* script =
+      "printf '{{\"tokens_per_s\": %d}}' $((1000 * COTUNE_PARAM_TP + 100 * COTUNE_PARAM_PP + COTUNE_PARAM_MICRO_BATCH))"
+      " > \"$COTUNE_RESULT_FILE\"";
+  return {{"name", "process"}, {"options", {{"command", {"/bin/sh", "-c", script}}, {"parallel", 2}}}};
+}
+
+class CrashResume : public ::testing::Test {
+ protected:
+  // What the store holds right after a kill; fails the test on any lost, changed or repeated trial.
+  void check_store(const std::string& study, int kill_no) {
+    SCOPED_TRACE("after kill " + std::to_string(kill_no));
+    {
+      sqlite::Database db(store_, SQLITE_OPEN_READONLY);
+      EXPECT_EQ(db.query_text("PRAGMA integrity_check"), "ok");
+      EXPECT_EQ(db.query_int64("SELECT COUNT(*) FROM (SELECT 1 FROM trials GROUP BY study_id, config_key "
+                               "HAVING COUNT(*) > 1)"),
+                0)
+          << "a configuration recorded twice";
+    }
+    std::vector<TrialRecord> now = stored_trials(store_, study);  // through the Store: it must open
+    std::set<std::string> keys;
+    std::map<std::int64_t, const TrialRecord*> by_seq;
+    for (const TrialRecord& t : now) {
+      EXPECT_TRUE(keys.insert(t.config_key).second) << "trial " << t.seq << " repeats a configuration";
+      EXPECT_TRUE(by_seq.emplace(t.seq, &t).second) << "sequence number " << t.seq << " twice";
+    }
+    for (const auto& [seq, before] : finished_) {
+      auto it = by_seq.find(seq);
+      ASSERT_NE(it, by_seq.end()) << "finished trial " << seq << " was lost";
+      const TrialRecord& t = *it->second;
+      EXPECT_EQ(t.config_key, before.config_key) << "trial " << seq;
+      EXPECT_EQ(t.status, before.status) << "trial " << seq;
+      EXPECT_EQ(t.finished_at, before.finished_at) << "trial " << seq << " was measured again";
+      EXPECT_EQ(t.metrics_json, before.metrics_json) << "trial " << seq;
+      ++trials_checked_;
+    }
+    for (const TrialRecord& t : now)
+      if (is_finished(t.status)) finished_.emplace(t.seq, t);
+  }
+
+  // Kills `cotune run` kKills times at seeded random moments, then resumes it to the end.
+  void kill_and_resume(const json& executor, unsigned seed) {
+    const std::string name = "crash";
+    const std::string study = dir_.file(name + ".json");
+    std::ofstream(study) << study_doc(name, executor).dump(2);
+    std::mt19937 rng(seed);
+    int kills = 0;
+    for (int i = 0; i < kKills; ++i) {
+      const size_t done = count_finished(stored_trials(store_, name));
+      // The moment: 1-3 more finished trials (so the study moves on), then 0-20 ms more.
+      const size_t target = done + std::uniform_int_distribution<size_t>(1, 3)(rng);
+      const int extra_ms = std::uniform_int_distribution<int>(0, 20)(rng);
+      pid_t pid = spawn({"run", study, "--store", store_});
+      bool ended = false;
+      while (count_finished(stored_trials(store_, name)) < target) {
+        if (waitpid(pid, nullptr, WNOHANG) == pid) {
+          ended = true;
+          break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+      if (ended) {
+        ADD_FAILURE() << "cotune run ended before kill " << i + 1 << ":\n" << testing::read_file(dir_.file("stderr"));
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(extra_ms));
+      ::kill(pid, SIGKILL);
+      int code = testing::wait_exit(pid);
+      if (code != 128 + SIGKILL) {  // it finished the study in the extra time: nothing left to kill
+        EXPECT_EQ(code, 0) << testing::read_file(dir_.file("stderr"));
+        break;
+      }
+      ++kills;
+      check_store(name, kills);
+      if (HasFatalFailure()) return;
+    }
+    ASSERT_EQ(testing::wait_exit(spawn({"run", study, "--store", store_})), 0)
+        << testing::read_file(dir_.file("stderr"));
+    check_store(name, kills + 1);
+    std::vector<TrialRecord> all = stored_trials(store_, name);
+    EXPECT_EQ(all.size(), static_cast<size_t>(kBudget));
+    EXPECT_EQ(count_finished(all), static_cast<size_t>(kBudget));
+    std::printf("[ crash-resume ] %s executor: %d kills, %zu finished-trial checks, %zu trials at the end\n",
+                executor["name"].get<std::string>().c_str(), kills, trials_checked_, all.size());
+    RecordProperty("kills", kills);
+    RecordProperty("trials_checked", static_cast<int>(trials_checked_));
+    EXPECT_GE(kills, 1);
+  }
+
+  pid_t spawn(const std::vector<std::string>& args) {
+    return testing::spawn_cotune(dir_.path(), args, dir_.file("stdout"), dir_.file("stderr"));
+  }
+
+  ScratchDir dir_{"crash"};
+  std::string store_ = dir_.file("cotune.db");
+  std::map<std::int64_t, TrialRecord> finished_;  // every finished trial seen so far, by seq
+  size_t trials_checked_ = 0;
+};
+
+TEST_F(CrashResume, SimExecutorSurvivesRepeatedKillNine) {
+  kill_and_resume({{"name", "sim"}, {"options", {{"noise", 0.05}}}}, 1201);
+}
+
+TEST_F(CrashResume, ProcessExecutorSurvivesRepeatedKillNine) { kill_and_resume(process_executor(), 1202); }
+
+}  // namespace
+}  // namespace cotune::core
