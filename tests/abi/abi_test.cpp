@@ -13,6 +13,7 @@
 #include <functional>
 #include <iterator>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace cotune::core {
@@ -93,6 +94,34 @@ TEST(Abi, RefusalsNameTheReason) {
   EXPECT_NE(refusal("hugecount").find("components (limit 256)"), std::string::npos);
 }
 
+// Descriptors full of nonsense: NULL tables, zero sizes, negative values seen as unsigned, strings
+// NULL, empty, holding a NUL, or longer than anything real. Each is refused with its own reason,
+// naming the file, and the host goes on (the next load in the same registry still works).
+TEST(Abi, NonsenseDescriptorsAreRefusedWithAReason) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"zerocount", "the plugin declares no components"},
+      {"nulllist", "the component list is NULL"},
+      {"nullitem", "component 1 is NULL"},
+      {"componentzerosize", "component 0: struct_size 0 is smaller than"},
+      {"apizerosize", "predictor table struct_size 0 is smaller than"},
+      {"negativekind", "component 0: unknown kind -1"},
+      {"nullstring", "component 0 id is NULL"},
+      {"longstring", "component 0 name is longer than 4096 bytes"},
+      {"emptyid", "component 0 id is empty"},
+      {"nulinside", "component 0 name is not valid UTF-8"},
+  };
+  Registry reg;
+  for (const auto& [name, reason] : cases) {
+    EXPECT_FALSE(reg.load_file(fixture(name))) << name;
+    ASSERT_FALSE(reg.problems().empty());
+    EXPECT_NE(reg.problems().back().reason.find(reason), std::string::npos) << name << ": " << reg.problems().back().reason;
+    EXPECT_NE(reg.problems().back().file.find("abi" + name), std::string::npos);
+  }
+  EXPECT_TRUE(reg.components().empty());
+  ASSERT_TRUE(reg.load_file(fixture("good")));
+  EXPECT_EQ(reg.components().size(), 1u);
+}
+
 // Copies the good fixture into a temporary file, lets `damage` change its bytes, and returns the
 // refusal reason for the damaged copy.
 std::string refusal_of_damaged_copy(const std::function<void(std::string&)>& damage) {
@@ -152,6 +181,11 @@ TEST(Abi, DuplicateIdAcrossLibrariesIsRefusedAndTheRestStillLoad) {
     EXPECT_FALSE(p.file.empty());
     EXPECT_FALSE(p.reason.empty());
   }
+}
+
+TEST(Abi, EmptyFileIsRefused) {
+  const std::string reason = refusal_of_damaged_copy([](std::string& b) { b.clear(); });
+  EXPECT_NE(reason.find("cannot load: not a shared library (too short"), std::string::npos) << reason;
 }
 
 TEST(Abi, NotASharedLibraryIsRefused) {

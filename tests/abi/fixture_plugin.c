@@ -16,6 +16,16 @@
  *  FIXTURE_UNTERMINATED strings are not NUL-terminated (valid: lengths are what count)
  *  FIXTURE_DUP_INSIDE   two components with one id
  *  FIXTURE_HUGE_COUNT   claims (size_t)-1 components (a negative count seen as unsigned)
+ *  FIXTURE_ZERO_COUNT   declares no components
+ *  FIXTURE_NULL_LIST    one component, but the component list is NULL
+ *  FIXTURE_NULL_ITEM    the component list holds a NULL entry
+ *  FIXTURE_COMPONENT_ZERO_SIZE  the component's struct_size is 0
+ *  FIXTURE_API_ZERO_SIZE        the function table's struct_size is 0
+ *  FIXTURE_NEGATIVE_KIND        the component's kind is -1
+ *  FIXTURE_NULL_STRING  the id is NULL with a non-zero length
+ *  FIXTURE_LONG_STRING  the name claims (size_t)-1 bytes (a negative length seen as unsigned)
+ *  FIXTURE_EMPTY_ID     the id has length 0
+ *  FIXTURE_NUL_INSIDE   the name holds a NUL byte within its stated length
  */
 #include <cotune/cotune.h>
 
@@ -105,6 +115,8 @@ static const newer_api kApi = {{sizeof(newer_api), mean_create, mean_destroy, me
 static const cotune_predictor_api kApi = {
 #if defined(FIXTURE_OLDER)
     COTUNE_STRUCT_SIZE(cotune_predictor_api, predict),
+#elif defined(FIXTURE_API_ZERO_SIZE)
+    0,
 #else
     COTUNE_STRUCT_SIZE(cotune_predictor_api, describe_fit),
 #endif
@@ -126,6 +138,18 @@ static const char kNameBuffer[] = "abi-meanYYYY";
 #elif defined(FIXTURE_BAD_UTF8)
 #define ID_STR {FIXTURE_ID, sizeof(FIXTURE_ID) - 1}
 #define NAME_STR {"abi-\xff\xfe", 6}
+#elif defined(FIXTURE_NULL_STRING)
+#define ID_STR {NULL, sizeof(FIXTURE_ID) - 1}
+#define NAME_STR {"abi-mean", 8}
+#elif defined(FIXTURE_LONG_STRING)
+#define ID_STR {FIXTURE_ID, sizeof(FIXTURE_ID) - 1}
+#define NAME_STR {"abi-mean", (size_t)-1}
+#elif defined(FIXTURE_EMPTY_ID)
+#define ID_STR {FIXTURE_ID, 0}
+#define NAME_STR {"abi-mean", 8}
+#elif defined(FIXTURE_NUL_INSIDE)
+#define ID_STR {FIXTURE_ID, sizeof(FIXTURE_ID) - 1}
+#define NAME_STR {"abi\0mean", 8}
 #else
 #define ID_STR {FIXTURE_ID, sizeof(FIXTURE_ID) - 1}
 #define NAME_STR {"abi-mean", 8}
@@ -133,6 +157,8 @@ static const char kNameBuffer[] = "abi-meanYYYY";
 
 #if defined(FIXTURE_SMALL_STRUCT)
 #define COMPONENT_SIZE COTUNE_STRUCT_SIZE(cotune_component, version)
+#elif defined(FIXTURE_COMPONENT_ZERO_SIZE)
+#define COMPONENT_SIZE 0
 #else
 #define COMPONENT_SIZE COTUNE_STRUCT_SIZE(cotune_component, api)
 #endif
@@ -151,7 +177,12 @@ static const newer_component kNewer = {
     {"from the future", 15}};
 #define COMPONENT (&kNewer.base)
 #else
-static const cotune_component kComponent = {COMPONENT_SIZE, COTUNE_KIND_PREDICTOR, COTUNE_CAP_SAVE_STATE, ID_STR,
+#if defined(FIXTURE_NEGATIVE_KIND)
+#define KIND (-1)
+#else
+#define KIND COTUNE_KIND_PREDICTOR
+#endif
+static const cotune_component kComponent = {COMPONENT_SIZE, KIND, COTUNE_CAP_SAVE_STATE, ID_STR,
                                             NAME_STR, {"ABI fixture: predicts the mean target.", 38}, {"1.0.0", 5},
                                             API_PTR};
 #define COMPONENT (&kComponent)
@@ -159,6 +190,8 @@ static const cotune_component kComponent = {COMPONENT_SIZE, COTUNE_KIND_PREDICTO
 
 #if defined(FIXTURE_DUP_INSIDE)
 static const cotune_component* const kComponents[] = {COMPONENT, COMPONENT};
+#elif defined(FIXTURE_NULL_ITEM)
+static const cotune_component* const kComponents[] = {COMPONENT, NULL};
 #else
 static const cotune_component* const kComponents[] = {COMPONENT};
 #endif
@@ -182,9 +215,16 @@ static const cotune_plugin kPlugin = {
 #else
     COTUNE_STRUCT_SIZE(cotune_plugin, num_components),
 #endif
-    MAJOR, MINOR, kComponents,
+    MAJOR, MINOR,
+#if defined(FIXTURE_NULL_LIST)
+    NULL,
+#else
+    kComponents,
+#endif
 #if defined(FIXTURE_HUGE_COUNT)
     (size_t)-1
+#elif defined(FIXTURE_ZERO_COUNT)
+    0
 #else
     sizeof(kComponents) / sizeof(kComponents[0])
 #endif

@@ -46,18 +46,24 @@ std::string elf_problem(const std::string& path) {
   if (kHostMachine >= 0 && eh.e_machine != kHostMachine)
     return "built for " + machine_name(eh.e_machine) + ", this host is " + machine_name(kHostMachine);
   // Every table and loadable segment must lie inside the file.
-  const unsigned long long ph_end = eh.e_phoff + static_cast<unsigned long long>(eh.e_phnum) * eh.e_phentsize;
-  if (eh.e_phentsize != sizeof(Elf64_Phdr) || ph_end > size) return "truncated (program headers beyond the end of the file)";
-  const unsigned long long sh_end = eh.e_shoff + static_cast<unsigned long long>(eh.e_shnum) * eh.e_shentsize;
-  if (eh.e_shoff != 0 && sh_end > size) return "truncated (section headers beyond the end of the file)";
+  // Compared as "offset <= size && length <= size - offset": offsets near 2^64 must not wrap around.
+  auto beyond = [size](unsigned long long offset, unsigned long long length) {
+    return offset > size || length > size - offset;
+  };
+  if (eh.e_phentsize != sizeof(Elf64_Phdr) ||
+      beyond(eh.e_phoff, static_cast<unsigned long long>(eh.e_phnum) * eh.e_phentsize))
+    return "truncated (program headers beyond the end of the file)";
+  if (eh.e_shoff != 0 && beyond(eh.e_shoff, static_cast<unsigned long long>(eh.e_shnum) * eh.e_shentsize))
+    return "truncated (section headers beyond the end of the file)";
   std::vector<Elf64_Phdr> ph(eh.e_phnum);
   in.seekg(static_cast<std::streamoff>(eh.e_phoff));
   if (!in.read(reinterpret_cast<char*>(ph.data()), static_cast<std::streamsize>(ph.size() * sizeof(Elf64_Phdr))))
     return "truncated (cannot read the program headers)";
   for (const Elf64_Phdr& p : ph)
-    if ((p.p_type == PT_LOAD || p.p_type == PT_DYNAMIC) && p.p_offset + p.p_filesz > size)
-      return "truncated (a segment ends " + std::to_string(p.p_offset + p.p_filesz - size) +
-             " bytes beyond the end of the file)";
+    if ((p.p_type == PT_LOAD || p.p_type == PT_DYNAMIC) && beyond(p.p_offset, p.p_filesz))
+      return p.p_offset > size ? "truncated (a segment starts beyond the end of the file)"
+                               : "truncated (a segment ends " + std::to_string(p.p_filesz - (size - p.p_offset)) +
+                                     " bytes beyond the end of the file)";
   return "";
 }
 

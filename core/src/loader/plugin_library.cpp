@@ -115,20 +115,7 @@ size_t min_api_size(int32_t kind) {
   }
 }
 
-std::shared_ptr<const PluginLibrary> PluginLibrary::load(const std::string& path) {
-  std::shared_ptr<PluginLibrary> lib(new PluginLibrary());
-  lib->path_ = path;
-  if (const std::string problem = elf_problem(path); !problem.empty()) refuse(path, "cannot load: " + problem);
-  try {
-    // rtld_now: a missing symbol fails here, not in the middle of a study.
-    lib->library_.load(path, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
-  } catch (const boost::system::system_error& e) {
-    refuse(path, std::string("cannot load: ") + e.what());
-  }
-  if (!lib->library_.has(COTUNE_ENTRY_SYMBOL))
-    refuse(path, "no entry symbol " COTUNE_ENTRY_SYMBOL " (not a cotune plugin, or built for another ABI major)");
-  auto entry = lib->library_.get<const cotune_plugin*(const cotune_host*)>(COTUNE_ENTRY_SYMBOL);
-  const cotune_plugin* plugin = entry(host_services());
+std::vector<ComponentInfo> validate_descriptor(const std::string& path, const cotune_plugin* plugin) {
   if (plugin == nullptr) refuse(path, "the entry point returned NULL (the plugin refused this host)");
   if (plugin->struct_size < COTUNE_STRUCT_SIZE(cotune_plugin, num_components))
     refuse(path, "plugin descriptor struct_size " + std::to_string(plugin->struct_size) + " is smaller than " +
@@ -141,6 +128,7 @@ std::shared_ptr<const PluginLibrary> PluginLibrary::load(const std::string& path
     refuse(path, "the plugin declares " + std::to_string(plugin->num_components) + " components (limit 256)");
   if (plugin->components == nullptr) refuse(path, "the component list is NULL");
 
+  std::vector<ComponentInfo> infos;
   std::set<std::string> ids;
   for (size_t i = 0; i < plugin->num_components; ++i) {
     const cotune_component* c = plugin->components[i];
@@ -168,8 +156,26 @@ std::shared_ptr<const PluginLibrary> PluginLibrary::load(const std::string& path
                        std::to_string(have) + " is smaller than the " + std::to_string(need) +
                        " bytes every ABI 1.x table has");
     check_required_functions(path, info, c->api);
-    lib->infos_.push_back(std::move(info));
+    infos.push_back(std::move(info));
   }
+  return infos;
+}
+
+std::shared_ptr<const PluginLibrary> PluginLibrary::load(const std::string& path) {
+  std::shared_ptr<PluginLibrary> lib(new PluginLibrary());
+  lib->path_ = path;
+  if (const std::string problem = elf_problem(path); !problem.empty()) refuse(path, "cannot load: " + problem);
+  try {
+    // rtld_now: a missing symbol fails here, not in the middle of a study.
+    lib->library_.load(path, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
+  } catch (const boost::system::system_error& e) {
+    refuse(path, std::string("cannot load: ") + e.what());
+  }
+  if (!lib->library_.has(COTUNE_ENTRY_SYMBOL))
+    refuse(path, "no entry symbol " COTUNE_ENTRY_SYMBOL " (not a cotune plugin, or built for another ABI major)");
+  auto entry = lib->library_.get<const cotune_plugin*(const cotune_host*)>(COTUNE_ENTRY_SYMBOL);
+  const cotune_plugin* plugin = entry(host_services());
+  lib->infos_ = validate_descriptor(path, plugin);
   lib->plugin_ = plugin;
   return lib;
 }

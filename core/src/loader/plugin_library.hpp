@@ -31,6 +31,12 @@ class PluginLibrary {
   std::vector<ComponentInfo> infos_;
 };
 
+// Validates a descriptor as returned by a plugin's entry point and describes its components, in
+// descriptor order. Throws UserError("<path>: <reason>") for anything a plugin must not claim.
+// PluginLibrary::load uses it; it takes no library so that a descriptor built in memory (the fuzz
+// target in tests/fuzz) goes through exactly the same checks.
+std::vector<ComponentInfo> validate_descriptor(const std::string& path, const cotune_plugin* plugin);
+
 // The smallest struct_size the host accepts for each table: the part every 1.x plugin must fill.
 // Fields after it are optional and read only when struct_size covers them.
 size_t min_api_size(int32_t kind);

@@ -54,6 +54,17 @@ bool parse_number(const std::string& t, double* out) {
   }
 }
 
+// Cells become JSON strings (workloads, metric names, stored rows), which must be UTF-8; the
+// JSON library's strict check says whether they are.
+bool valid_utf8(const std::string& s) {
+  try {
+    (void)json(s).dump();
+    return true;
+  } catch (const json::type_error&) {
+    return false;
+  }
+}
+
 bool is_schema_column(const std::string& c) {
   const auto& cols = llm_csv_columns();
   return std::find(cols.begin(), cols.end(), c) != cols.end();
@@ -138,6 +149,9 @@ std::vector<std::string> recognised_metric_names() {
 LlmRuns read_llm_runs(const CsvTable& table, const std::vector<std::pair<std::string, std::string>>& mapping,
                       const Registry& registry) {
   const std::vector<std::string> header = mapped_header(table, mapping);
+  for (size_t c = 0; c < header.size(); ++c)
+    if (!valid_utf8(header[c]) || !valid_utf8(table.header[c]))
+      throw UserError(table.source + ": line 1: the name of column " + std::to_string(c + 1) + " is not valid UTF-8");
   LlmRuns out;
 
   // Columns that are neither schema, metric, status nor reason: kept as metrics when numeric.
@@ -164,6 +178,8 @@ LlmRuns read_llm_runs(const CsvTable& table, const std::vector<std::pair<std::st
     p.line = rec.line;
     for (size_t c = 0; c < header.size(); ++c) p.cells[header[c]] = rec.fields[c];
     try {
+      for (size_t c = 0; c < header.size(); ++c)
+        if (!valid_utf8(rec.fields[c])) throw std::invalid_argument("column " + header[c] + ": not valid UTF-8");
       p.row = llm_row_from_cells([&](const std::string& col) -> const std::string* {
         auto it = p.cells.find(col);
         return it == p.cells.end() || it->second.empty() ? nullptr : &it->second;
