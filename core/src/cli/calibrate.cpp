@@ -113,7 +113,9 @@ void fit_gemm_curve(const std::vector<Sample>& samples, double peak, double laun
 std::string today() {
   char buf[16];
   const std::time_t now = std::time(nullptr);
-  std::strftime(buf, sizeof buf, "%Y-%m-%d", std::gmtime(&now));
+  std::tm utc{};
+  gmtime_r(&now, &utc);  // not std::gmtime: its static result is shared between threads
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &utc);
   return buf;
 }
 

@@ -42,7 +42,10 @@ std::string child_pointer(const std::string& pointer, size_t index) { return poi
 std::string describe_json(const nlohmann::json& value) {
   std::string text = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   constexpr size_t kMax = 60;
-  if (text.size() > kMax) text = text.substr(0, kMax) + "...";
+  if (text.size() > kMax) {
+    text.resize(kMax);
+    text += "...";
+  }
   return text;
 }
 

@@ -69,7 +69,10 @@ void Progress::update(const ProgressState& state, double now_s) {
   if (now_s >= 0 && drawn_ && now_s - last_draw_s_ < kRedrawInterval_s) return;
   if (now_s >= 0) last_draw_s_ = now_s;
   std::string text = state_text(state);
-  if (text.size() > kLiveWidth) text = text.substr(0, kLiveWidth - 3) + "...";
+  if (text.size() > kLiveWidth) {
+    text.resize(kLiveWidth - 3);
+    text += "...";
+  }
   std::fprintf(out_, "\r\033[K%s", text.c_str());
   std::fflush(out_);
   drawn_ = true;

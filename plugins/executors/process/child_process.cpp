@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <system_error>
 
 namespace cotune_exec {
 namespace {
@@ -17,7 +18,7 @@ namespace {
 int open_log(const std::string& path) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
-    throw cotune::Error(COTUNE_ERR_UNAVAILABLE, "cannot open log file '" + path + "': " + std::strerror(errno));
+    throw cotune::Error(COTUNE_ERR_UNAVAILABLE, "cannot open log file '" + path + "': " + std::generic_category().message(errno));
   return fd;
 }
 
@@ -78,7 +79,7 @@ ChildProcess::ChildProcess(const SpawnRequest& request) {
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
     ::close(out_fd);
     ::close(err_fd);
-    throw cotune::Error(COTUNE_ERR_UNAVAILABLE, std::string("pipe: ") + std::strerror(errno));
+    throw cotune::Error(COTUNE_ERR_UNAVAILABLE, std::string("pipe: ") + std::generic_category().message(errno));
   }
   // Everything the child touches is prepared before fork: the host may be multi-threaded.
   std::vector<char*> argv = c_strings(request.argv);
@@ -91,7 +92,7 @@ ChildProcess::ChildProcess(const SpawnRequest& request) {
   ::close(pipe_fds[1]);
   if (pid < 0) {
     ::close(pipe_fds[0]);
-    throw cotune::Error(COTUNE_ERR_RESOURCE_EXHAUSTED, std::string("fork: ") + std::strerror(fork_errno));
+    throw cotune::Error(COTUNE_ERR_RESOURCE_EXHAUSTED, std::string("fork: ") + std::generic_category().message(fork_errno));
   }
   ::setpgid(pid, pid);  // also here, so that the group exists before anyone signals it
   pid_ = pid;
@@ -108,7 +109,7 @@ ChildProcess::ChildProcess(const SpawnRequest& request) {
     int step = report[0] >= 1 && report[0] <= 4 ? report[0] : 4;
     std::string detail = step == 3 ? " '" + request.cwd + "'" : " '" + request.argv[0] + "'";
     throw cotune::Error(COTUNE_ERR_INVALID_ARGUMENT,
-                        std::string(what[step]) + detail + ": " + std::strerror(report[1]));
+                        std::string(what[step]) + detail + ": " + std::generic_category().message(report[1]));
   }
   pidfd_ = open_pidfd(pid_);
 }

@@ -8,7 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
+#include <system_error>
 #include <map>
 #include <thread>
 
@@ -73,7 +73,7 @@ ProcessExecutor::ProcessExecutor(std::string_view options_json) : options_(parse
     if (!found) throw cotune::Error(COTUNE_ERR_NOT_FOUND, "process executor: command[0] '" + program + "' is not in PATH");
   } else if (!program.empty() && ::access(program.c_str(), X_OK) != 0) {
     throw cotune::Error(COTUNE_ERR_NOT_FOUND,
-                        "process executor: command[0] '" + program + "' is not executable: " + std::strerror(errno));
+                        "process executor: command[0] '" + program + "' is not executable: " + std::generic_category().message(errno));
   }
 }
 
@@ -92,7 +92,7 @@ std::string ProcessExecutor::trial_workdir(const cotune_trial& trial, const std:
         const char* tmp = std::getenv("TMPDIR");
         std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/cotune-process-XXXXXX";
         if (::mkdtemp(pattern.data()) == nullptr)
-          throw cotune::Error(COTUNE_ERR_UNAVAILABLE, "cannot create a temporary directory: " + std::string(std::strerror(errno)));
+          throw cotune::Error(COTUNE_ERR_UNAVAILABLE, "cannot create a temporary directory: " + std::generic_category().message(errno));
         fallback_dir_ = pattern;
       }
       dir = fallback_dir_ + "/" + file_part(trial_id);

@@ -8,7 +8,7 @@
 
 #include <cerrno>
 #include <cmath>
-#include <cstring>
+#include <system_error>
 #include <fstream>
 #include <sstream>
 
@@ -25,7 +25,7 @@ void make_directories(const std::string& dir) {
     if (pos != dir.size() && dir[pos] != '/') continue;
     std::string part = dir.substr(0, pos);
     if (::mkdir(part.c_str(), 0755) != 0 && errno != EEXIST)
-      throw cotune::Error(COTUNE_ERR_UNAVAILABLE, "cannot create directory '" + part + "': " + std::strerror(errno));
+      throw cotune::Error(COTUNE_ERR_UNAVAILABLE, "cannot create directory '" + part + "': " + std::generic_category().message(errno));
   }
   struct stat st;
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))

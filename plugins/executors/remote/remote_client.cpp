@@ -167,6 +167,11 @@ void RemoteClient::poll(const std::shared_ptr<RemoteTrial>& t, int32_t timeout_m
   }
 }
 
+cotune::JobResult RemoteClient::snapshot(const std::shared_ptr<RemoteTrial>& t) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return t->result;
+}
+
 void RemoteClient::cancel(const std::shared_ptr<RemoteTrial>& t) {
   std::lock_guard<std::mutex> lock(mu_);
   if (t->finished || t->cancel_requested) return;

@@ -50,6 +50,8 @@ class RemoteClient {
   // Waits up to timeout_ms for the trial to finish and copies its state into `out`.
   void poll(const std::shared_ptr<RemoteTrial>& t, int32_t timeout_ms, cotune::JobResult& out);
   void cancel(const std::shared_ptr<RemoteTrial>& t);
+  // The trial's state now, copied under the lock (the I/O thread may be updating it).
+  cotune::JobResult snapshot(const std::shared_ptr<RemoteTrial>& t) const;
 
  private:
   nlohmann::json submit_message(const cotune_trial& trial, const std::string& trial_id) const;

@@ -26,7 +26,7 @@ class RemoteExecutor {
   std::unique_ptr<Job> submit(const cotune_trial& trial) {
     auto job = std::make_unique<Job>();
     job->trial = client_.submit(trial);
-    job->result = job->trial->result;
+    job->result = client_.snapshot(job->trial);
     return job;
   }
 

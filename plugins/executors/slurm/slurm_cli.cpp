@@ -12,7 +12,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
-#include <cstring>
+#include <system_error>
 
 extern char** environ;
 
@@ -78,7 +78,7 @@ CommandOutput SlurmCli::run(const std::string& program, const std::vector<std::s
   if (rc != 0) {
     ::close(out_pipe[0]);
     ::close(err_pipe[0]);
-    throw cotune::Error(COTUNE_ERR_UNAVAILABLE, "cannot run '" + path + "': " + std::strerror(rc));
+    throw cotune::Error(COTUNE_ERR_UNAVAILABLE, "cannot run '" + path + "': " + std::generic_category().message(rc));
   }
   CommandOutput result;
   pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};

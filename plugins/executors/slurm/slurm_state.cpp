@@ -1,6 +1,6 @@
 #include "slurm_state.hpp"
 
-#include <cstdlib>
+#include <charconv>
 #include <sstream>
 #include <vector>
 
@@ -23,6 +23,14 @@ std::vector<std::string> split(std::string_view line, char sep) {
     start = end + 1;
   }
   return parts;
+}
+
+// A number field of squeue/sacct output (already trimmed); 0 when it is empty or not a number, as
+// sacct prints for a job that has not ended.
+int to_int(std::string_view field) {
+  int value = 0;
+  std::from_chars(field.data(), field.data() + field.size(), value);
+  return value;
 }
 
 }  // namespace
@@ -51,7 +59,7 @@ std::map<std::string, SlurmJobInfo> parse_squeue(std::string_view text) {
     if (f.size() < 3 || f[0].empty()) continue;
     SlurmJobInfo info;
     info.state = f[1];
-    int raw = std::atoi(f[2].c_str());  // a wait status: code << 8 | signal
+    int raw = to_int(f[2]);  // a wait status: code << 8 | signal
     info.exit_code = (raw >> 8) & 0xff;
     info.signal = raw & 0x7f;
     if (f.size() > 3) info.reason = f[3];
@@ -69,9 +77,10 @@ std::map<std::string, SlurmJobInfo> parse_sacct(std::string_view text) {
     if (f.size() < 3 || f[0].empty()) continue;
     SlurmJobInfo info;
     info.state = f[1];
-    size_t colon = f[2].find(':');
-    info.exit_code = std::atoi(f[2].substr(0, colon).c_str());
-    info.signal = colon == std::string::npos ? 0 : std::atoi(f[2].substr(colon + 1).c_str());
+    const std::string_view code(f[2]);
+    const size_t colon = code.find(':');
+    info.exit_code = to_int(code.substr(0, colon));
+    info.signal = colon == std::string_view::npos ? 0 : to_int(code.substr(colon + 1));
     out[f[0]] = info;
   }
   return out;

@@ -282,7 +282,7 @@ class EvolutionSearcher {
       Options options = Options::parse(state.at("options"));
       const double credit = state.at("explore_credit").get<double>();
       if (!(credit >= 0 && credit < 1)) throw invalid("saved state: field 'explore_credit' must be in [0, 1)");
-      std::mt19937_64 rng;
+      std::mt19937_64 rng;  // NOLINT(cert-msc32-c,cert-msc51-cpp): its state is read from the saved one below
       std::istringstream in(state.at("rng").get<std::string>());
       in >> rng;
       if (in.fail()) throw invalid("saved state: field 'rng' is not a mt19937_64 state");
@@ -399,6 +399,8 @@ class EvolutionSearcher {
       const size_t i = index_scratch_[k];
       if (best == size || population_[i].fitness > population_[best].fitness) best = i;
     }
+    // breed() runs only with a non-empty population and sample_size >= 1, so the loop set `best`.
+    // cppcheck-suppress containerOutOfBounds
     return population_[best].config;
   }
 

@@ -121,7 +121,7 @@ class RandomSearcher {
         throw invalid("saved state: made for " + state.at("num_params").dump() + " parameters, this space has " +
                       std::to_string(num_params_));
       Options options = Options::parse(state.at("options"));
-      std::mt19937_64 rng;
+      std::mt19937_64 rng;  // NOLINT(cert-msc32-c,cert-msc51-cpp): its state is read from the saved one below
       std::istringstream in(state.at("rng").get<std::string>());
       in >> rng;
       if (in.fail()) throw invalid("saved state: field 'rng' is not a mt19937_64 state");

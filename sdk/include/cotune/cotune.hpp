@@ -73,9 +73,10 @@ inline void log(int32_t level, std::string_view component_id, std::string_view m
 // Takes ownership of an error returned across the boundary and throws it as cotune::Error.
 inline void check(cotune_error* err) {
   if (err == nullptr) return;
-  Error e(err->code, std::string(view(err->message)));
+  const int32_t code = err->code;
+  const std::string message(view(err->message));
   if (err->destroy != nullptr) err->destroy(err);
-  throw e;
+  throw Error(code, message);
 }
 
 // Writes bytes into a sink, throwing when the receiver refuses them.
