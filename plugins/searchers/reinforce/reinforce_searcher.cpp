@@ -251,7 +251,7 @@ class ReinforceSearcher {
       const double credit = state.at("explore_credit").get<double>();
       if (!(credit >= 0 && credit < 1)) throw invalid("saved state: field 'explore_credit' must be in [0, 1)");
       const double baseline = state.at("baseline").get<double>();
-      std::mt19937_64 rng;
+      std::mt19937_64 rng;  // NOLINT(cert-msc32-c,cert-msc51-cpp): its state is read from the saved one below
       std::istringstream in(state.at("rng").get<std::string>());
       in >> rng;
       if (in.fail()) throw invalid("saved state: field 'rng' is not a mt19937_64 state");
