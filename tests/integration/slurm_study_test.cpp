@@ -32,6 +32,8 @@
 #include <thread>
 #include <vector>
 
+#include "support/cli_process.hpp"
+
 namespace cotune::core {
 namespace {
 
@@ -52,12 +54,7 @@ const char* const kJob =
     "printf '%s' \"$1\" > \"$COTUNE_WORKDIR/config.json\"; "
     "exec \"$COTUNE_BIN\" simulate --workload \"$TEST_DIR/workload.json\" --config \"$COTUNE_WORKDIR/config.json\"";
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using cotune::testing::read_file;
 
 bool on_path(const std::string& program) {
   return std::system(("command -v " + program + " >/dev/null 2>&1").c_str()) == 0;
@@ -164,31 +161,14 @@ class SlurmStudy : public ::testing::Test {
 
   // Starts `cotune args...` in the test directory, stdout and stderr to files.
   pid_t spawn(const std::vector<std::string>& args) {
-    pid_t pid = fork();
-    if (pid == 0) {
-      if (chdir(dir_.c_str()) != 0) _exit(127);
-      int out = open((dir_ + "/stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      int err = open((dir_ + "/stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      dup2(out, 1);
-      dup2(err, 2);
-      std::vector<char*> argv;
-      std::string exe = COTUNE_CLI;
-      argv.push_back(exe.data());
-      std::vector<std::string> copy = args;
-      for (std::string& a : copy) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(exe.c_str(), argv.data());
-      _exit(127);
-    }
-    child_ = pid;
-    return pid;
+    child_ = cotune::testing::spawn_cotune(dir_, args, dir_ + "/stdout", dir_ + "/stderr");
+    return child_;
   }
   // The exit status (128 + signal when killed).
   int wait_for(pid_t pid) {
-    int status = 0;
-    waitpid(pid, &status, 0);
+    const int code = cotune::testing::wait_exit(pid);
     if (pid == child_) child_ = 0;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return code;
   }
   int run(const std::vector<std::string>& args) { return wait_for(spawn(args)); }
   bool exited(pid_t pid) {

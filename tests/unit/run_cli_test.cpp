@@ -4,6 +4,8 @@
 #include <cotune/core/store.hpp>
 
 #include <gtest/gtest.h>
+
+#include "support/cli_process.hpp"
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -24,12 +26,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using cotune::testing::read_file;
 
 class RunCli : public ::testing::Test {
  protected:
@@ -59,50 +56,21 @@ class RunCli : public ::testing::Test {
 
   // Starts `cotune args...` in the test directory with stdout and stderr going to files.
   pid_t spawn(const std::vector<std::string>& args) {
-    pid_t pid = fork();
-    if (pid == 0) {
-      if (chdir(dir_.c_str()) != 0) _exit(127);
-      int out = open((dir_ + "/stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      int err = open((dir_ + "/stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      dup2(out, 1);
-      dup2(err, 2);
-      std::vector<char*> argv;
-      std::string exe = COTUNE_CLI;
-      argv.push_back(exe.data());
-      std::vector<std::string> copy = args;
-      for (std::string& a : copy) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(exe.c_str(), argv.data());
-      _exit(127);
-    }
-    return pid;
+    return cotune::testing::spawn_cotune(dir_, args, dir_ + "/stdout", dir_ + "/stderr");
   }
 
   // Runs to completion; returns the exit status (128 + signal when killed).
   int run(const std::vector<std::string>& args) { return wait_for(spawn(args)); }
 
-  static int wait_for(pid_t pid) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
+  static int wait_for(pid_t pid) { return cotune::testing::wait_exit(pid); }
 
   std::string out() const { return read_file(dir_ + "/stdout"); }
   std::string err() const { return read_file(dir_ + "/stderr"); }
 
   // Finished trials of a study, read from the store while another process writes it.
-  std::vector<TrialRecord> trials(const std::string& study) const {
-    if (!fs::exists(store_)) return {};
-    Store store(store_);
-    auto s = store.find_study(study);
-    return s ? store.trials(s->id) : std::vector<TrialRecord>{};
-  }
+  std::vector<TrialRecord> trials(const std::string& study) const { return cotune::testing::stored_trials(store_, study); }
 
-  static size_t finished(const std::vector<TrialRecord>& ts) {
-    size_t n = 0;
-    for (const TrialRecord& t : ts) n += is_finished(t.status);
-    return n;
-  }
+  static size_t finished(const std::vector<TrialRecord>& ts) { return cotune::testing::count_finished(ts); }
 
   // Waits until the study has at least `n` finished trials (false when the process ended first).
   bool wait_for_trials(pid_t pid, const std::string& study, size_t n) {
