@@ -25,8 +25,9 @@ namespace {
 
 using cotune::fuzz::ByteReader;
 
-// Stands in for every function of a table: the validation only looks at whether it is there.
-void placeholder_function() {}
+// Fills every present function slot of a fuzzed table: validation only checks that a slot is
+// non-NULL and never calls it.
+void never_called_slot() {}
 
 // Owns the buffers of one descriptor; each is exactly the size asked for.
 class Arena {
@@ -89,7 +90,7 @@ const void* make_table(ByteReader& in, Arena& arena, int32_t kind) {
   unsigned char* table = arena.alloc(bytes);
   std::memcpy(table, &claimed, sizeof(size_t));
   const uint32_t present = in.u32();
-  const uintptr_t fn = reinterpret_cast<uintptr_t>(&placeholder_function);
+  const uintptr_t fn = reinterpret_cast<uintptr_t>(&never_called_slot);
   for (size_t slot = 0; sizeof(size_t) + (slot + 1) * sizeof(void*) <= bytes; ++slot)
     if (present & (uint32_t{1} << (slot % 32)))
       std::memcpy(table + sizeof(size_t) + slot * sizeof(void*), &fn, sizeof(void*));
