@@ -19,7 +19,8 @@
 // --cap N (trials per run before giving up, default 60), --workloads a,b (names of
 // examples/studies/*.json without .json), --searchers a,b (default: every searcher found),
 // --priors both|prior|none (krr with and/or without the analytic prior, default both),
-// --no-search (only the host overhead).
+// --searcher-options JSON (options for every searcher of the run), --no-search (only the host
+// overhead).
 #include <cotune/core/objective.hpp>
 #include <cotune/core/perfmodel.hpp>
 #include <cotune/core/registry.hpp>
@@ -217,6 +218,9 @@ class Recommender {
   std::vector<double> train_configs_, train_values_, candidates_, candidate_values_;
 };
 
+// --searcher-options: options given to every searcher of the run (for trying settings).
+json g_searcher_options = json::object();
+
 double cpu_seconds() { return static_cast<double>(std::clock()) / CLOCKS_PER_SEC; }
 
 // The real loop with one searcher, in a store of its own (a shared store would hand every later
@@ -229,7 +233,9 @@ Reached loop_trials(const StudySpec& base, const std::string& searcher, bool pri
   doc["searcher"] = searcher;
   // The exhaustive searcher refuses domains above 200,000 by default; the benchmark lets it
   // enumerate the example spaces (a few million combinations, tens of thousands valid).
-  if (searcher == "exhaustive") doc["searcher"] = {{"name", searcher}, {"options", {{"max_space", 10000000}}}};
+  json searcher_options = g_searcher_options;
+  if (searcher == "exhaustive" && !searcher_options.contains("max_space")) searcher_options["max_space"] = 10000000;
+  doc["searcher"] = {{"name", searcher}, {"options", searcher_options}};
   doc["predictor"] = {{"name", "krr"}, {"prior", prior ? "analytic" : "none"}};
   doc["executor"] = {{"name", "sim"}, {"options", {{"noise", 0.05}, {"seed", seed}}}};
   doc["budget"] = {{"trials", cap}};
@@ -407,8 +413,9 @@ void BM_HostOverheadPerProposal(benchmark::State& state) {
   load_study_plugins(registry, spec);
   std::unique_ptr<Space> space = make_study_space(registry, spec);
   auto predictor = registry.make_predictor("krr", surrogate_predictor_options("{}", "bench"));
-  const std::string options = name == "exhaustive" ? R"({"max_space": 10000000})" : "{}";
-  auto searcher = refit ? nullptr : registry.make_searcher(name, options, *space, 1);
+  json options = g_searcher_options;
+  if (name == "exhaustive" && !options.contains("max_space")) options["max_space"] = 10000000;
+  auto searcher = refit ? nullptr : registry.make_searcher(name, options.dump(), *space, 1);
   const size_t p = space->num_params();
   const size_t n = 1000;
   std::vector<double> configs(n * p);
@@ -477,6 +484,7 @@ int main(int argc, char** argv) {
         return 2;
       }
     }
+    else if (a == "--searcher-options") g_searcher_options = json::parse(value("--searcher-options"));
     else if (a == "--no-search") s.seeds = 0;
     else rest.push_back(argv[i]);
   }

@@ -281,6 +281,20 @@ TEST(SearchQuality, EvolutionAndReinforceBeatRandomWithAnExactPredictor) {
   EXPECT_GT(reinforce.mean_best, random.mean_best);
 }
 
+// The hill climbing (cotune/local_search.hpp) takes the guided searchers from the good region to
+// its best configuration: with an exact predictor, the very first proposal is the optimum.
+TEST(SearchQuality, EvolutionAndReinforceProposeTheOptimumFirstWithAnExactPredictor) {
+  auto space = grid();
+  for (const char* name : {"evolution", "reinforce"})
+    for (uint64_t seed = 1; seed <= 8; ++seed) {
+      GridSearchContext ctx(*space);
+      auto s = registry().make_searcher(name, R"({"explore": 0})", *space, seed);
+      const Rows first = propose(*s, ctx, 1);
+      ASSERT_EQ(first.size(), 1u);
+      EXPECT_DOUBLE_EQ(ctx.objective(first[0].data()), kOptimum) << name << ", seed " << seed;
+    }
+}
+
 // With a predictor whose error is as large as the differences near the optimum (sd 0.5) and that
 // never learns (it is not refitted here), the guided searchers cannot tell the optimum from its
 // neighbours, but they still end far closer to it than random search.

@@ -3,12 +3,18 @@
 // each child is bred by a tournament (the best of `sample_size` members drawn at random) and a
 // mutation of one or a few parameters; it joins the young end and the oldest member leaves.
 // Fitness is the predictor's score for bred children (re-scored at each propose(), as the
-// predictor is refitted) and the measured score for trials reported through observe(). Proposals
-// are the best-scoring distinct unseen valid children, plus a share of random exploration.
+// predictor is refitted) and the measured score for trials reported through observe(). Breeding
+// finds good regions but rarely the very best configuration in one, so the best children and
+// members are then hill-climbed under the predictor over one- and two-parameter changes
+// (cotune/local_search.hpp). Proposals are the best-scoring distinct unseen valid configurations
+// met, plus a share of random exploration.
 //
 // Options: "explore" (share of random proposals, default 0.1), "population" (default 50),
-// "sample_size" (tournament size, default 10), "children" (children bred per propose, default 256).
+// "sample_size" (tournament size, default 10), "children" (children bred per propose, default 256),
+// "climb_starts" (configurations hill-climbed per propose, 48; 0: none), "climb_steps" (moves per
+// climb, 20), "pair_moves" (two-parameter changes tried per move, at most; 2048).
 #include <cotune/cotune.hpp>
+#include <cotune/local_search.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -32,6 +38,8 @@ constexpr int kStateVersion = 1;
 constexpr size_t kRound = 32;           // children bred, checked and scored together
 constexpr int kMaxBreedAttempts = 4;    // breeding passes per propose when the children are all seen
 constexpr double kNeighbourShare = 0.7; // mutations to a neighbouring value (else: any other value)
+constexpr size_t kClimbFloatBins = 16;  // values per FLOAT parameter for the hill climber
+constexpr size_t kClimbIntBins = 256;   // INT ranges wider than this are climbed over this many values
 
 cotune::Error invalid(const std::string& message) {
   return cotune::Error(COTUNE_ERR_INVALID_ARGUMENT, std::string("evolution searcher: ") + message);
@@ -71,9 +79,14 @@ struct Options {
   int population = 50;
   int sample_size = 10;
   int children = 256;
+  int climb_starts = 48;
+  int climb_steps = 20;
+  int pair_moves = 2048;
 
   nlohmann::json to_json() const {
-    return {{"explore", explore}, {"population", population}, {"sample_size", sample_size}, {"children", children}};
+    return {{"explore", explore},         {"population", population},   {"sample_size", sample_size},
+            {"children", children},       {"climb_starts", climb_starts}, {"climb_steps", climb_steps},
+            {"pair_moves", pair_moves}};
   }
 
   static Options parse(const nlohmann::json& j) {
@@ -90,8 +103,15 @@ struct Options {
         o.sample_size = checked_int(value, key, 1, 100000);
       } else if (key == "children") {
         o.children = checked_int(value, key, 1, 1000000);
+      } else if (key == "climb_starts") {
+        o.climb_starts = checked_int(value, key, 0, 1000);
+      } else if (key == "climb_steps") {
+        o.climb_steps = checked_int(value, key, 1, 1000);
+      } else if (key == "pair_moves") {
+        o.pair_moves = checked_int(value, key, 0, 1000000);
       } else {
-        throw invalid("unknown option '" + key + "' (known: explore, population, sample_size, children)");
+        throw invalid("unknown option '" + key +
+                      "' (known: explore, population, sample_size, children, climb_starts, climb_steps, pair_moves)");
       }
     }
     if (o.sample_size > o.population)
@@ -197,6 +217,7 @@ class EvolutionSearcher {
     for (size_t j = 0; j < num_params; ++j) {
       domains_.emplace_back(*params[j]);
       if (domains_.back().can_change()) mutable_params_.push_back(j);
+      climb_values_.push_back(cotune::candidate_values(*params[j], kClimbFloatBins, kClimbIntBins));
     }
   }
 
@@ -219,8 +240,11 @@ class EvolutionSearcher {
       breed(context, &pool);
       seen.assign(pool.scores.size(), 0);
       if (!seen.empty()) context.seen(pool.rows.data(), seen.size(), seen.data());
+      if (attempt == 0) climb_from_best(context, &pool);
       if (static_cast<size_t>(std::count(seen.begin(), seen.end(), 0)) >= n) break;
     }
+    seen.assign(pool.scores.size(), 0);
+    if (!seen.empty()) context.seen(pool.rows.data(), seen.size(), seen.data());
     std::vector<size_t> order(pool.scores.size());
     std::iota(order.begin(), order.end(), size_t{0});
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return pool.scores[a] > pool.scores[b]; });
@@ -312,7 +336,47 @@ class EvolutionSearcher {
     std::vector<double> rows;
     std::vector<double> scores;
     std::set<std::vector<double>> members;
+
+    void add(const std::vector<double>& row, double score) {
+      if (!std::isfinite(score) || !members.insert(row).second) return;
+      rows.insert(rows.end(), row.begin(), row.end());
+      scores.push_back(score);
+    }
   };
+
+  // Hill-climbs from the `climb_starts` best of the children and the population (measured members
+  // included: their neighbours are what is worth measuring next), by predicted score; every valid
+  // configuration met joins the pool.
+  void climb_from_best(const cotune::SearchContext& context, Pool* pool) {
+    const size_t d = domains_.size();
+    if (options_.climb_starts == 0) return;
+    std::vector<cotune::ScoredConfig> starts;
+    for (size_t i = 0; i < pool->scores.size(); ++i)
+      starts.push_back({std::vector<double>(pool->rows.begin() + i * d, pool->rows.begin() + (i + 1) * d),
+                        pool->scores[i]});
+    if (!population_.empty()) {
+      std::vector<double> rows;
+      for (const Member& m : population_) rows.insert(rows.end(), m.config.begin(), m.config.end());
+      std::vector<double> score(population_.size());
+      context.score(rows.data(), population_.size(), score.data());  // invalid ones score -inf
+      for (size_t i = 0; i < population_.size(); ++i)
+        if (std::isfinite(score[i])) starts.push_back({population_[i].config, score[i]});
+    }
+    const size_t count = std::min(starts.size(), static_cast<size_t>(options_.climb_starts));
+    std::partial_sort(starts.begin(), starts.begin() + static_cast<std::ptrdiff_t>(count), starts.end(),
+                      [](const cotune::ScoredConfig& a, const cotune::ScoredConfig& b) { return a.score > b.score; });
+    const cotune::HillClimber climber(context, climb_values_, static_cast<size_t>(options_.pair_moves));
+    std::vector<cotune::ScoredConfig> visited;
+    std::set<std::vector<double>> climbed;
+    std::vector<cotune::ScoredConfig> optima;
+    for (size_t s = 0; s < count; ++s)
+      if (climbed.insert(starts[s].config).second)
+        optima.push_back(climber.climb(starts[s], static_cast<size_t>(options_.climb_steps), rng_, &visited));
+    for (const auto& v : visited) pool->add(v.config, v.score);
+    // The local optima join the population (Lamarckian): later tournaments breed from them.
+    for (auto& o : optima)
+      if (climbed.insert(o.config).second) add_member({std::move(o.config), fitness_of(o.score), false});
+  }
 
   void add_member(Member m) {
     population_.push_back(std::move(m));
@@ -452,6 +516,7 @@ class EvolutionSearcher {
   Options options_;
   std::vector<Domain> domains_;
   std::vector<size_t> mutable_params_;
+  std::vector<std::vector<double>> climb_values_;  // per parameter: the values the hill climber tries
   std::mt19937_64 rng_;
   double explore_credit_ = 0;  // fractional exploration proposals carried to the next propose()
   std::deque<Member> population_;  // oldest first

@@ -3,13 +3,20 @@
 // discretised into bins). Each iteration samples a batch of configurations, rewards each with the
 // predictor's score normalised within the batch (invalid ones get the worst reward minus one), and
 // takes a REINFORCE step (Williams, 1992) with a moving-average baseline and an entropy bonus. The
-// best distinct unseen valid samples are proposed, plus a share of random exploration. Measured
-// trials reported through observe() take one more policy step, normalised within their batch.
+// policy finds the region of good configurations but rarely the very best one in it, so the best
+// samples (and the best of earlier proposals, kept as elites and scored again after each refit)
+// are then hill-climbed over one- and two-parameter changes (cotune/local_search.hpp). The best
+// distinct unseen valid configurations met are proposed, plus a share of random exploration.
+// Measured trials reported through observe() take one more policy step, normalised within their
+// batch.
 //
 // Options: "explore" (0.1), "batch" (samples per iteration, 64), "iterations" (per propose, 20),
 // "learning_rate" (0.5), "entropy" (bonus weight, 0.01), "baseline_decay" (0.9), "bins" (FLOAT
-// parameters, 16), "int_bins" (INT ranges wider than this are binned, 256).
+// parameters, 16), "int_bins" (INT ranges wider than this are binned, 256), "climb_starts"
+// (configurations hill-climbed per propose, 16; 0: none), "climb_steps" (moves per climb, 20),
+// "pair_moves" (two-parameter changes tried per move, at most; 2048).
 #include <cotune/cotune.hpp>
+#include <cotune/local_search.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -27,8 +34,9 @@
 namespace {
 
 constexpr const char* kId = "org.cotune.searcher.reinforce";
-constexpr int kStateVersion = 1;
+constexpr int kStateVersion = 2;  // 2 added the elites; a version 1 state loads without them
 constexpr int kMaxExtraPasses = 3;  // extra iterations blocks when the samples are all seen
+constexpr size_t kElites = 32;      // best configurations carried from one proposal to the next
 
 cotune::Error invalid(const std::string& message) {
   return cotune::Error(COTUNE_ERR_INVALID_ARGUMENT, std::string("reinforce searcher: ") + message);
@@ -62,11 +70,15 @@ struct Options {
   double baseline_decay = 0.9;
   int bins = 16;
   int int_bins = 256;
+  int climb_starts = 16;
+  int climb_steps = 20;
+  int pair_moves = 2048;
 
   nlohmann::json to_json() const {
     return {{"explore", explore},       {"batch", batch},   {"iterations", iterations},
             {"learning_rate", learning_rate}, {"entropy", entropy}, {"baseline_decay", baseline_decay},
-            {"bins", bins},             {"int_bins", int_bins}};
+            {"bins", bins},             {"int_bins", int_bins},
+            {"climb_starts", climb_starts}, {"climb_steps", climb_steps}, {"pair_moves", pair_moves}};
   }
 
   static Options parse(const nlohmann::json& j) {
@@ -81,62 +93,17 @@ struct Options {
       else if (key == "baseline_decay") o.baseline_decay = checked_number(value, key, 0, 1, false);
       else if (key == "bins") o.bins = static_cast<int>(checked_number(value, key, 2, 100000, true));
       else if (key == "int_bins") o.int_bins = static_cast<int>(checked_number(value, key, 2, 100000, true));
+      else if (key == "climb_starts") o.climb_starts = static_cast<int>(checked_number(value, key, 0, 1000, true));
+      else if (key == "climb_steps") o.climb_steps = static_cast<int>(checked_number(value, key, 1, 1000, true));
+      else if (key == "pair_moves") o.pair_moves = static_cast<int>(checked_number(value, key, 0, 1000000, true));
       else
         throw invalid("unknown option '" + key +
                       "' (known: explore, batch, iterations, learning_rate, entropy, baseline_decay, bins, "
-                      "int_bins)");
+                      "int_bins, climb_starts, climb_steps, pair_moves)");
     }
     return o;
   }
 };
-
-// `count` points spread evenly over [low, high] (geometrically when log_scale): bin centres, or
-// rounded and deduplicated integers.
-std::vector<double> spread(double low, double high, size_t count, bool log_scale, bool integer) {
-  const double a = log_scale ? std::log(low) : low, b = log_scale ? std::log(high) : high;
-  std::vector<double> out;
-  for (size_t i = 0; i < count; ++i) {
-    const double t = integer ? (count == 1 ? 0.0 : double(i) / double(count - 1)) : (double(i) + 0.5) / double(count);
-    double v = a + t * (b - a);
-    if (log_scale) v = std::exp(v);
-    if (integer) v = std::clamp(std::round(v), std::ceil(low), std::floor(high));
-    if (out.empty() || out.back() != v) out.push_back(v);
-  }
-  return out;
-}
-
-// The values one parameter's categorical distribution chooses among.
-std::vector<double> arms_of(const cotune_param& p, const Options& o) {
-  const std::string name(cotune::view(p.name));
-  const bool log_scale = (p.flags & COTUNE_PARAM_LOG_SCALE) != 0 && p.low > 0;
-  std::vector<double> arms;
-  switch (p.type) {
-    case COTUNE_PARAM_INT:
-      if (p.values != nullptr && p.num_values > 0) {
-        arms.assign(p.values, p.values + p.num_values);
-      } else if (std::floor(p.high) - std::ceil(p.low) + 1 <= o.int_bins) {
-        for (double v = std::ceil(p.low); v <= p.high; ++v) arms.push_back(v);
-      } else {
-        arms = spread(p.low, p.high, static_cast<size_t>(o.int_bins), log_scale, true);
-      }
-      break;
-    case COTUNE_PARAM_FLOAT:
-      if (!(p.low < p.high) || !std::isfinite(p.low) || !std::isfinite(p.high))
-        throw invalid("parameter '" + name + "': FLOAT needs finite bounds with low < high");
-      arms = spread(p.low, p.high, static_cast<size_t>(o.bins), log_scale, false);
-      break;
-    case COTUNE_PARAM_CATEGORICAL:
-      for (size_t k = 0; k < p.num_choices; ++k) arms.push_back(double(k));
-      break;
-    case COTUNE_PARAM_BOOL:
-      arms = {0, 1};
-      break;
-    default:
-      throw invalid("parameter '" + name + "' has unknown type " + std::to_string(p.type));
-  }
-  if (arms.empty()) throw invalid("parameter '" + name + "' has an empty domain");
-  return arms;
-}
 
 std::vector<double> softmax(const std::vector<double>& z) {
   const double top = *std::max_element(z.begin(), z.end());
@@ -154,7 +121,8 @@ class ReinforceSearcher {
         rng_(seed) {
     if (num_params == 0) throw invalid("the space has no parameters");
     for (size_t j = 0; j < num_params; ++j) {
-      arms_.push_back(arms_of(*params[j], options_));
+      arms_.push_back(cotune::candidate_values(*params[j], static_cast<size_t>(options_.bins),
+                                               static_cast<size_t>(options_.int_bins)));
       logits_.emplace_back(arms_.back().size(), 0.0);
     }
   }
@@ -170,16 +138,18 @@ class ReinforceSearcher {
 
     // Train, collecting every distinct valid sample with its score, until enough are unseen.
     Pool pool;
-    std::vector<int32_t> seen;
+    rescore_elites(context, &pool);
     for (int pass = 0; pass <= kMaxExtraPasses; ++pass) {
       for (int it = 0; it < options_.iterations; ++it) iterate(context, &pool);
-      seen.assign(pool.scores.size(), 0);
-      if (!seen.empty()) context.seen(pool.rows.data(), seen.size(), seen.data());
-      if (static_cast<size_t>(std::count(seen.begin(), seen.end(), 0)) >= n - explore) break;
+      if (pass == 0) climb_from_best(context, &pool);
+      if (count_unseen(context, pool) >= n - explore) break;
     }
+    std::vector<int32_t> seen(pool.scores.size(), 0);
+    if (!seen.empty()) context.seen(pool.rows.data(), seen.size(), seen.data());
     std::vector<size_t> order(pool.scores.size());
     std::iota(order.begin(), order.end(), size_t{0});
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return pool.scores[a] > pool.scores[b]; });
+    keep_elites(pool, order);
 
     std::set<std::vector<double>> batch;
     std::vector<double> picked;
@@ -223,7 +193,7 @@ class ReinforceSearcher {
                             {"num_params", arms_.size()},  {"arm_counts", arm_counts},
                             {"options", options_.to_json()}, {"explore_credit", explore_credit_},
                             {"baseline", baseline_},        {"rng", rng.str()},
-                            {"logits", logits_}};
+                            {"logits", logits_},            {"elites", elites_}};
     return state.dump();
   }
 
@@ -232,8 +202,9 @@ class ReinforceSearcher {
     try {
       if (!state.is_object() || state.value("searcher", "") != "reinforce")
         throw invalid("saved state: not a reinforce searcher state");
-      if (state.at("version").get<int>() != kStateVersion)
-        throw invalid("saved state: version " + state.at("version").dump() + ", expected " +
+      const int version = state.at("version").get<int>();
+      if (version != 1 && version != kStateVersion)
+        throw invalid("saved state: version " + state.at("version").dump() + ", expected 1 or " +
                       std::to_string(kStateVersion));
       const Options options = Options::parse(state.at("options"));
       const auto logits = state.at("logits").get<std::vector<std::vector<double>>>();
@@ -251,6 +222,10 @@ class ReinforceSearcher {
       const double credit = state.at("explore_credit").get<double>();
       if (!(credit >= 0 && credit < 1)) throw invalid("saved state: field 'explore_credit' must be in [0, 1)");
       const double baseline = state.at("baseline").get<double>();
+      std::vector<std::vector<double>> elites;
+      if (version >= 2) elites = state.at("elites").get<std::vector<std::vector<double>>>();
+      for (const auto& e : elites)
+        if (e.size() != arms_.size()) throw invalid("saved state: an elite configuration has the wrong length");
       std::mt19937_64 rng;  // NOLINT(cert-msc32-c,cert-msc51-cpp): its state is read from the saved one below
       std::istringstream in(state.at("rng").get<std::string>());
       in >> rng;
@@ -259,6 +234,7 @@ class ReinforceSearcher {
       logits_ = logits;
       explore_credit_ = credit;
       baseline_ = baseline;
+      elites_ = elites;
       rng_ = rng;
     } catch (const nlohmann::json::exception& e) {
       throw invalid(std::string("saved state: missing or mistyped field (") + e.what() + ")");
@@ -271,7 +247,61 @@ class ReinforceSearcher {
     std::vector<double> rows;
     std::vector<double> scores;
     std::set<std::vector<double>> members;
+
+    void add(const std::vector<double>& row, double score) {
+      if (!std::isfinite(score) || !members.insert(row).second) return;
+      rows.insert(rows.end(), row.begin(), row.end());
+      scores.push_back(score);
+    }
   };
+
+  // The elites kept from earlier proposals, scored again by the (refitted) predictor.
+  void rescore_elites(const cotune::SearchContext& context, Pool* pool) const {
+    const size_t d = arms_.size();
+    if (elites_.empty()) return;
+    std::vector<double> rows;
+    for (const auto& e : elites_) rows.insert(rows.end(), e.begin(), e.end());
+    std::vector<double> score(elites_.size());
+    context.score(rows.data(), elites_.size(), score.data());  // invalid rows score -inf and stay out
+    for (size_t i = 0; i < elites_.size(); ++i)
+      pool->add(std::vector<double>(rows.begin() + i * d, rows.begin() + (i + 1) * d), score[i]);
+  }
+
+  // Hill-climbs from the best `climb_starts` members of the pool (measured or not: the neighbours
+  // of a measured configuration are what is worth measuring next); every valid configuration met
+  // joins the pool.
+  void climb_from_best(const cotune::SearchContext& context, Pool* pool) {
+    const size_t d = arms_.size();
+    if (options_.climb_starts == 0 || pool->scores.empty()) return;
+    std::vector<size_t> order(pool->scores.size());
+    std::iota(order.begin(), order.end(), size_t{0});
+    const size_t starts = std::min(order.size(), static_cast<size_t>(options_.climb_starts));
+    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(starts), order.end(),
+                      [&](size_t a, size_t b) { return pool->scores[a] > pool->scores[b]; });
+    const cotune::HillClimber climber(context, arms_, static_cast<size_t>(options_.pair_moves));
+    std::vector<cotune::ScoredConfig> visited;
+    for (size_t s = 0; s < starts; ++s) {
+      const size_t i = order[s];
+      climber.climb({std::vector<double>(pool->rows.begin() + i * d, pool->rows.begin() + (i + 1) * d),
+                     pool->scores[i]},
+                    static_cast<size_t>(options_.climb_steps), rng_, &visited);
+    }
+    for (const auto& v : visited) pool->add(v.config, v.score);
+  }
+
+  size_t count_unseen(const cotune::SearchContext& context, const Pool& pool) const {
+    std::vector<int32_t> seen(pool.scores.size(), 0);
+    if (!seen.empty()) context.seen(pool.rows.data(), seen.size(), seen.data());
+    return static_cast<size_t>(std::count(seen.begin(), seen.end(), 0));
+  }
+
+  // Keeps the best distinct configurations of this proposal's pool for the next one.
+  void keep_elites(const Pool& pool, const std::vector<size_t>& order) {
+    const size_t d = arms_.size();
+    elites_.clear();
+    for (size_t r = 0; r < order.size() && elites_.size() < kElites; ++r)
+      elites_.emplace_back(pool.rows.begin() + order[r] * d, pool.rows.begin() + (order[r] + 1) * d);
+  }
 
   // Samples a batch from the policy, scores it and takes one REINFORCE step.
   void iterate(const cotune::SearchContext& context, Pool* pool) {
@@ -284,9 +314,9 @@ class ReinforceSearcher {
     for (size_t i = 0; i < b; ++i)
       for (size_t j = 0; j < d; ++j) {
         const double u = unit(rng_);
-        size_t k = 0;
-        for (double acc = probs[j][0]; k + 1 < probs[j].size() && u >= acc; acc += probs[j][++k]) {
-        }
+        size_t k = 0;  // inverse of the cumulative distribution at u
+        double acc = probs[j][0];
+        while (k + 1 < probs[j].size() && u >= acc) acc += probs[j][++k];
         picks[i][j] = k;
         rows[i * d + j] = arms_[j][k];
       }
@@ -301,11 +331,7 @@ class ReinforceSearcher {
     for (size_t i = 0, k = 0; i < b; ++i) {
       if (!ok[i]) continue;
       score[i] = valid_scores[k++];
-      std::vector<double> row(rows.begin() + i * d, rows.begin() + (i + 1) * d);
-      if (std::isfinite(score[i]) && pool->members.insert(row).second) {
-        pool->rows.insert(pool->rows.end(), row.begin(), row.end());
-        pool->scores.push_back(score[i]);
-      }
+      pool->add(std::vector<double>(rows.begin() + i * d, rows.begin() + (i + 1) * d), score[i]);
     }
     step(picks, rewards(score));
   }
@@ -391,6 +417,7 @@ class ReinforceSearcher {
   Options options_;
   std::vector<std::vector<double>> arms_;    // per parameter: the values its distribution picks from
   std::vector<std::vector<double>> logits_;  // per parameter: one logit per arm
+  std::vector<std::vector<double>> elites_;  // the best configurations of the last proposal's pool
   double baseline_ = 0;                      // moving average of the batch mean reward
   double explore_credit_ = 0;                // fractional exploration carried to the next propose()
   std::mt19937_64 rng_;
