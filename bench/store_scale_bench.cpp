@@ -1,12 +1,16 @@
 // A real study with a million finished trials: how long `cotune show` takes on it, how long
-// `cotune run` takes to resume it up to its first new proposal, and how long a predictor refit on
-// its history takes (krr with the analytic prior, through the host's Surrogate).
+// `cotune run` takes to resume it (to its first new proposal and to its end), and how long a
+// predictor refit on its history takes (krr with the analytic prior, through the host's Surrogate).
 //
-//   build/bin/store_scale_bench [TRIALS]        (default 1000000; `cotune` is looked up next to it)
+//   build/bin/store_scale_bench [TRIALS] [--study FILE] [--count] [--keep]
+//
+// TRIALS defaults to 1000000; `cotune` is looked up next to this program. --study replaces the
+// built-in study (an llm space; its budget is set to TRIALS + 3); --count only prints how many valid
+// configurations the study's space has; --keep leaves the store and study file in place.
 //
 // The study is created by `cotune run` itself (stopped with SIGINT after its first trial), then
-// filled with distinct configurations sampled from its own space (a co-design space over GPU counts
-// and types, large enough for a million), bulk-loaded in one transaction.
+// filled with distinct valid configurations of its own space -- every one is enumerated, and a
+// seeded shuffle picks TRIALS of them -- bulk-loaded in one transaction with synthetic tokens/s.
 #include <cotune/core/canonical_json.hpp>
 #include <cotune/core/registry.hpp>
 #include <cotune/core/store.hpp>
@@ -21,10 +25,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <random>
+#include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <unordered_set>
@@ -42,6 +52,21 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 
 std::string g_cotune, g_dir;
 
+// The built-in study: Mixtral 8x7B co-designed over 7 GPU counts (8 to 512, the 64-node cluster)
+// and 6 GPU types, expert parallelism included: 2,079,760 valid configurations. (A Llama-3 70B
+// co-design with a global batch of 1,024 has only 471,916 over these GPU types: its layouts need
+// GPU counts of the form 2^a or 5 * 2^a.)
+const char* const kStudy = R"({
+  "name": "scale",
+  "workload": {"model": {"preset": "mixtral-8x7b"}, "training": {"global_batch": 512},
+               "cluster": {"gpu": "h100-sxm", "nodes": 64, "gpus_per_node": 8}},
+  "space": {"name": "llm", "options": {
+    "gpus": [8, 16, 32, 64, 128, 256, 512],
+    "gpu": ["h100-sxm", "h200", "b200", "a100-80gb", "a100-40gb", "mi300x"]}},
+  "predictor": {"name": "krr", "prior": "analytic"}, "searcher": "random",
+  "executor": {"name": "sim", "options": {"noise": 0.05}},
+  "objective": {"metric": "tokens_per_s", "direction": "maximize"}, "parallel": 1, "seed": 1})";
+
 pid_t spawn(const std::vector<std::string>& args, const std::string& out) {
   std::fflush(stdout);  // or the child would print this process's buffered lines again
   pid_t pid = fork();
@@ -57,13 +82,34 @@ pid_t spawn(const std::vector<std::string>& args, const std::string& out) {
   return pid;
 }
 
-// Waits for the child; returns its exit status and its CPU seconds (user + system).
-std::pair<int, double> reap(pid_t pid) {
+struct Reaped {
+  int code = 0;
+  double cpu = 0;      // user + system seconds
+  double rss_mb = 0;   // peak resident set
+};
+
+Reaped reap(pid_t pid) {
   int status = 0;
   rusage ru{};
   wait4(pid, &status, 0, &ru);
-  double cpu = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), cpu};
+  Reaped r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.cpu = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
+  r.rss_mb = static_cast<double>(ru.ru_maxrss) / 1024.0;
+  return r;
+}
+
+// CPU seconds (user + system) a running child has used so far, from /proc/PID/stat.
+double cpu_so_far(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(in, line);
+  std::istringstream rest(line.substr(line.rfind(')') + 2));  // after "pid (comm) "
+  std::string field;
+  double ticks = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i)
+    if (i == 14 || i == 15) ticks += std::stod(field);  // utime, stime
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
 std::int64_t max_seq(const std::string& store, std::int64_t study) {
@@ -75,35 +121,113 @@ std::int64_t max_seq(const std::string& store, std::int64_t study) {
   return q->int64(0);
 }
 
-void timed_show(const std::vector<std::string>& args, const char* label) {
+void timed_show(const std::vector<std::string>& args, const std::string& label) {
   auto start = Clock::now();
-  auto [code, cpu] = reap(spawn(args, g_dir + "/show.out"));
+  Reaped r = reap(spawn(args, g_dir + "/show.out"));
   double wall = seconds_since(start);
-  std::printf("%-44s wall %7.2f s  CPU %7.2f s  (exit %d, %.1f MB of output)\n", label, wall, cpu, code,
-              static_cast<double>(fs::file_size(g_dir + "/show.out")) / 1e6);
+  std::printf("%-48s wall %7.2f s  CPU %7.2f s  peak RSS %6.0f MB  (exit %d, %.1f MB of output)\n", label.c_str(),
+              wall, r.cpu, r.rss_mb, r.code, static_cast<double>(fs::file_size(g_dir + "/show.out")) / 1e6);
+}
+
+// Every valid configuration of an llm space, in a seeded random order. The layouts are enumerated
+// with tp*pp*dp*cp == gpus (the space's first constraint, which prunes the product of the domains
+// by orders of magnitude); the space itself checks every candidate.
+std::vector<double> all_valid_configs(const Space& space, uint64_t seed) {
+  const size_t p = space.num_params();
+  auto index = [&](const char* name) {
+    for (size_t i = 0; i < p; ++i)
+      if (space.params()[i].name == name) return i;
+    throw std::runtime_error(std::string("the space has no parameter ") + name + " (an llm space is expected)");
+  };
+  const size_t tp = index("tp"), pp = index("pp"), dp = index("dp"), cp = index("cp"), gpus = index("gpus");
+  std::vector<std::vector<double>> domain(p);
+  for (size_t i = 0; i < p; ++i) domain[i] = space.params()[i].domain();
+  std::vector<size_t> rest;  // the parameters outside the layout, enumerated in full
+  for (size_t i = 0; i < p; ++i)
+    if (i != tp && i != pp && i != dp && i != cp && i != gpus) rest.push_back(i);
+
+  std::vector<double> valid, batch;
+  std::vector<int32_t> ok;
+  auto flush = [&] {
+    const size_t n = batch.size() / p;
+    ok.assign(n, 0);
+    space.check(batch.data(), n, ok.data());
+    for (size_t i = 0; i < n; ++i)
+      if (ok[i]) valid.insert(valid.end(), batch.begin() + i * p, batch.begin() + (i + 1) * p);
+    batch.clear();
+  };
+  std::vector<double> c(p);
+  std::vector<size_t> at(rest.size());
+  for (double g : domain[gpus])
+    for (double t : domain[tp])
+      for (double q : domain[pp])
+        for (double k : domain[cp]) {
+          const double d = g / (t * q * k);
+          if (d != std::floor(d) || std::find(domain[dp].begin(), domain[dp].end(), d) == domain[dp].end()) continue;
+          c[gpus] = g, c[tp] = t, c[pp] = q, c[cp] = k, c[dp] = d;
+          std::fill(at.begin(), at.end(), 0);
+          for (;;) {  // odometer over the other parameters
+            for (size_t r = 0; r < rest.size(); ++r) c[rest[r]] = domain[rest[r]][at[r]];
+            batch.insert(batch.end(), c.begin(), c.end());
+            if (batch.size() >= 65536 * p) flush();
+            size_t r = 0;
+            while (r < rest.size() && ++at[r] == domain[rest[r]].size()) at[r++] = 0;
+            if (r == rest.size()) break;
+          }
+        }
+  flush();
+  // Fisher-Yates over rows, so that any prefix is a uniform sample of the space.
+  std::mt19937_64 rng(seed);
+  const size_t n = valid.size() / p;
+  for (size_t i = n; i > 1; --i) {
+    const size_t j = std::uniform_int_distribution<size_t>(0, i - 1)(rng);
+    std::swap_ranges(valid.begin() + (i - 1) * p, valid.begin() + i * p, valid.begin() + j * p);
+  }
+  return valid;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::int64_t trials = argc > 1 ? std::atoll(argv[1]) : 1000000;
+  std::int64_t trials = 1000000;
+  std::string given_study;
+  bool count_only = false, keep = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--count") count_only = true;
+    else if (a == "--keep") keep = true;
+    else if (a == "--study" && i + 1 < argc) given_study = argv[++i];
+    else if (!a.empty() && a[0] != '-') trials = std::atoll(a.c_str());
+    else {
+      std::fprintf(stderr, "usage: store_scale_bench [TRIALS] [--study FILE] [--count] [--keep]\n");
+      return 2;
+    }
+  }
   g_cotune = (fs::canonical("/proc/self/exe").parent_path() / "cotune").string();
   std::string tmpl = (fs::temp_directory_path() / "cotune-scale-bench-XXXXXX").string();
   if (!mkdtemp(tmpl.data())) return 1;
   g_dir = tmpl;
-  const std::string store = g_dir + "/cotune.db", study_file = g_dir + "/scale.json";
-  nlohmann::json doc = nlohmann::json::parse(R"({
-    "name": "scale",
-    "workload": {"model": {"preset": "llama3-70b"}, "training": {"global_batch": 1024},
-                 "cluster": {"gpu": "h100-sxm", "nodes": 64, "gpus_per_node": 8}},
-    "space": {"name": "llm", "options": {
-      "gpus": [32, 64, 96, 128, 160, 192, 256, 320, 384, 448, 512, 640, 768, 896, 1024],
-      "gpu": ["h100-sxm", "h200", "b200", "a100-80gb", "a100-40gb", "mi300x"]}},
-    "predictor": {"name": "krr", "prior": "analytic"}, "searcher": "random",
-    "executor": {"name": "sim", "options": {"noise": 0.05}},
-    "objective": {"metric": "tokens_per_s", "direction": "maximize"}, "parallel": 1, "seed": 1})");
+  const std::string store = g_dir + "/cotune.db", study_file = g_dir + "/study.json";
+  nlohmann::json doc = given_study.empty() ? nlohmann::json::parse(kStudy)
+                                           : nlohmann::json::parse(std::ifstream(given_study));
   doc["budget"] = {{"trials", trials + 3}};
   std::ofstream(study_file) << doc.dump(2);
+
+  StudySpec spec = load_study_file(study_file);
+  Registry registry;
+  load_study_plugins(registry, spec);
+  std::unique_ptr<Space> space = make_study_space(registry, spec);
+  const size_t p = space->num_params();
+  auto enum_start = Clock::now();
+  std::vector<double> all = all_valid_configs(*space, 7);
+  const size_t space_size = all.size() / p;
+  std::printf("study '%s': %zu valid configurations in its space (enumerated in %.1f s)\n", spec.name.c_str(),
+              space_size, seconds_since(enum_start));
+  if (count_only || static_cast<std::int64_t>(space_size) < trials + 3) {
+    if (!count_only) std::printf("the space is smaller than %lld trials + 3 new ones; stopping\n", static_cast<long long>(trials));
+    fs::remove_all(g_dir);
+    return count_only ? 0 : 1;
+  }
 
   // 1. The study, created by cotune itself.
   pid_t first = spawn({"run", study_file, "--store", store, "-q"}, g_dir + "/first.out");
@@ -111,7 +235,7 @@ int main(int argc, char** argv) {
   for (;;) {
     if (fs::exists(store)) {
       Store s(store);
-      if (auto st = s.find_study("scale")) {
+      if (auto st = s.find_study(spec.name)) {
         study_id = st->id;
         if (max_seq(store, study_id) >= 1) break;
       }
@@ -121,94 +245,89 @@ int main(int argc, char** argv) {
   kill(first, SIGINT);
   reap(first);
 
-  // 2. Distinct configurations from the study's own space, bulk-loaded.
-  StudySpec spec = load_study_file(study_file);
-  Registry registry;
-  load_study_plugins(registry, spec);
-  std::unique_ptr<Space> space = make_study_space(registry, spec);
-  const size_t p = space->num_params();
+  // 2. Distinct valid configurations from the study's own space (a shuffled enumeration, minus what
+  //    cotune already measured), bulk-loaded with synthetic values.
   std::vector<double> configs;  // kept for the refit
   std::vector<double> values;
   auto load_start = Clock::now();
+  std::int64_t seq = 0;
   {
     sqlite::Database db(store, SQLITE_OPEN_READWRITE);
     std::unordered_set<std::string> seen;
-    for (const TrialRecord& t : Store(store).trials(study_id)) seen.insert(space->key(space->parse(t.config_json).data()));
-    std::int64_t seq = max_seq(store, study_id);
+    for (const TrialRecord& t : Store(store).trials(study_id)) seen.insert(t.config_key);
+    seq = max_seq(store, study_id);
     db.exec("PRAGMA synchronous = NORMAL; BEGIN IMMEDIATE");
     auto insert = db.prepare(
         "INSERT INTO trials (study_id, seq, config_key, config_json, status, metrics_json, objective, "
         "executor, attempts, created_at, started_at, finished_at) "
         "VALUES (?1, ?2, ?3, ?4, 'ok', ?5, ?6, 'sim', 1, ?7, ?7, ?8)");
-    std::vector<double> batch(4096 * p);
-    uint64_t round = 0;
-    size_t dry_rounds = 0;
-    while (seq < trials && dry_rounds < 200) {
-      size_t got = space->sample(1000 + round++, 4096, batch.data());
-      size_t fresh = 0;
-      for (size_t i = 0; i < got && seq < trials; ++i) {
-        const double* c = batch.data() + i * p;
-        if (!seen.insert(space->key(c)).second) continue;
-        ++fresh;
-        ++seq;
-        const std::string config_json = space->render(c, COTUNE_RENDER_JSON);
-        const double tokens = 1e5 * (1.0 + static_cast<double>(seq % 977) / 977.0);
-        insert->bind(1, study_id);
-        insert->bind(2, seq);
-        insert->bind(3, config_key(nlohmann::json::parse(config_json)));
-        insert->bind(4, config_json);
-        insert->bind(5, nlohmann::json{{"tokens_per_s", tokens}}.dump());
-        insert->bind(6, tokens);
-        insert->bind(7, 1.7e9 + static_cast<double>(seq));
-        insert->bind(8, 1.7e9 + static_cast<double>(seq) + 0.5);
-        insert->step();
-        insert->reset();
-        configs.insert(configs.end(), c, c + p);
-        values.push_back(tokens);
-      }
-      dry_rounds = fresh == 0 ? dry_rounds + 1 : 0;
+    configs.reserve(static_cast<size_t>(trials) * p);
+    values.reserve(static_cast<size_t>(trials));
+    for (size_t i = 0; i < space_size && seq < trials; ++i) {
+      const double* c = all.data() + i * p;
+      const std::string config_json = space->render(c, COTUNE_RENDER_JSON);
+      std::string key = config_key(nlohmann::json::parse(config_json));
+      if (!seen.insert(key).second) continue;
+      ++seq;
+      // Synthetic but deterministic and varied: a value per trial, not a model of the configuration.
+      const double tokens = 1e5 * (1.0 + static_cast<double>(seq % 977) / 977.0);
+      insert->bind(1, study_id);
+      insert->bind(2, seq);
+      insert->bind(3, key);
+      insert->bind(4, config_json);
+      insert->bind(5, nlohmann::json{{"tokens_per_s", tokens}}.dump());
+      insert->bind(6, tokens);
+      insert->bind(7, 1.7e9 + static_cast<double>(seq));
+      insert->bind(8, 1.7e9 + static_cast<double>(seq) + 0.5);
+      insert->step();
+      insert->reset();
+      configs.insert(configs.end(), c, c + p);
+      values.push_back(tokens);
     }
     db.exec("COMMIT");
-    std::printf("study 'scale': %lld finished trials (bulk load %.1f s), store %.0f MB\n",
-                static_cast<long long>(seq), seconds_since(load_start), static_cast<double>(fs::file_size(store)) / 1e6);
   }
+  std::vector<double>().swap(all);
+  std::printf("study '%s': %lld finished trials (bulk load %.1f s), store %.0f MB\n", spec.name.c_str(),
+              static_cast<long long>(seq), seconds_since(load_start), static_cast<double>(fs::file_size(store)) / 1e6);
   const std::int64_t loaded = max_seq(store, study_id);
 
   // 3. Readers.
   timed_show({"show", "--store", store}, "cotune show (list of studies)");
-  timed_show({"show", "scale", "--store", store}, "cotune show scale (one study)");
+  timed_show({"show", spec.name, "--store", store, "--limit", "20"}, "cotune show STUDY --limit 20");
+  timed_show({"show", spec.name, "--store", store, "--limit", "0"}, "cotune show STUDY --limit 0 (every trial)");
 
-  // 4. Resume up to the first new proposal (its trial record), then stop it.
+  // 4. Resume: the time to its first new proposal (a new trial record), then to its end (3 new trials).
   auto start = Clock::now();
   pid_t resume = spawn({"run", study_file, "--store", store}, g_dir + "/resume.out");
-  bool proposed = true;
+  bool ended = false;
   while (max_seq(store, study_id) <= loaded) {
-    if (waitpid(resume, nullptr, WNOHANG) == resume) {
-      // Every configuration the searcher can reach is measured: the run ended after its refit and
-      // its proposal rounds, which bounds the time to a first proposal from above.
-      proposed = false;
+    if (waitpid(resume, nullptr, WNOHANG | WNOWAIT) == resume) {
+      ended = true;  // ended without proposing anything
       break;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  double resume_wall = seconds_since(start);
-  if (proposed) {
-    kill(resume, SIGKILL);
-    auto [code, cpu] = reap(resume);
-    std::printf("%-44s wall %7.2f s  (CPU until killed %.2f s)\n", "cotune run: resume to the first new proposal",
-                resume_wall, cpu);
-  } else {
-    std::printf("%-44s wall %7.2f s  (nothing left to propose: refit, proposal rounds, summary, report)\n",
-                "cotune run: resume to its end", resume_wall);
-  }
+  const double first_wall = seconds_since(start);
+  const double first_cpu = ended ? 0 : cpu_so_far(resume);
+  Reaped r = reap(resume);
+  const double end_wall = seconds_since(start);
+  if (!ended)
+    std::printf("%-48s wall %7.2f s  CPU %7.2f s\n", "cotune run: resume to its first new proposal", first_wall, first_cpu);
+  else std::printf("cotune run proposed nothing new\n");
+  std::printf("%-48s wall %7.2f s  CPU %7.2f s  peak RSS %6.0f MB  (exit %d, %lld trials now)\n",
+              "cotune run: resume to its end", end_wall, r.cpu, r.rss_mb, r.code,
+              static_cast<long long>(max_seq(store, study_id)));
 
   // 5. A predictor refit on the whole history.
   std::unique_ptr<Predictor> predictor = registry.make_predictor("krr", surrogate_predictor_options("", "/predictor/options"));
   Surrogate surrogate(*space, *predictor, "tokens_per_s", true, configs.data());
   auto fit_start = Clock::now();
+  std::clock_t fit_cpu = std::clock();
   surrogate.fit(configs.data(), values.size(), values.data());
-  std::printf("%-44s wall %7.2f s  (%zu rows given, %zu fitted)\n", "refit krr + analytic prior on the history",
-              seconds_since(fit_start), values.size(), surrogate.fitted_rows());
-  fs::remove_all(g_dir);
+  std::printf("%-48s wall %7.2f s  CPU %7.2f s  (%zu rows given, %zu fitted)\n", "refit krr + analytic prior on the history",
+              seconds_since(fit_start), static_cast<double>(std::clock() - fit_cpu) / CLOCKS_PER_SEC, values.size(),
+              surrogate.fitted_rows());
+  if (keep) std::printf("kept: %s (store cotune.db, study study.json)\n", g_dir.c_str());
+  else fs::remove_all(g_dir);
   return 0;
 }

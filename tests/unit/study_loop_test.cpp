@@ -1,6 +1,6 @@
 // The study loop through the real plugins (llm space, sim executor, krr predictor, random and
 // reinforce searchers) and a real store: budget and stopping rules, stop and resume, failed history
-// never proposed again, constraints and the Pareto front.
+// never proposed again, constraints, the Pareto front and the recommended configuration.
 #include <cotune/core/canonical_json.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/objective.hpp>
@@ -10,13 +10,16 @@
 #include <cotune/core/study_report.hpp>
 #include <cotune/core/study_runner.hpp>
 #include <cotune/core/study_setup.hpp>
+#include <cotune/core/surrogate.hpp>
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <set>
+#include <stdexcept>
 
 namespace cotune::core {
 namespace {
@@ -87,6 +90,19 @@ class StudyLoop : public ::testing::Test {
 
   std::string dir_, store_path_;
 };
+
+// The recommended configuration of a run must be one of its measured feasible trials.
+const TrialRecord& recommended_trial(const RecommendedConfig& rec, const std::vector<TrialRecord>& ts) {
+  auto it = std::find_if(ts.begin(), ts.end(), [&](const TrialRecord& t) { return t.id == rec.trial_id; });
+  EXPECT_NE(it, ts.end()) << "the recommended trial " << rec.trial_id << " is not a trial of the study";
+  if (it == ts.end()) throw std::runtime_error("no such trial");
+  EXPECT_EQ(it->seq, rec.seq);
+  EXPECT_EQ(it->status, TrialStatus::ok);
+  EXPECT_TRUE(it->objective.has_value()) << "the recommended trial is infeasible";
+  EXPECT_EQ(it->objective, rec.measured);
+  EXPECT_EQ(it->config_key, config_key(json::parse(rec.config_json)));
+  return *it;
+}
 
 TEST_F(StudyLoop, RunsExactlyTheTrialBudgetAndRecordsEachTrial) {
   StudySpec s = spec(study("budget", {{"trials", 10}}));
@@ -232,6 +248,9 @@ TEST_F(StudyLoop, StopRequestStopsCleanlyAndTheNextRunResumes) {
   std::vector<TrialRecord> after = trials("resume");
   expect_distinct(after);
   EXPECT_EQ(counted(after), 14);
+  // The recommendation weighs the trials of both runs.
+  ASSERT_TRUE(second.recommended_config.has_value());
+  recommended_trial(*second.recommended_config, after);
   // Nothing measured in the first run was lost or measured again.
   for (const TrialRecord& t : before) {
     if (!is_finished(t.status)) continue;
@@ -271,6 +290,7 @@ TEST_F(StudyLoop, TwoObjectivesKeepTheParetoFront) {
   StudySpec s = spec(doc);
   RunResult r = run(s);
   EXPECT_EQ(r.counted_trials, 24);
+  EXPECT_FALSE(r.recommended_config.has_value()) << "two objectives: the Pareto front is the answer";
   std::vector<TrialRecord> ts = trials("pareto");
   std::vector<RankedTrial> front = best_trials(ts, s.objectives, 5);
   ASSERT_FALSE(front.empty());
@@ -287,6 +307,74 @@ TEST_F(StudyLoop, TwoObjectivesKeepTheParetoFront) {
     for (const TrialRecord& u : ts) dominated = dominated || dominates(values(u), values(t));
     EXPECT_EQ(on_front.count(t.seq) == 1, !dominated) << "trial " << t.seq;
   }
+}
+
+TEST_F(StudyLoop, RecommendsTheMeasuredFeasibleTrialThePredictorRanksBest) {
+  json doc = study("recommend", {{"trials", 30}}, "random");
+  doc["executor"]["options"] = {{"noise", 0.3}, {"seed", 4}};
+  doc["objective"]["constraints"] = json::array({{{"metric", "peak_mem_gib"}, {"max", 60}}});
+  StudySpec s = spec(doc);
+  RunResult r = run(s);
+  ASSERT_TRUE(r.recommended_config.has_value());
+  const RecommendedConfig& rec = *r.recommended_config;
+  std::vector<TrialRecord> ts = trials("recommend");
+  const TrialRecord& chosen = recommended_trial(rec, ts);
+  ASSERT_TRUE(rec.predicted.has_value()) << "with the analytic prior every configuration has an estimate";
+
+  // A surrogate of its own, fitted on the same measurements in the order the loop learnt them,
+  // ranks the recommended trial first among the measured feasible trials.
+  Registry registry;
+  load_study_plugins(registry, s);
+  auto space = make_study_space(registry, s);
+  auto predictor = registry.make_predictor("krr", surrogate_predictor_options(s.predictor.options.dump(), "test"));
+  std::vector<double> probe(space->num_params());
+  ASSERT_EQ(space->sample(s.seed, 1, probe.data()), 1u);
+  Surrogate surrogate(*space, *predictor, "tokens_per_s", true, probe.data());
+  std::vector<TrialRecord> by_end = ts;
+  std::stable_sort(by_end.begin(), by_end.end(), [](const TrialRecord& a, const TrialRecord& b) {
+    return a.finished_at.value_or(0) < b.finished_at.value_or(0);
+  });
+  std::vector<double> train, values, feasible;
+  std::vector<std::int64_t> feasible_ids;
+  for (const TrialRecord& t : by_end) {
+    if (t.status != TrialStatus::ok) continue;
+    std::vector<double> c = space->parse(t.config_json);
+    train.insert(train.end(), c.begin(), c.end());
+    values.push_back(*metric_value(*t.metrics_json, "tokens_per_s"));
+    if (!t.objective) continue;
+    feasible.insert(feasible.end(), c.begin(), c.end());
+    feasible_ids.push_back(t.id);
+  }
+  ASSERT_GT(feasible_ids.size(), 1u);
+  ASSERT_LT(feasible_ids.size(), values.size()) << "the constraint should leave some trials infeasible";
+  surrogate.fit(train.data(), values.size(), values.data());
+  std::vector<double> predicted(feasible_ids.size());
+  surrogate.predict(feasible.data(), feasible_ids.size(), predicted.data(), nullptr);
+  const size_t k = static_cast<size_t>(std::find(feasible_ids.begin(), feasible_ids.end(), chosen.id) - feasible_ids.begin());
+  ASSERT_LT(k, feasible_ids.size());
+  EXPECT_NEAR(predicted[k], *rec.predicted, 1e-9 * *rec.predicted);
+  for (size_t i = 0; i < predicted.size(); ++i)
+    EXPECT_LE(predicted[i], predicted[k] * (1 + 1e-9)) << "trial " << feasible_ids[i] << " is estimated better";
+  // With these seeds noise lifts a trial's measurement above the one estimated best (by about 10 %
+  // of the estimates): the recommendation is not merely the best measured trial.
+  EXPECT_NE(best_trials(ts, s.objectives, 1).front().trial.id, chosen.id);
+}
+
+TEST_F(StudyLoop, WithoutNoiseTheRecommendedIsTheBestMeasured) {
+  json doc = study("exact", {{"trials", 20}}, "random");
+  doc["executor"]["options"] = {{"noise", 0}};
+  StudySpec s = spec(doc);
+  RunResult r = run(s);
+  ASSERT_TRUE(r.recommended_config.has_value());
+  const RecommendedConfig& rec = *r.recommended_config;
+  std::vector<TrialRecord> ts = trials("exact");
+  recommended_trial(rec, ts);
+  std::vector<RankedTrial> best = best_trials(ts, s.objectives, 1);
+  ASSERT_EQ(best.size(), 1u);
+  EXPECT_EQ(rec.measured, best.front().values[0]);
+  // The simulator measures the performance model itself: the prior's estimate is the measurement.
+  ASSERT_TRUE(rec.predicted.has_value());
+  EXPECT_NEAR(*rec.predicted, rec.measured, 1e-9 * rec.measured);
 }
 
 TEST_F(StudyLoop, UnknownPluginIsAClearError) {

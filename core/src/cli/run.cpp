@@ -18,10 +18,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "cli/command.hpp"
+#include "study/progress.hpp"
 
 namespace cotune::cli {
 namespace {
@@ -56,6 +58,25 @@ class StopSignals {
   struct sigaction old_int_ {}, old_term_ {};
 };
 
+// The recommended configuration (RecommendedConfig), only when it is not the best measured one.
+void print_recommended(const StudySpec& spec, const RunResult& result, const std::vector<RankedTrial>& best,
+                       const Space& space) {
+  if (!result.recommended_config || best.empty()) return;
+  const RecommendedConfig& r = *result.recommended_config;
+  if (r.trial_id == best.front().trial.id) return;
+  std::vector<double> config = space.parse(r.config_json);
+  std::string estimate = r.predicted ? ", " + compact_number(*r.predicted) + " estimated" : "";
+  std::printf("\nrecommended (best by the predictor's denoised estimate):\n");
+  std::printf("  trial %lld: %s %s measured%s; %s\n", static_cast<long long>(r.seq),
+              spec.objectives.front().metric.c_str(), compact_number(r.measured).c_str(), estimate.c_str(),
+              config_summary(space, config.data()).c_str());
+  const int32_t format = render_format_code(spec.format);
+  std::string args;
+  if (format == COTUNE_RENDER_JSON || !space.try_render(config.data(), format, &args)) return;
+  std::istringstream lines(args);
+  for (std::string l; std::getline(lines, l);) std::printf("      %s\n", l.c_str());
+}
+
 void print_summary(const StudySpec& spec, const RunResult& result, const std::string& store_path) {
   Store store(store_path);
   std::optional<StudyRecord> study = store.study(result.study_id);
@@ -70,7 +91,10 @@ void print_summary(const StudySpec& spec, const RunResult& result, const std::st
   Registry registry;
   load_study_plugins(registry, spec);
   std::unique_ptr<Space> space = make_study_space(registry, spec);
-  print_best_table(stdout, best_trials(trials, spec.objectives, kBestShown), spec, *space);
+  std::vector<RankedTrial> best = best_trials(trials, spec.objectives, kBestShown);
+  print_best_table(stdout, best, spec, *space);
+  print_recommended(spec, result, best, *space);
+  std::vector<TrialRecord>().swap(trials);  // the report reads the study itself: not twice in memory
   std::string abs_store = std::filesystem::absolute(store_path).lexically_normal().string();
   std::printf("\nstore: %s\n", abs_store.c_str());
   std::printf("details: cotune show '%s' --store %s\n", spec.name.c_str(), abs_store.c_str());
@@ -99,8 +123,10 @@ int run(int argc, char** argv) {
   }
   if (vm.count("help")) {
     std::cout << opts
-              << "\nRuns the study to the end of its budget and prints the best configurations. On a\n"
-                 "terminal a live line shows the progress; otherwise one line per finished trial.\n"
+              << "\nRuns the study to the end of its budget and prints the best configurations, and\n"
+                 "(one objective) the recommended one when it is another: the measured feasible\n"
+                 "configuration the predictor's denoised estimate ranks best. On a terminal a live\n"
+                 "line shows the progress; otherwise one line per finished trial.\n"
                  "Ctrl-C stops cleanly (exit 130); the same command resumes the study.\n";
     return 0;
   }

@@ -1,5 +1,5 @@
-// `cotune show [STUDY] [--store FILE]`: without a study, lists the studies of the store; with one,
-// prints its trials and best configurations (the Pareto front for two objectives).
+// `cotune show [STUDY] [--store FILE] [--limit N]`: without a study, lists the studies of the store;
+// with one, prints its latest trials and best configurations (the Pareto front for two objectives).
 #include <cotune/core/errors.hpp>
 #include <cotune/core/objective.hpp>
 #include <cotune/core/store.hpp>
@@ -8,6 +8,7 @@
 
 #include <boost/program_options.hpp>
 
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -21,6 +22,9 @@ namespace po = boost::program_options;
 using namespace cotune::core;
 
 constexpr size_t kBestShown = 5;
+// Trials shown by default: a long study's full table (144 MB of text for a million trials) is for
+// `--limit 0` or `cotune export`, not for a terminal.
+constexpr std::int64_t kDefaultLimit = 100;
 
 std::string metric_of(const StudyRecord& s) {
   nlohmann::json objectives = nlohmann::json::parse(s.objective_json, nullptr, false);
@@ -43,7 +47,7 @@ void list_studies(Store& store) {
   }
 }
 
-void show_study(Store& store, const std::string& name) {
+void show_study(Store& store, const std::string& name, std::int64_t limit) {
   std::optional<StudyRecord> study = store.find_study(name);
   if (!study) throw UserError("store " + store.path() + ": no study named '" + name + "' (cotune show lists them)");
   StudySpec spec = spec_from_store(*study);
@@ -67,8 +71,14 @@ void show_study(Store& store, const std::string& name) {
   }
 
   const std::string& metric = spec.objectives.front().metric;
+  // The latest `limit` trials (all when 0); the best table below still covers every trial.
+  const size_t shown = limit > 0 ? static_cast<size_t>(limit) : trials.size();
+  const size_t skipped = trials.size() > shown ? trials.size() - shown : 0;
   std::printf("\n%-5s %-12s %-12s %-12s %s\n", "TRIAL", "STATUS", metric.c_str(), "PREDICTED", "CONFIGURATION / NOTE");
-  for (const TrialRecord& t : trials) {
+  if (skipped > 0)
+    std::printf("(%zu earlier trials not shown; --limit 0 shows all %zu)\n", skipped, trials.size());
+  for (size_t i = skipped; i < trials.size(); ++i) {
+    const TrialRecord& t = trials[i];
     std::string status(to_string(t.status));
     // A trial left in flight by a stopped study is resumed by the next `cotune run`.
     if (!is_finished(t.status) && study->status != StudyStatus::running) status = "interrupted";
@@ -91,8 +101,10 @@ void show_study(Store& store, const std::string& name) {
 int run(int argc, char** argv) {
   po::options_description opts("cotune show [STUDY] [options]");
   std::string name, store_path = kDefaultStorePath;
+  std::int64_t limit = kDefaultLimit;
   opts.add_options()("help,h", "show this help")("store", po::value(&store_path),
-                                                  "the study store (default: ./cotune.db)");
+                                                  "the study store (default: ./cotune.db)")(
+      "limit", po::value(&limit), "with STUDY: show its latest N trials (default 100; 0: all)");
   po::options_description hidden;
   hidden.add_options()("study", po::value(&name));
   po::options_description all;
@@ -106,16 +118,17 @@ int run(int argc, char** argv) {
   } catch (const po::error& e) {
     throw UserError(e.what());
   }
+  if (limit < 0) throw UserError("--limit: expected 0 (all trials) or a positive number, got " + std::to_string(limit));
   if (vm.count("help")) {
-    std::cout << opts << "\nWithout STUDY: the studies of the store. With STUDY: its trials and best\n"
-                         "configurations (the Pareto front when it has two objectives).\n";
+    std::cout << opts << "\nWithout STUDY: the studies of the store. With STUDY: its latest trials and best\n"
+                         "configurations (the Pareto front when it has two objectives), over all its trials.\n";
     return 0;
   }
   Store::Options store_options;
   store_options.create = false;
   Store store(store_path, store_options);
   if (name.empty()) list_studies(store);
-  else show_study(store, name);
+  else show_study(store, name, limit);
   return 0;
 }
 

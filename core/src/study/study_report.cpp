@@ -10,31 +10,41 @@ namespace cotune::core {
 
 std::vector<RankedTrial> best_trials(const std::vector<TrialRecord>& trials, const std::vector<ObjectiveSpec>& objectives,
                                      size_t limit) {
-  std::vector<RankedTrial> feasible;
-  for (const TrialRecord& t : trials) {
+  // Indices and values first; only the records returned are copied (a study may hold a million).
+  std::vector<size_t> feasible;
+  std::vector<std::vector<double>> values;
+  for (size_t i = 0; i < trials.size(); ++i) {
+    const TrialRecord& t = trials[i];
     if (t.status != TrialStatus::ok || !t.metrics_json) continue;
     Evaluation e = evaluate(objectives, nlohmann::json::parse(*t.metrics_json, nullptr, false));
-    if (e.feasible) feasible.push_back({t, e.values});
+    if (!e.feasible) continue;
+    feasible.push_back(i);
+    values.push_back(std::move(e.values));
   }
   const Direction first = objectives.front().direction;
-  auto order = [&](const RankedTrial& a, const RankedTrial& b) {
-    if (better(a.values[0], b.values[0], first)) return true;
-    if (better(b.values[0], a.values[0], first)) return false;
-    return a.trial.seq < b.trial.seq;
+  auto order = [&](size_t a, size_t b) {  // positions in `feasible`
+    if (better(values[a][0], values[b][0], first)) return true;
+    if (better(values[b][0], values[a][0], first)) return false;
+    return trials[feasible[a]].seq < trials[feasible[b]].seq;
   };
+  std::vector<size_t> picked;
   if (objectives.size() > 1) {
-    std::vector<std::vector<double>> points;
     std::vector<Direction> directions;
     for (const ObjectiveSpec& o : objectives) directions.push_back(o.direction);
-    for (const RankedTrial& r : feasible) points.push_back(r.values);
-    std::vector<RankedTrial> front;
-    for (size_t i : pareto_front(points, directions)) front.push_back(feasible[i]);
-    std::sort(front.begin(), front.end(), order);
-    return front;
+    picked = pareto_front(values, directions);
+    std::sort(picked.begin(), picked.end(), order);
+  } else {
+    picked.resize(feasible.size());
+    for (size_t k = 0; k < picked.size(); ++k) picked[k] = k;
+    // A total order (ties go to the earlier trial): the first `limit` are those a full sort gives.
+    const size_t keep = std::min(limit, picked.size());
+    std::partial_sort(picked.begin(), picked.begin() + static_cast<std::ptrdiff_t>(keep), picked.end(), order);
+    picked.resize(keep);
   }
-  std::sort(feasible.begin(), feasible.end(), order);
-  if (feasible.size() > limit) feasible.resize(limit);
-  return feasible;
+  std::vector<RankedTrial> out;
+  out.reserve(picked.size());
+  for (size_t k : picked) out.push_back({trials[feasible[k]], values[k]});
+  return out;
 }
 
 std::string render_stored_config(const Space& space, const std::string& config_json, int32_t format) {

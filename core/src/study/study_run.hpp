@@ -1,6 +1,7 @@
 // One invocation of the study loop (study_runner.hpp): the components, the store, the trials in
 // flight and the bookkeeping between them. Setup and resume live in study_run_setup.cpp, the loop
-// in study_run_loop.cpp, submitting and committing trials in study_run_trials.cpp.
+// in study_run_loop.cpp, submitting and committing trials in study_run_trials.cpp, the recommended
+// configuration in study_run_recommend.cpp.
 #ifndef COTUNE_STUDY_STUDY_RUN_HPP_
 #define COTUNE_STUDY_STUDY_RUN_HPP_
 
@@ -41,6 +42,15 @@ struct RunningTrial {
   bool start_recorded = true;     // its external job id is in the store (see record_starts)
 };
 
+// Where a training row came from: a measured feasible trial of this study may be recommended
+// (see RecommendedConfig); infeasible trials and the workload's history only teach the surrogate.
+struct TrainingRowOrigin {
+  bool feasible = false;
+  std::int64_t trial_id = 0;
+  std::int64_t seq = 0;
+  double objective = 0;
+};
+
 // One finished trial as the searcher hears of it.
 struct Observation {
   std::int64_t seq = 0;
@@ -61,20 +71,23 @@ class StudyRun {
   void open_study();
   void restore();
   void restore_history();
-  void restore_searcher(const std::vector<TrialRecord>& finished);
-  void add_training(const double* config, const std::string& metrics_json);
+  void restore_searcher(const std::vector<TrialRecord>& finished, const std::vector<double>& configs);
+  void add_training(const double* config, const std::string& metrics_json, const TrainingRowOrigin& origin = {});
 
   // the loop (study_run_loop.cpp)
   void loop();
   void handle_stop_requests();
   void check_budget(double elapsed_s);
   void fill_slots();
-  void refit();
+  void refit(bool every_row = false);  // every_row: fit now if any row arrived since the last fit
   void cancel_all();
   void observe(const std::vector<Observation>& batch);
   void save_searcher_state();
   ProgressState progress_state() const;
   double elapsed_s() const;
+
+  // the recommended configuration at the end of a run (study_run_recommend.cpp)
+  std::optional<RecommendedConfig> recommend();
 
   // trials (study_run_trials.cpp)
   std::vector<RunningTrial> propose(size_t n);
@@ -108,6 +121,7 @@ class StudyRun {
   std::unordered_set<std::string> seen_;  // Space::key of everything measured, in flight or in history
   std::vector<double> train_configs_;     // measured configurations (row-major) ...
   std::vector<double> train_values_;      // ... and their objective metric
+  std::vector<TrainingRowOrigin> train_origins_;  // ... and where each came from
   size_t fitted_on_ = SIZE_MAX;           // training rows at the last refit
   std::set<std::int64_t> observed_;       // trials the searcher has been told about
   std::vector<RunningTrial> running_;

@@ -108,12 +108,14 @@ void StudyRun::cancel_all() {
   }
 }
 
-void StudyRun::refit() {
+void StudyRun::refit(bool every_row) {
   // A refit costs more as the data grows (krr's leave-one-out search, an MLP's epochs), while one more
   // row changes the fit less. So refit at every new row while the data is small, and once it has grown
   // by 1/32 (about 3 %) beyond that: the amortised cost per proposal stays flat as history grows.
   const size_t rows = train_values_.size();
-  if (fitted_on_ != SIZE_MAX && rows < fitted_on_ + std::max<size_t>(1, fitted_on_ / 32)) return;
+  if (every_row ? rows == fitted_on_
+                : fitted_on_ != SIZE_MAX && rows < fitted_on_ + std::max<size_t>(1, fitted_on_ / 32))
+    return;
   surrogate_->fit(train_configs_.data(), train_values_.size(), train_values_.data());
   fitted_on_ = train_values_.size();
   std::string state = surrogate_->save_state();

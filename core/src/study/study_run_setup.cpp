@@ -97,16 +97,22 @@ void StudyRun::open_study() {
   runs_dir_ = (store_dir / "cotune-runs" / directory_name(spec_.name)).lexically_normal().string();
 }
 
-void StudyRun::add_training(const double* config, const std::string& metrics_json) {
+void StudyRun::add_training(const double* config, const std::string& metrics_json, const TrainingRowOrigin& origin) {
   auto v = metric_value(metrics_json, spec_.objectives.front().metric);
   if (!v) return;
   train_configs_.insert(train_configs_.end(), config, config + space_->num_params());
   train_values_.push_back(*v);
+  train_origins_.push_back(origin);
 }
 
 void StudyRun::restore() {
   std::vector<TrialRecord> trials = store_->trials(study_.id);
+  const bool resuming = !trials.empty();
+  const size_t p = space_->num_params();
+  // Each configuration is parsed once, here: the budget replay and the searcher reuse it (a study of
+  // a million trials spends seconds per pass). Finished records are moved, not copied.
   std::vector<TrialRecord> finished;
+  std::vector<double> finished_configs;  // p values per record of `finished`
   for (TrialRecord& t : trials) {
     std::vector<double> config;
     try {
@@ -117,8 +123,13 @@ void StudyRun::restore() {
     }
     seen_.insert(space_->key(config.data()));
     if (is_finished(t.status)) {
-      if (t.status == TrialStatus::ok && t.metrics_json) add_training(config.data(), *t.metrics_json);
-      finished.push_back(t);
+      if (t.status == TrialStatus::ok && t.metrics_json) {
+        // The store keeps an objective value exactly for the feasible trials.
+        TrainingRowOrigin origin{t.objective.has_value(), t.id, t.seq, t.objective.value_or(0)};
+        add_training(config.data(), *t.metrics_json, origin);
+      }
+      finished_configs.insert(finished_configs.end(), config.begin(), config.begin() + p);
+      finished.push_back(std::move(t));
       continue;
     }
     RunningTrial r;
@@ -133,24 +144,30 @@ void StudyRun::restore() {
     }
   }
 
+  std::vector<TrialRecord>().swap(trials);
+
   // The budget replays the finished trials in the order they ended.
-  std::vector<const TrialRecord*> by_end;
-  for (const TrialRecord& t : finished) by_end.push_back(&t);
-  std::stable_sort(by_end.begin(), by_end.end(), [](const TrialRecord* a, const TrialRecord* b) {
-    return a->finished_at.value_or(0) < b->finished_at.value_or(0);
+  std::vector<size_t> by_end(finished.size());
+  for (size_t i = 0; i < by_end.size(); ++i) by_end[i] = i;
+  std::stable_sort(by_end.begin(), by_end.end(), [&](size_t a, size_t b) {
+    return finished[a].finished_at.value_or(0) < finished[b].finished_at.value_or(0);
   });
-  for (const TrialRecord* t : by_end) {
-    std::vector<double> config = space_->parse(t->config_json);
-    double trace_gpus = space_->can_lower() && space_->valid(config.data()) ? space_->lower(config.data()).gpus : 0;
+  for (size_t i : by_end) {
+    const TrialRecord* t = &finished[i];
+    const double* config = finished_configs.data() + i * p;
     std::string metrics = t->metrics_json.value_or("{}");
+    // The GPU count from the step trace only where the metrics lack it (lowering costs more than reading).
+    double trace_gpus = 0;
+    if (!metric_value(metrics, "gpus") && space_->can_lower() && space_->valid(config))
+      trace_gpus = space_->lower(config).gpus;
     std::optional<Evaluation> eval;
     if (t->status == TrialStatus::ok) eval = evaluate(spec_.objectives, nlohmann::json::parse(metrics, nullptr, false));
     budget_.record(t->status, eval ? &*eval : nullptr, trial_gpu_hours(metrics, t->started_at, t->finished_at, trace_gpus));
-    if (budget_.last_improved()) best_config_ = config_summary(*space_, config.data());
+    if (budget_.last_improved()) best_config_ = config_summary(*space_, config);
   }
   restore_history();
-  restore_searcher(finished);
-  if (!trials.empty())
+  restore_searcher(finished, finished_configs);
+  if (resuming)
     progress_.note("resuming study '" + spec_.name + "': " + std::to_string(finished.size()) + " finished, " +
                    std::to_string(running_.size() + resubmit_.size()) + " to resume");
 }
@@ -180,7 +197,8 @@ void StudyRun::restore_history() {
         std::to_string(unreadable) + " history rows of this workload have configurations the space cannot read; skipped");
 }
 
-void StudyRun::restore_searcher(const std::vector<TrialRecord>& finished) {
+void StudyRun::restore_searcher(const std::vector<TrialRecord>& finished, const std::vector<double>& configs) {
+  const size_t p = space_->num_params();
   if (searcher_->can_save()) {
     if (auto blob = store_->load_searcher_state(study_.id)) {
       try {
@@ -197,11 +215,12 @@ void StudyRun::restore_searcher(const std::vector<TrialRecord>& finished) {
   }
   // Tell it about what finished since its state was saved (everything, without a state).
   std::vector<Observation> missed;
-  for (const TrialRecord& t : finished) {
+  for (size_t i = 0; i < finished.size(); ++i) {
+    const TrialRecord& t = finished[i];
     if (observed_.count(t.seq) || t.status == TrialStatus::cancelled) continue;
     Observation o;
     o.seq = t.seq;
-    o.config = space_->parse(t.config_json);
+    o.config.assign(configs.begin() + i * p, configs.begin() + (i + 1) * p);
     o.status = status_from_name(to_string(t.status));
     o.score = std::numeric_limits<double>::quiet_NaN();
     if (t.status == TrialStatus::ok) {
@@ -254,6 +273,7 @@ RunResult StudyRun::run() {
   result.interrupted = stopping_;
   result.counted_trials = budget_.counted();
   result.trials_this_run = finished_this_run_;
+  result.recommended_config = recommend();
   return result;
 }
 

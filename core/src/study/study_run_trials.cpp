@@ -216,7 +216,8 @@ Observation StudyRun::commit(RunningTrial& r, const TrialResult& result) {
         o.error = "infeasible: " + eval->violation;
         obs.score = -std::numeric_limits<double>::infinity();
       }
-      add_training(r.config.data(), result.metrics_json);
+      TrainingRowOrigin origin{eval->feasible, r.trial_id, r.seq, eval->feasible ? eval->values.front() : 0};
+      add_training(r.config.data(), result.metrics_json, origin);
     }
   }
   store_->finish_trial(r.trial_id, o);

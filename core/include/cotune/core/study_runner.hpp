@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <optional>
 #include <string>
 
 namespace cotune::core {
@@ -31,6 +32,18 @@ struct RunOptions {
   std::function<void(const TrialRecord&)> on_trial_committed;
 };
 
+// The recommended configuration of a single-objective study: among the measured feasible trials of
+// the study, the one the surrogate (fitted on every measurement) predicts best. Under noisy
+// measurements the best measured trial is often one that noise lifted; the surrogate's estimate
+// averages the noise out over similar configurations.
+struct RecommendedConfig {
+  std::int64_t trial_id = 0;
+  std::int64_t seq = 0;
+  std::string config_json;
+  double measured = 0;              // its measured objective value
+  std::optional<double> predicted;  // the surrogate's estimate; none when it has no fit yet
+};
+
 struct RunResult {
   std::int64_t study_id = 0;
   StudyStatus status = StudyStatus::running;  // finished or stopped
@@ -39,6 +52,9 @@ struct RunResult {
   std::int64_t counted_trials = 0;            // trials that count against the budget, all runs
   std::int64_t trials_this_run = 0;           // trials that finished during this call
   bool already_finished = false;              // the study had finished before this call
+  // Set at the end of a run of a single-objective study with a feasible measured trial (two
+  // objectives: the Pareto front is the answer); not set when the study had already finished.
+  std::optional<RecommendedConfig> recommended_config;
 };
 
 // Runs (or resumes) the study. Throws UserError for bad input (unknown plugins, a study name taken
