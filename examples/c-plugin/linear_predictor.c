@@ -7,6 +7,7 @@
  */
 #include <cotune/cotune.h>
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -199,30 +200,52 @@ static cotune_error* linear_save(cotune_predictor_instance* p, const cotune_sink
   return NULL;
 }
 
+/* Reads the number at *cursor (after white space) and moves past it; 0 when there is none or it
+ * overflows. strtod and strtoul rather than sscanf, which has undefined behaviour for a number out
+ * of range. */
+static int read_double(const char** cursor, double* out) {
+  char* end;
+  errno = 0;
+  *out = strtod(*cursor, &end);
+  if (end == *cursor || (errno == ERANGE && fabs(*out) == HUGE_VAL)) return 0;
+  *cursor = end;
+  return 1;
+}
+
+static int read_count(const char** cursor, unsigned long* out) {
+  char* end;
+  errno = 0;
+  *out = strtoul(*cursor, &end, 10);
+  if (end == *cursor || errno == ERANGE) return 0;
+  *cursor = end;
+  return 1;
+}
+
 static cotune_error* linear_load(cotune_predictor_instance* p, const void* data, size_t len) {
+  static const char kMagic[] = "cotune-linear";
   char* text;
-  char* cursor;
-  unsigned long d;
-  int used;
+  const char* cursor;
+  unsigned long version, d;
   size_t j;
   text = (char*)malloc(len + 1);
   if (text == NULL) return fail(COTUNE_ERR_RESOURCE_EXHAUSTED, "out of memory");
   memcpy(text, data, len);
   text[len] = '\0';
-  if (sscanf(text, "cotune-linear 1 %lu %lf %lf%n", &d, &p->intercept, &p->lambda, &used) != 3 || d > 1000000 ||
-      !allocate_model(p, (size_t)d)) {
+  cursor = text + sizeof kMagic - 1;
+  if (strncmp(text, kMagic, sizeof kMagic - 1) != 0 || !read_count(&cursor, &version) || version != 1 ||
+      !read_count(&cursor, &d) || !read_double(&cursor, &p->intercept) || !read_double(&cursor, &p->lambda) ||
+      d > 1000000 || !allocate_model(p, (size_t)d)) {
     free(text);
     release_model(p);
     return fail(COTUNE_ERR_INVALID_ARGUMENT, "load: not a saved cotune-linear model");
   }
-  cursor = text + used;
   for (j = 0; j < d; ++j) {
-    if (sscanf(cursor, "%lf %lf %lf%n", &p->mean[j], &p->scale[j], &p->weight[j], &used) != 3) {
+    if (!read_double(&cursor, &p->mean[j]) || !read_double(&cursor, &p->scale[j]) ||
+        !read_double(&cursor, &p->weight[j])) {
       free(text);
       release_model(p);
       return fail(COTUNE_ERR_INVALID_ARGUMENT, "load: truncated cotune-linear model");
     }
-    cursor += used;
   }
   free(text);
   return NULL;

@@ -267,6 +267,12 @@ TEST(Abi, PlainCPluginIsLoadedAndUsed) {
   q->predict(probe, 1, 2, &again);
   EXPECT_DOUBLE_EQ(again, out);
   EXPECT_THROW(q->load("garbage"), PluginError);
+  EXPECT_THROW(q->load("cotune-linear 2 0 3 0\n"), PluginError);            // another version
+  EXPECT_THROW(q->load("cotune-linear 1 2 3 0\n1 1 1\n1 1\n"), PluginError);  // a triple short
+  EXPECT_THROW(q->load("cotune-linear 1 1 3 0\n1 1e999 1\n"), PluginError);   // a number out of range
+  q->load("cotune-linear 1 1 3 0\n0 1 2\n");  // y = 3 + 2 x0, by hand
+  q->predict(probe, 1, 1, &again);
+  EXPECT_DOUBLE_EQ(again, 203.0);
   EXPECT_THROW(reg.make_predictor("c-linear", "{\"lambda\": \"big\"}"), PluginError);
 }
 

@@ -395,7 +395,9 @@ AgentServer::AgentServer(AgentOptions options) : impl_(std::make_unique<Impl>(st
         std::to_string(o.max_parallel) + ", trial directories under " + book_options.workdir);
 }
 
-AgentServer::~AgentServer() {
+// A throw here (out of memory, or from the log callback) ends the program through std::terminate, as
+// it should: a connection left open would outlive the Impl it refers to.
+AgentServer::~AgentServer() {  // NOLINT(bugprone-exception-escape): see above
   // Connections hold references into Impl: close them before it goes.
   if (impl_) {
     std::vector<std::shared_ptr<Connection>> open;

@@ -96,7 +96,7 @@ void TrialBook::start(Trial& t) {
     const std::string config_json = s.render(t.config.data(), COTUNE_RENDER_JSON);
     const fs::path dir = fs::path(options_.workdir) / ("trial-" + sha256_hex(t.id).substr(0, 24));
     fs::create_directories(dir);
-    const std::string workdir = dir.string();
+    const std::string& workdir = dir.native();
     cotune_trial trial = empty_trial();
     trial.trial_id = cotune_str{t.id.data(), t.id.size()};
     trial.config_json = cotune_str{config_json.data(), config_json.size()};

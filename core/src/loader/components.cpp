@@ -116,7 +116,8 @@ std::vector<double> Param::domain() const {
       if (!values.empty()) return values;
       std::vector<double> d;
       if (high - low > 1e6) return d;
-      for (double v = std::ceil(low); v <= high; v += 1) d.push_back(v);
+      const double first = std::ceil(low);  // counted by an integer: a double stops advancing past 2^53
+      for (long long i = 0; first + double(i) <= high; ++i) d.push_back(first + double(i));
       return d;
     }
     case COTUNE_PARAM_CATEGORICAL: {

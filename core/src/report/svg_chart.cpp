@@ -76,8 +76,13 @@ std::vector<double> Scale::ticks(int target) const {
     return out;
   }
   double step = nice_step(hi - lo, target);
-  for (double t = std::ceil(lo / step - 1e-9) * step; t <= hi + step * 1e-9; t += step)
+  // Each tick is a whole multiple of step, counted by an integer rather than summed step by step
+  // (a sum gathers rounding error).
+  const double first = std::ceil(lo / step - 1e-9);
+  for (long long i = 0; (first + double(i)) * step <= hi + step * 1e-9; ++i) {
+    const double t = (first + double(i)) * step;
     out.push_back(std::abs(t) < step * 1e-9 ? 0.0 : t);
+  }
   return out;
 }
 

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
-#include <cstring>
 #include <filesystem>
+#include <system_error>
 
 namespace cotune::core::sqlite {
 namespace {
@@ -19,13 +19,13 @@ std::string system_cause(sqlite3* db, int rc, const std::string& path) {
   if (primary != SQLITE_IOERR && primary != SQLITE_FULL && primary != SQLITE_CANTOPEN) return {};
   const int err = db ? sqlite3_system_errno(db) : 0;
   if (err == ENOSPC || err == EFBIG || err == EDQUOT || err == EROFS || err == EACCES || err == EIO)
-    return std::string(": ") + std::strerror(err);
+    return ": " + std::generic_category().message(err);
   namespace fs = std::filesystem;
   std::error_code ec;
   const fs::path dir = fs::absolute(path, ec).parent_path();
   const fs::space_info space = fs::space(dir, ec);
   if (!ec && space.available < (1u << 20))
-    return ": " + std::string(std::strerror(ENOSPC)) + " (" + std::to_string(space.available) +
+    return ": " + std::generic_category().message(ENOSPC) + " (" + std::to_string(space.available) +
            " bytes free in " + dir.string() + ")";
   rlimit limit{};
   if (getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
@@ -35,10 +35,10 @@ std::string system_cause(sqlite3* db, int rc, const std::string& path) {
       if (!ec) largest = std::max(largest, size);
     }
     if (largest + (1u << 16) >= limit.rlim_cur)
-      return ": " + std::string(std::strerror(EFBIG)) + " (the file size limit, ulimit -f, is " +
+      return ": " + std::generic_category().message(EFBIG) + " (the file size limit, ulimit -f, is " +
              std::to_string(limit.rlim_cur) + " bytes)";
   }
-  return err != 0 ? std::string(": ") + std::strerror(err) : std::string();
+  return err != 0 ? ": " + std::generic_category().message(err) : std::string();
 }
 
 }  // namespace

@@ -55,7 +55,7 @@ std::string sha256_hex(std::string_view bytes) {
     throw std::runtime_error("SHA-256 failed (OpenSSL EVP_Digest)");
   static const char* hex = "0123456789abcdef";
   std::string out;
-  out.reserve(2 * length);
+  out.reserve(size_t{2} * length);
   for (unsigned int i = 0; i < length; ++i) {
     out.push_back(hex[digest[i] >> 4]);
     out.push_back(hex[digest[i] & 0xF]);

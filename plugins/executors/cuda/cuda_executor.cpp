@@ -109,6 +109,8 @@ double CudaExecutor::measure(const Measurement& m) {
 }
 
 std::unique_ptr<CudaExecutor::Job> CudaExecutor::submit(const cotune_trial& trial) {
+  // COTUNE_STRUCT_SIZE adds the size of the field `trace`, which is a pointer: that size is meant.
+  // NOLINTNEXTLINE(bugprone-sizeof-expression)
   if (trial.struct_size < COTUNE_STRUCT_SIZE(cotune_trial, trace) || trial.trace == nullptr)
     throw cotune::Error(COTUNE_ERR_INVALID_ARGUMENT,
                         "cuda executor: the trial has no step trace (the space must lower configurations)");

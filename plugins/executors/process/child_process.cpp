@@ -43,7 +43,9 @@ int open_pidfd(pid_t pid) {
   for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGQUIT, SIGHUP, SIGCHLD, SIGUSR1, SIGUSR2}) ::sigaction(sig, &dfl, nullptr);
   sigset_t none;
   sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  // sigprocmask, not pthread_sigmask: the forked child has a single thread, and only sigprocmask is on
+  // POSIX's list of async-signal-safe functions.
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);  // NOLINT(concurrency-mt-unsafe): single-threaded child
   int in_fd = ::open("/dev/null", O_RDONLY);
   int step = 0;
   if (in_fd < 0 || ::dup2(in_fd, 0) < 0) step = 1;

@@ -45,7 +45,7 @@ Metrics read_result_file(const std::string& path);
 Metrics metrics_from_regex(const std::string& path, const std::vector<MetricRegex>& regexes);
 
 // The last `lines` lines of a file (at most `max_bytes` from its end); "" when it cannot be read.
-std::string tail_lines(const std::string& path, int lines, size_t max_bytes = 64 * 1024);
+std::string tail_lines(const std::string& path, int lines, size_t max_bytes = size_t{64} * 1024);
 
 bool file_exists(const std::string& path);
 

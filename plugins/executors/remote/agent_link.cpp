@@ -67,7 +67,7 @@ void AgentLink::connect() {
     fail("no authenticated connection within " + std::to_string(options_.connect_timeout_ms) + " ms");
   });
   resolver_.async_resolve(config_.host, std::to_string(config_.port),
-                          [this, gen](const boost::system::error_code& ec, tcp::resolver::results_type results) {
+                          [this, gen](const boost::system::error_code& ec, const tcp::resolver::results_type& results) {
                             if (gen != generation_) return;
                             if (ec) return fail("cannot resolve " + config_.host + ": " + ec.message());
                             asio::async_connect(*socket_, results,

@@ -6,12 +6,12 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <fstream>
 #include <map>
 #include <regex>
 #include <set>
 #include <sstream>
+#include <system_error>
 #include <thread>
 
 #include "trial_files.hpp"
@@ -31,7 +31,7 @@ std::string file_part(const std::string& id) {
 std::string absolute(const std::string& dir) {
   char buf[PATH_MAX];
   if (::realpath(dir.c_str(), buf) == nullptr)
-    throw cotune::Error(COTUNE_ERR_UNAVAILABLE, "cannot resolve '" + dir + "': " + std::strerror(errno));
+    throw cotune::Error(COTUNE_ERR_UNAVAILABLE, "cannot resolve '" + dir + "': " + std::generic_category().message(errno));
   return buf;
 }
 

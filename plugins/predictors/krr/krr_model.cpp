@@ -43,9 +43,10 @@ std::vector<double> pick_rows(const std::vector<double>& rows, size_t d, const s
 
 // Solves the symmetric positive definite system A x = b, adding a small ridge to the diagonal when
 // rounding has made A indefinite (Nystrom normal equations can be nearly singular).
-Vector solve_spd(Matrix a, const Vector& b) {
+Vector solve_spd(const Matrix& a, const Vector& b) {
   const double base = std::max(1e-300, dlib::trace(a) / double(a.nr()));
-  for (double jitter = 0; jitter <= base * 1e-2; jitter = jitter == 0 ? base * 1e-12 : jitter * 100) {
+  for (const double ridge : {0.0, 1e-12, 1e-10, 1e-8, 1e-6, 1e-4, 1e-2}) {
+    const double jitter = base * ridge;
     Matrix shifted = a;
     for (long i = 0; i < a.nr(); ++i) shifted(i, i) += jitter;
     dlib::cholesky_decomposition<Matrix> chol(shifted);
@@ -154,7 +155,7 @@ void KrrModel::fit(const double* x, size_t n, size_t d, const double* y, const d
       a(i, i) += m.lambda_;
       swt(i) = sw(i) * centred[i];
     }
-    const Vector beta = solve_spd(std::move(a), swt);
+    const Vector beta = solve_spd(a, swt);
     m.alpha_.resize(rows);
     for (size_t i = 0; i < rows; ++i) m.alpha_[i] = sw(i) * beta(i);
     m.set_centres(std::move(z));
@@ -171,7 +172,7 @@ void KrrModel::fit(const double* x, size_t n, size_t d, const double* y, const d
     // normal equations K_nm^T W K_nm + lambda K_mm) then loses every digit. With f = phi beta,
     // |f|^2 = |beta|^2, so lambda keeps its meaning.
     dlib::eigenvalue_decomposition<Matrix> eig(dlib::make_symmetric(k_mm));
-    const Vector s = eig.get_real_eigenvalues();
+    const Vector& s = eig.get_real_eigenvalues();
     const Matrix& v = eig.get_pseudo_v();
     const double cutoff = 1e-10 * dlib::max(s);
     std::vector<long> kept;
@@ -188,7 +189,7 @@ void KrrModel::fit(const double* x, size_t n, size_t d, const double* y, const d
     const Matrix phi = k_nm * projection;  // W^1/2 phi
     Matrix normal = dlib::trans(phi) * phi;
     for (long i = 0; i < normal.nr(); ++i) normal(i, i) += m.lambda_;
-    const Vector beta = solve_spd(std::move(normal), dlib::trans(phi) * swt);
+    const Vector beta = solve_spd(normal, dlib::trans(phi) * swt);
     const Vector alpha = projection * beta;
     m.alpha_.assign(alpha.begin(), alpha.end());
     m.set_centres(std::move(centre_rows));

@@ -78,7 +78,8 @@ std::vector<double> finite_domain(const cotune_param& p, double limit) {
                                 std::to_string(static_cast<long long>(limit)));
       {
         std::vector<double> d;
-        for (double v = std::ceil(p.low); v <= p.high; ++v) d.push_back(v);
+        const double first = std::ceil(p.low);  // counted by an integer: a double stops advancing past 2^53
+        for (long long i = 0; first + double(i) <= p.high; ++i) d.push_back(first + double(i));
         return d;
       }
     case COTUNE_PARAM_CATEGORICAL: {

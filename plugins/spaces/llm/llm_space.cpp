@@ -38,14 +38,14 @@ constexpr size_t kNumDerived = sizeof(kDerivedFeatures) / sizeof(kDerivedFeature
 
 std::vector<double> powers_of_two(double limit) {
   std::vector<double> v;
-  for (double x = 1; x <= limit; x *= 2) v.push_back(x);
+  for (int e = 0; std::ldexp(1.0, e) <= limit; ++e) v.push_back(std::ldexp(1.0, e));
   return v;
 }
 
 std::vector<double> divisors(double n, double limit) {
   std::vector<double> v;
-  for (double x = 1; x <= std::min(n, limit); ++x)
-    if (std::fmod(n, x) == 0) v.push_back(x);
+  for (long long x = 1; double(x) <= std::min(n, limit); ++x)
+    if (std::fmod(n, double(x)) == 0) v.push_back(double(x));
   return v;
 }
 

@@ -145,7 +145,8 @@ void make_plan(const Workload& w, const Config& c, const PlanTarget& target, Pla
       continue;
     }
     const double split = s == Sharding::kColumnWise ? std::min(c.column_split, t.dim) : t.dim;
-    for (double off = 0; off < t.dim; off += split) {
+    for (long long piece = 0; double(piece) * split < t.dim; ++piece) {
+      const double off = double(piece) * split;
       const double cols = std::min(split, t.dim - off);
       const ShardWork sw = shard_work(w, c, t, t.rows, cols, Bm);
       p.id_send += sw.ids / target.gpus;  // each GPU sends the ids of its own samples

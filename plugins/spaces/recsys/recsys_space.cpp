@@ -236,7 +236,8 @@ class RecsysSpace {
         bad("space options/" + it.key() + ": unknown option (expected a parameter name: " + param_list() + ")");
     const double total_gpus = double(hw_.nodes) * hw_.gpus_per_node;
     std::vector<double> batches;
-    for (double b = 16; b <= std::min(16384.0, w_.training.global_batch); b *= 2) batches.push_back(b);
+    for (int e = 4; e <= 14 && std::ldexp(1.0, e) <= w_.training.global_batch; ++e)  // 16 to 16384
+      batches.push_back(std::ldexp(1.0, e));
     if (batches.empty()) batches.push_back(w_.training.global_batch);
 
     domains_.resize(kNumParams);

@@ -43,7 +43,7 @@ class AgentServer {
   // Reads the secret, loads the executor, binds the listening socket. Throws UserError for bad
   // options (unsafe secret file, non-loopback address without TLS, unknown executor, ...).
   explicit AgentServer(AgentOptions options);
-  ~AgentServer();
+  ~AgentServer();  // NOLINT(bugprone-exception-escape): see the definition
   AgentServer(const AgentServer&) = delete;
   AgentServer& operator=(const AgentServer&) = delete;
 
