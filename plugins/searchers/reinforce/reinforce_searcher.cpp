@@ -138,14 +138,14 @@ class ReinforceSearcher {
 
     // Train, collecting every distinct valid sample with its score, until enough are unseen.
     Pool pool;
+    std::vector<int32_t> seen;  // per pool member: measured or in flight
     rescore_elites(context, &pool);
     for (int pass = 0; pass <= kMaxExtraPasses; ++pass) {
       for (int it = 0; it < options_.iterations; ++it) iterate(context, &pool);
       if (pass == 0) climb_from_best(context, &pool);
-      if (count_unseen(context, pool) >= n - explore) break;
+      seen = seen_flags(context, pool);
+      if (static_cast<size_t>(std::count(seen.begin(), seen.end(), 0)) >= n - explore) break;
     }
-    std::vector<int32_t> seen(pool.scores.size(), 0);
-    if (!seen.empty()) context.seen(pool.rows.data(), seen.size(), seen.data());
     std::vector<size_t> order(pool.scores.size());
     std::iota(order.begin(), order.end(), size_t{0});
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return pool.scores[a] > pool.scores[b]; });
@@ -289,10 +289,10 @@ class ReinforceSearcher {
     for (const auto& v : visited) pool->add(v.config, v.score);
   }
 
-  size_t count_unseen(const cotune::SearchContext& context, const Pool& pool) const {
+  static std::vector<int32_t> seen_flags(const cotune::SearchContext& context, const Pool& pool) {
     std::vector<int32_t> seen(pool.scores.size(), 0);
     if (!seen.empty()) context.seen(pool.rows.data(), seen.size(), seen.data());
-    return static_cast<size_t>(std::count(seen.begin(), seen.end(), 0));
+    return seen;
   }
 
   // Keeps the best distinct configurations of this proposal's pool for the next one.
