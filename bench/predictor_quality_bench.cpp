@@ -7,6 +7,7 @@
 //
 //   build-history/bin/predictor_quality_bench [--pool 1200] [--repeats-krr 5] [--repeats-mlp 3]
 //                                             [--sizes 50,100,200,500] [--noise 0.05] [--seed 1]
+// (--repeats-krr 0 or --repeats-mlp 0 leaves that predictor out.)
 #include <cotune/core/perfmodel.hpp>
 #include <cotune/core/predictor_eval.hpp>
 #include <cotune/core/ranking_metrics.hpp>
@@ -105,6 +106,7 @@ int main(int argc, char** argv) {
   std::printf("| predictor | prior | train rows | repeats | kendall_tau | spearman_rho | mape %% | seconds |\n");
   std::printf("| --- | --- | ---: | ---: | --- | --- | --- | ---: |\n");
   for (const char* predictor : {"krr", "mlp"}) {
+    if ((std::string(predictor) == "mlp" ? s.repeats_mlp : s.repeats_krr) == 0) continue;  // 0: skip it
     for (bool prior : {true, false}) {
       for (size_t n : s.sizes) {
         if (n + 2 > pool.size()) continue;

@@ -4,6 +4,7 @@
 #include <cotune/core/registry.hpp>
 
 #include <gmock/gmock.h>
+#include <dlib/serialize.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -12,6 +13,7 @@
 #include <limits>
 #include <memory>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -276,6 +278,91 @@ TEST_F(KrrTest, RejectsBadInputWithClearErrors) {
   expect_error([&] { make(R"({"lambda": -1})"); }, COTUNE_ERR_INVALID_ARGUMENT, "'lambda'");
   expect_error([&] { make("[1, 2]"); }, COTUNE_ERR_INVALID_ARGUMENT, "JSON object");
   expect_error([&] { make("{"); }, COTUNE_ERR_INVALID_ARGUMENT, "not valid JSON");
+}
+
+// Rows like parallel layouts: two power-of-two features over decades, one signed feature; the target
+// is smooth in their logarithms, as throughput is in the degrees.
+Data layouts(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> a(0, 10), b(0, 6);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  Data data;
+  data.n = n;
+  data.d = 3;
+  for (size_t i = 0; i < n; ++i) {
+    const double x0 = std::ldexp(1.0, a(rng)), x1 = std::ldexp(1.0, b(rng)), x2 = u(rng);
+    data.x.insert(data.x.end(), {x0, x1, x2});
+    data.y.push_back(std::exp(0.4 * std::sin(0.5 * std::log2(x0)) + 0.1 * std::log2(x1) + 0.2 * x2));
+  }
+  return data;
+}
+
+TEST_F(KrrTest, ComparesFeaturesThatSpanDecadesOnALogScale) {
+  const Data train = layouts(80, 18);
+  const Data test = layouts(200, 19);
+  auto log_scale = make();
+  log_scale->fit(train.x.data(), train.n, train.d, train.y.data());
+  auto raw = make(R"({"log_features": false})");
+  raw->fit(train.x.data(), train.n, train.d, train.y.data());
+  const double r2_log = r_squared(test.y, predict(*log_scale, test));
+  const double r2_raw = r_squared(test.y, predict(*raw, test));
+  EXPECT_GT(r2_log, 0.99);
+  EXPECT_GT(r2_log, r2_raw + 0.1) << "raw features: R^2 " << r2_raw;
+  // The two power-of-two columns are compressed; the signed one is not.
+  EXPECT_EQ(nlohmann::json::parse(log_scale->describe_fit())["log_features"], 2);
+  EXPECT_EQ(nlohmann::json::parse(raw->describe_fit())["log_features"], 0);
+  expect_error([&] { make(R"({"log_features": 1})"); }, COTUNE_ERR_INVALID_ARGUMENT, "'log_features'");
+}
+
+// The envelope of saved state (state_blob.hpp): magic, id, version, payload length, FNV-1a.
+std::string envelope(const std::string& id, uint32_t version, const std::string& payload) {
+  std::string out("cotunePS", 8);
+  auto put = [&](uint64_t v, int bytes) {
+    for (int i = 0; i < bytes; ++i) out.push_back(char((v >> (8 * i)) & 0xff));
+  };
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : payload) h = (h ^ c) * 1099511628211ull;
+  put(id.size(), 2);
+  out += id;
+  put(version, 4);
+  put(payload.size(), 8);
+  put(h, 8);
+  return out + payload;
+}
+
+TEST_F(KrrTest, StateSavedBeforeTheLogCompressionStillLoads) {
+  // Signed features: nothing is compressed, so the same model in the version 1 layout (the same
+  // fields without the compression scales) must predict the same.
+  const Data train = sample(60, 3, 20, smooth_positive);
+  const Data test = sample(40, 3, 21, smooth_positive);
+  auto p = make();
+  p->fit(train.x.data(), train.n, train.d, train.y.data());
+  const std::string v2 = p->save();
+  const std::string id = "org.cotune.predictor.krr";
+  const size_t header = 8 + 2 + id.size() + 4 + 8 + 8;
+  ASSERT_EQ(v2.substr(0, header), envelope(id, 2, v2.substr(header)).substr(0, header));
+
+  std::istringstream in(v2.substr(header));
+  uint64_t d = 0;
+  bool log_target = false;
+  std::vector<double> mean, scale, compress;
+  dlib::deserialize(d, in);
+  dlib::deserialize(log_target, in);
+  dlib::deserialize(mean, in);
+  dlib::deserialize(scale, in);
+  dlib::deserialize(compress, in);
+  EXPECT_EQ(compress, std::vector<double>(3, 0.0));
+  std::ostringstream v1;
+  dlib::serialize(d, v1);
+  dlib::serialize(log_target, v1);
+  dlib::serialize(mean, v1);
+  dlib::serialize(scale, v1);
+  v1 << in.rdbuf();
+
+  auto q = make();
+  q->load(envelope(id, 1, v1.str()));
+  EXPECT_EQ(predict(*p, test), predict(*q, test));
+  expect_error([&] { q->load(envelope(id, 3, v1.str())); }, COTUNE_ERR_VERSION, "version 3 is not supported (expected 1 to 2)");
 }
 
 TEST_F(KrrTest, FixedHyperParametersAreKept) {

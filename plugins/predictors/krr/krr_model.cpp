@@ -11,10 +11,25 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 namespace krr {
 namespace {
+
+// The s of asinh(x / s) for feature k, or 0 to leave it as it is: its smallest positive value,
+// when no value is negative and the largest is at least 8 times s (counts, sizes and degrees that
+// span decades; a signed feature is left alone).
+double compression_scale(const std::vector<double>& raw, size_t rows, size_t d, size_t k) {
+  constexpr double kSpan = 8;
+  double lo = std::numeric_limits<double>::infinity(), hi = 0;
+  for (size_t i = 0; i < rows; ++i) {
+    const double v = raw[i * d + k];
+    if (v < 0) return 0;
+    if (v > 0) lo = std::min(lo, v), hi = std::max(hi, v);
+  }
+  return hi >= kSpan * lo ? lo : 0;
+}
 
 using Matrix = dlib::matrix<double>;
 using Vector = dlib::matrix<double, 0, 1>;
@@ -57,9 +72,13 @@ Vector solve_spd(const Matrix& a, const Vector& b) {
 
 }  // namespace
 
+double KrrModel::compressed(double v, size_t k) const {
+  return compress_[k] > 0 ? std::asinh(v / compress_[k]) : v;
+}
+
 void KrrModel::standardise(const double* rows, size_t n, double* out) const {
   for (size_t i = 0; i < n; ++i)
-    for (size_t k = 0; k < d_; ++k) out[i * d_ + k] = (rows[i * d_ + k] - mean_[k]) / scale_[k];
+    for (size_t k = 0; k < d_; ++k) out[i * d_ + k] = (compressed(rows[i * d_ + k], k) - mean_[k]) / scale_[k];
 }
 
 void KrrModel::set_centres(std::vector<double> rows) {
@@ -91,11 +110,16 @@ void KrrModel::fit(const double* x, size_t n, size_t d, const double* y, const d
   m.rows_ = rows;
   m.mean_.assign(d, 0.0);
   m.scale_.assign(d, 1.0);
+  m.compress_.assign(d, 0.0);
   for (size_t k = 0; k < d; ++k) {
+    if (options.log_features) m.compress_[k] = compression_scale(raw, rows, d, k);
     double sum = 0, sum_sq = 0;
-    for (size_t i = 0; i < rows; ++i) sum += raw[i * d + k];
+    for (size_t i = 0; i < rows; ++i) sum += m.compressed(raw[i * d + k], k);
     const double mean = sum / double(rows);
-    for (size_t i = 0; i < rows; ++i) sum_sq += (raw[i * d + k] - mean) * (raw[i * d + k] - mean);
+    for (size_t i = 0; i < rows; ++i) {
+      const double c = m.compressed(raw[i * d + k], k) - mean;
+      sum_sq += c * c;
+    }
     const double sd = std::sqrt(sum_sq / double(rows));
     m.mean_[k] = mean;
     // A constant column carries no information: scale 1 keeps it at 0 instead of dividing by 0.
@@ -239,6 +263,7 @@ std::string KrrModel::describe() const {
       {"d", d_},
       {"basis", alpha_.size()},
       {"target", log_target_ ? "log" : "raw"},
+      {"log_features", std::count_if(compress_.begin(), compress_.end(), [](double s) { return s > 0; })},
       {"offset", offset_},
   };
   return j.dump();
@@ -249,6 +274,7 @@ void KrrModel::serialize(std::ostream& out) const {
   dlib::serialize(log_target_, out);
   dlib::serialize(mean_, out);
   dlib::serialize(scale_, out);
+  dlib::serialize(compress_, out);
   dlib::serialize(offset_, out);
   dlib::serialize(method_, out);
   dlib::serialize(gamma_, out);
@@ -260,13 +286,14 @@ void KrrModel::serialize(std::ostream& out) const {
   dlib::serialize(alpha_, out);
 }
 
-void KrrModel::deserialize(std::istream& in) {
+void KrrModel::deserialize(std::istream& in, bool with_compression) {
   KrrModel m;
   uint64_t d = 0, rows = 0, search_rows = 0;
   dlib::deserialize(d, in);
   dlib::deserialize(m.log_target_, in);
   dlib::deserialize(m.mean_, in);
   dlib::deserialize(m.scale_, in);
+  if (with_compression) dlib::deserialize(m.compress_, in);
   dlib::deserialize(m.offset_, in);
   dlib::deserialize(m.method_, in);
   dlib::deserialize(m.gamma_, in);
@@ -277,10 +304,12 @@ void KrrModel::deserialize(std::istream& in) {
   std::vector<double> centre_rows;
   dlib::deserialize(centre_rows, in);
   dlib::deserialize(m.alpha_, in);
+  if (!with_compression) m.compress_.assign(d, 0.0);
   m.d_ = d;
   m.rows_ = rows;
   m.search_rows_ = search_rows;
-  if (d == 0 || m.mean_.size() != d || m.scale_.size() != d || centre_rows.size() != m.alpha_.size() * d)
+  if (d == 0 || m.mean_.size() != d || m.scale_.size() != d || m.compress_.size() != d ||
+      centre_rows.size() != m.alpha_.size() * d)
     throw dlib::serialization_error("inconsistent sizes in the saved krr model");
   m.set_centres(std::move(centre_rows));
   *this = std::move(m);

@@ -1,5 +1,10 @@
 // A fitted weighted kernel ridge regression with an RBF kernel over standardised features.
 //
+// Non-negative features that span decades in the training rows (FLOPs, bytes, parallel degrees:
+// powers of two) are first mapped by asinh(x / s), s their smallest positive value:
+// logarithmic for large values, linear through 0, so that 2 and 4 are about as far apart as 512
+// and 1024. On raw values a few large entries would dominate every distance.
+//
 // Fit: minimise sum_i w_i (t_i - f(x_i))^2 + lambda |f|^2 over f = b + sum_j alpha_j k(c_j, .), where
 // t is the (log-)target, b its weighted mean and the centres c_j are the training rows (exact, up to
 // max_basis rows) or a seeded random subset of them (Nystrom / subset of regressors, above). dlib's
@@ -33,14 +38,18 @@ class KrrModel {
   std::string describe() const;  // JSON: gamma, lambda, loo_error, n, d, ...
 
   void serialize(std::ostream& out) const;
-  void deserialize(std::istream& in);  // throws dlib::serialization_error on malformed input
+  // Throws dlib::serialization_error on malformed input. Without `with_compression` (the format
+  // before the log compression), no feature is compressed.
+  void deserialize(std::istream& in, bool with_compression);
 
  private:
+  double compressed(double v, size_t k) const;
   void standardise(const double* rows, size_t n, double* out) const;
   void set_centres(std::vector<double> rows);
 
   size_t d_ = 0;             // features; 0 until fitted
   bool log_target_ = true;
+  std::vector<double> compress_;      // per feature: 0, or s in asinh(x / s) before standardising
   std::vector<double> mean_, scale_;  // standardisation, per feature
   double offset_ = 0;        // weighted mean of the (log-)targets
   std::string method_;       // "exact", "nystrom" or "constant"

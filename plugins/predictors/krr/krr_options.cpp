@@ -41,6 +41,9 @@ Options parse_options(std::string_view json) {
     if (key == "log") {
       if (!value.is_boolean()) invalid("'log' is " + value.dump() + "; expected true or false");
       o.log_target = value.get<bool>();
+    } else if (key == "log_features") {
+      if (!value.is_boolean()) invalid("'log_features' is " + value.dump() + "; expected true or false");
+      o.log_features = value.get<bool>();
     } else if (key == "gamma") {
       o.gamma = positive_number(value, key);
     } else if (key == "lambda") {
@@ -55,7 +58,7 @@ Options parse_options(std::string_view json) {
       o.seed = value.get<uint64_t>();
     } else {
       invalid("unknown option '" + key +
-              "'; expected one of log, gamma, lambda, search_size, max_basis, seed");
+              "'; expected one of log, log_features, gamma, lambda, search_size, max_basis, seed");
     }
   }
   return o;

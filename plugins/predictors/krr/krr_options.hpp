@@ -3,6 +3,7 @@
 //   log          true   fit log(target) and predict exp(.): for positive metrics (throughput, step
 //                       time) whose errors are relative. The host passes {"log": false} when it
 //                       fits residuals against the analytic prior, which may be negative.
+//   log_features true   compare features that span decades on a log-like scale (krr_model.hpp).
 //   gamma        auto   RBF kernel width over standardised features: k(a,b) = exp(-gamma |a-b|^2).
 //   lambda       auto   ridge regularisation (weights are scaled to mean 1).
 //   search_size  300    rows used to choose gamma and lambda by leave-one-out; larger fits subsample.
@@ -21,6 +22,7 @@ namespace krr {
 
 struct Options {
   bool log_target = true;
+  bool log_features = true;
   std::optional<double> gamma;
   std::optional<double> lambda;
   size_t search_size = 300;

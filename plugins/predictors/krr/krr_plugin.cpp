@@ -14,7 +14,9 @@ namespace krr {
 namespace {
 
 constexpr const char* kId = "org.cotune.predictor.krr";
-constexpr uint32_t kStateVersion = 1;
+// 2 adds the per-feature log compression; 1 (none) still loads.
+constexpr uint32_t kStateVersion = 2;
+constexpr uint32_t kOldestStateVersion = 1;
 
 class KrrPredictor {
  public:
@@ -39,11 +41,12 @@ class KrrPredictor {
   }
 
   void load(std::string_view bytes) {
-    const std::string_view payload = unwrap_state(bytes, kId, kStateVersion);
+    uint32_t version = 0;
+    const std::string_view payload = unwrap_state(bytes, kId, kOldestStateVersion, kStateVersion, &version);
     std::istringstream in{std::string(payload)};
     KrrModel loaded;
     try {
-      loaded.deserialize(in);
+      loaded.deserialize(in, /*with_compression=*/version >= 2);
     } catch (const std::exception& e) {
       throw cotune::Error(COTUNE_ERR_INVALID_ARGUMENT, std::string(kId) + ": cannot load saved state: " + e.what());
     }

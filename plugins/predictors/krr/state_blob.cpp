@@ -50,7 +50,8 @@ std::string wrap_state(std::string_view plugin_id, uint32_t version, std::string
   return out;
 }
 
-std::string_view unwrap_state(std::string_view bytes, std::string_view plugin_id, uint32_t version) {
+std::string_view unwrap_state(std::string_view bytes, std::string_view plugin_id, uint32_t oldest,
+                              uint32_t newest, uint32_t* version) {
   size_t pos = 0;
   if (bytes.size() < sizeof(kMagic) + 2 || std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0)
     bad(plugin_id, "the bytes are not saved cotune predictor state (" + std::to_string(bytes.size()) +
@@ -63,10 +64,13 @@ std::string_view unwrap_state(std::string_view bytes, std::string_view plugin_id
   if (id != plugin_id)
     bad(plugin_id, "the state was saved by '" + std::string(id) + "', not by this predictor");
   const uint32_t got_version = get<uint32_t>(bytes, pos);
-  if (got_version != version)
+  if (got_version < oldest || got_version > newest)
     bad(plugin_id, "state format version " + std::to_string(got_version) + " is not supported (expected " +
-                       std::to_string(version) + ")",
+                       (oldest == newest ? std::to_string(newest)
+                                         : std::to_string(oldest) + " to " + std::to_string(newest)) +
+                       ")",
         COTUNE_ERR_VERSION);
+  *version = got_version;
   const uint64_t length = get<uint64_t>(bytes, pos);
   const uint64_t checksum = get<uint64_t>(bytes, pos);
   if (length != bytes.size() - pos)

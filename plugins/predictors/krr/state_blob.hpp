@@ -12,8 +12,10 @@ namespace krr {
 
 std::string wrap_state(std::string_view plugin_id, uint32_t version, std::string_view payload);
 
-// Returns the payload, or throws cotune::Error(INVALID_ARGUMENT / VERSION) saying what is wrong.
-std::string_view unwrap_state(std::string_view bytes, std::string_view plugin_id, uint32_t version);
+// Returns the payload and, in *version, its format version (oldest to newest are accepted), or
+// throws cotune::Error(INVALID_ARGUMENT / VERSION) saying what is wrong.
+std::string_view unwrap_state(std::string_view bytes, std::string_view plugin_id, uint32_t oldest,
+                              uint32_t newest, uint32_t* version);
 
 }  // namespace krr
 
