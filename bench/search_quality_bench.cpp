@@ -70,9 +70,13 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
+// --predictor-options: options given to krr wherever the benchmark makes one.
+std::string g_predictor_options = "{}";
+
 // The true (noise-free) value of the objective metric for every valid configuration.
 struct Landscape {
   std::unordered_map<std::string, double> truth;  // Space::key -> metric
+  std::vector<double> configs, values;             // the same, as rows of parameters and their metric
   double optimum = 0;
   Direction direction = Direction::maximize;
   bool within(double v) const {
@@ -110,6 +114,8 @@ Landscape enumerate(const Space& space, const ObjectiveSpec& objective) {
       }
       if (!feasible) continue;
       l.truth.emplace(space.key(c), *v);
+      l.configs.insert(l.configs.end(), c, c + p);
+      l.values.push_back(*v);
     }
     rows.clear();
   };
@@ -178,7 +184,7 @@ class Recommender {
  public:
   Recommender(const Registry& registry, const Space& space, const std::string& metric, bool prior, Direction d)
       : space_(space), direction_(d) {
-    predictor_ = registry.make_predictor("krr", surrogate_predictor_options("{}", "search_quality_bench"));
+    predictor_ = registry.make_predictor("krr", surrogate_predictor_options(g_predictor_options, "search_quality_bench"));
     std::vector<double> probe(space.num_params());
     space.sample(1, 1, probe.data());
     surrogate_ = std::make_unique<Surrogate>(space, *predictor_, metric, prior, probe.data());
@@ -221,6 +227,7 @@ class Recommender {
 // --searcher-options: options given to every searcher of the run (for trying settings).
 json g_searcher_options = json::object();
 
+
 double cpu_seconds() { return static_cast<double>(std::clock()) / CLOCKS_PER_SEC; }
 
 // The real loop with one searcher, in a store of its own (a shared store would hand every later
@@ -236,7 +243,7 @@ Reached loop_trials(const StudySpec& base, const std::string& searcher, bool pri
   json searcher_options = g_searcher_options;
   if (searcher == "exhaustive" && !searcher_options.contains("max_space")) searcher_options["max_space"] = 10000000;
   doc["searcher"] = {{"name", searcher}, {"options", searcher_options}};
-  doc["predictor"] = {{"name", "krr"}, {"prior", prior ? "analytic" : "none"}};
+  doc["predictor"] = {{"name", "krr"}, {"prior", prior ? "analytic" : "none"}, {"options", json::parse(g_predictor_options)}};
   doc["executor"] = {{"name", "sim"}, {"options", {{"noise", 0.05}, {"seed", seed}}}};
   doc["budget"] = {{"trials", cap}};
   doc["seed"] = seed;
@@ -398,6 +405,64 @@ void search_quality(const Settings& s) {
   std::printf("\n");
 }
 
+// How well the surrogate alone ranks the space after n uniformly drawn measurements (5% noise):
+// the true gap to the optimum of the configuration it predicts best, and of the best of its top
+// 10. This isolates the predictor from the searcher: a searcher cannot do better than the map it
+// climbs.
+void surrogate_curve(const Settings& s) {
+  std::printf("Surrogate alone: true gap of its predicted best (and best of its top 10) after n random\n"
+              "measurements at 5%% noise; median / p90 over %d seeds\n", s.seeds);
+  for (const std::string& w : s.workloads) {
+    StudySpec base = load_study_file(std::string(COTUNE_SOURCE_DIR) + "/examples/studies/" + w + ".json");
+    Registry registry;
+    load_study_plugins(registry, base);
+    std::unique_ptr<Space> space = make_study_space(registry, base);
+    const Landscape l = enumerate(*space, base.objectives.front());
+    const size_t p = space->num_params(), total = l.values.size();
+    std::printf("%s (%zu valid configurations)\n", w.c_str(), total);
+    for (bool prior : s.priors)
+      for (size_t n : {10, 20, 40, 80}) {
+        std::vector<double> top1, top10;
+        for (int seed = 1; seed <= s.seeds; ++seed) {
+          std::mt19937_64 rng(static_cast<uint64_t>(seed) * 7919 + n);
+          std::normal_distribution<double> noise(0, 0.05);
+          std::vector<double> train, measured;
+          for (size_t i = 0; i < n; ++i) {
+            const size_t k = rng() % total;
+            train.insert(train.end(), l.configs.begin() + k * p, l.configs.begin() + (k + 1) * p);
+            const double f = std::exp(noise(rng));
+            measured.push_back(l.direction == Direction::maximize ? l.values[k] / f : l.values[k] * f);
+          }
+          auto predictor = registry.make_predictor("krr", surrogate_predictor_options(g_predictor_options, "bench"));
+          Surrogate surrogate(*space, *predictor, base.objectives.front().metric, prior, train.data());
+          surrogate.fit(train.data(), n, measured.data());
+          std::vector<double> predicted(total);
+          surrogate.predict(l.configs.data(), total, predicted.data(), nullptr);
+          std::vector<size_t> order(total);
+          for (size_t i = 0; i < total; ++i) order[i] = i;
+          auto rank_key = [&](size_t i) {
+            const double v = std::isfinite(predicted[i]) ? predicted[i] : 0;
+            return l.direction == Direction::maximize ? -v : v;
+          };
+          std::partial_sort(order.begin(), order.begin() + 10, order.end(),
+                            [&](size_t a, size_t b) { return rank_key(a) < rank_key(b); });
+          double best10 = l.values[order[0]];
+          for (size_t i = 1; i < 10; ++i)
+            if (better(l.values[order[i]], best10, l.direction)) best10 = l.values[order[i]];
+          top1.push_back(gap_percent(l, l.values[order[0]]));
+          top10.push_back(gap_percent(l, best10));
+        }
+        auto q = [](std::vector<double> v, double f) {
+          std::sort(v.begin(), v.end());
+          return v[std::min(v.size() - 1, static_cast<size_t>(f * static_cast<double>(v.size())))];
+        };
+        std::printf("  %-9s n=%-3zu predicted best %6.2f%% / %6.2f%%   best of top 10 %6.2f%% / %6.2f%%\n",
+                    prior ? "krr+prior" : "krr", n, q(top1, 0.5), q(top1, 0.9), q(top10, 0.5), q(top10, 0.9));
+        std::fflush(stdout);
+      }
+  }
+}
+
 // Host overhead per proposal with 1,000 measured trials, in its parts: refitting the surrogate
 // (krr + prior: lowering and simulating every trial for the prior feature, then the krr fit), which
 // the loop does once the data has grown by 1/32 (study_run_loop.cpp refit(): every 31 new trials at
@@ -412,7 +477,7 @@ void BM_HostOverheadPerProposal(benchmark::State& state) {
   Registry registry;
   load_study_plugins(registry, spec);
   std::unique_ptr<Space> space = make_study_space(registry, spec);
-  auto predictor = registry.make_predictor("krr", surrogate_predictor_options("{}", "bench"));
+  auto predictor = registry.make_predictor("krr", surrogate_predictor_options(g_predictor_options, "bench"));
   json options = g_searcher_options;
   if (name == "exhaustive" && !options.contains("max_space")) options["max_space"] = 10000000;
   auto searcher = refit ? nullptr : registry.make_searcher(name, options.dump(), *space, 1);
@@ -460,6 +525,7 @@ BENCHMARK(BM_HostOverheadPerProposal)->Arg(-1)->Arg(0)->Arg(1)->Arg(2)->Unit(ben
 
 int main(int argc, char** argv) {
   Settings s;
+  bool curve = false;
   std::vector<char*> rest = {argv[0]};
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -485,10 +551,13 @@ int main(int argc, char** argv) {
       }
     }
     else if (a == "--searcher-options") g_searcher_options = json::parse(value("--searcher-options"));
+    else if (a == "--predictor-options") g_predictor_options = value("--predictor-options");
     else if (a == "--no-search") s.seeds = 0;
+    else if (a == "--surrogate-curve") curve = true;
     else rest.push_back(argv[i]);
   }
-  if (s.seeds > 0) search_quality(s);
+  if (curve) surrogate_curve(s);
+  else if (s.seeds > 0) search_quality(s);
   int n = static_cast<int>(rest.size());
   benchmark::Initialize(&n, rest.data());
   benchmark::RunSpecifiedBenchmarks();
