@@ -138,6 +138,14 @@ TEST(LlmCsvRow, DefaultsAndInverse) {
   EXPECT_EQ(inexact, "");
   EXPECT_EQ(back.at("tp"), "2");
   EXPECT_EQ(back.at("gpus"), "8");
+
+  // A model preset has no column: the cells come back with what is lost named, not an error
+  // about the dimensions the preset stands for.
+  json preset = row.workload;
+  preset["model"] = {{"preset", "llama3-8b"}};
+  EXPECT_NO_THROW(llm_cells_from_json(preset, row.config, &inexact));
+  EXPECT_EQ(inexact, "no column for workload/model/preset");
+
   cells["tp"] = "two";
   try {
     llm_row_from_cells(lookup);

@@ -90,8 +90,12 @@ size_t write_history_csv(std::ostream& out, const std::vector<HistoryRow>& rows,
       continue;
     }
     if (!inexact.empty()) {
+      const bool preset = inexact.find("workload/model/preset") != std::string::npos;
       warn(h.source + ": its workload has " + inexact +
-           "; the CSV cannot say the same workload, so its rows are skipped");
+           "; the CSV cannot say the same workload, so its rows are skipped" +
+           (preset ? " (the CSV describes a model by its dimensions: give hidden, layers, heads, ... in the "
+                     "workload instead of a preset to export such rows)"
+                   : ""));
       continue;
     }
     line.cells["status"] = std::string(to_string(h.status));
