@@ -205,7 +205,7 @@ int main(void) {
   OFFSET(cotune_trial_result, error, 32);
   OFFSET(cotune_trial_result, log_path, 48);
   OFFSET(cotune_trial_result, external_id, 64);
-  SIZE(cotune_executor_api, 72);
+  SIZE(cotune_executor_api, 80);
   OFFSET(cotune_executor_api, struct_size, 0);
   OFFSET(cotune_executor_api, create, 8);
   OFFSET(cotune_executor_api, destroy, 16);
@@ -215,6 +215,7 @@ int main(void) {
   OFFSET(cotune_executor_api, cancel, 48);
   OFFSET(cotune_executor_api, release, 56);
   OFFSET(cotune_executor_api, attach, 64);
+  OFFSET(cotune_executor_api, candidates, 72);
   SIZE(cotune_component, 88);
   OFFSET(cotune_component, struct_size, 0);
   OFFSET(cotune_component, kind, 8);

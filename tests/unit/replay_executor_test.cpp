@@ -397,7 +397,9 @@ class ReplayStudy : public ::testing::Test {
 };
 
 TEST_F(ReplayStudy, OnlyAvailableTrialsCountAgainstTheBudget) {
-  core::RunResult r = run(study("budget", {{"trials", 3}}));
+  json doc = study("budget", {{"trials", 3}});
+  doc["executor"]["options"]["restrict_search"] = false;  // search the whole space
+  core::RunResult r = run(doc);
   EXPECT_EQ(r.status, core::StudyStatus::finished);
   EXPECT_EQ(r.counted_trials, 3);
   EXPECT_THAT(r.reason, HasSubstr("trial budget"));
@@ -407,7 +409,9 @@ TEST_F(ReplayStudy, OnlyAvailableTrialsCountAgainstTheBudget) {
 }
 
 TEST_F(ReplayStudy, ASparseTableEndsTheStudyWhenTheSpaceRunsOut) {
-  core::RunResult r = run(study("sparse", {{"trials", 50}}));
+  json doc = study("sparse", {{"trials", 50}});
+  doc["executor"]["options"]["restrict_search"] = false;
+  core::RunResult r = run(doc);
   EXPECT_EQ(r.status, core::StudyStatus::finished);
   EXPECT_THAT(r.reason, HasSubstr("no unmeasured configuration"));
   EXPECT_EQ(r.counted_trials, 5) << "four measured configurations and one oom";
@@ -425,6 +429,7 @@ TEST_F(ReplayStudy, MaxUnavailableStopsAStudyTheTableCannotAnswer) {
   json doc = study("streak", {{"trials", 50}, {"max_unavailable", 3}});
   doc["parallel"] = 1;
   doc["executor"]["options"]["where"] = {{"status", "oom"}};  // only the oom row is left
+  doc["executor"]["options"]["restrict_search"] = false;
   core::RunResult r = run(doc);
   EXPECT_EQ(r.status, core::StudyStatus::finished);
   EXPECT_THAT(r.reason, AllOf(HasSubstr("3 trials in a row were unavailable"), HasSubstr("max_unavailable")));
@@ -432,6 +437,52 @@ TEST_F(ReplayStudy, MaxUnavailableStopsAStudyTheTableCannotAnswer) {
   ASSERT_GE(ts.size(), 3u);
   EXPECT_LT(ts.size(), valid_.size());
   for (size_t i = ts.size() - 3; i < ts.size(); ++i) EXPECT_EQ(ts[i].status, core::TrialStatus::unavailable);
+}
+
+TEST_F(ReplayStudy, TheSearchProposesOnlyWhatTheTableMeasured) {
+  // By default the executor lists the table's configurations of this workload and the study
+  // searches among them: nothing comes back unavailable, and the study ends when they are all run.
+  for (const char* searcher : {"random", "reinforce", "evolution"}) {
+    // A store of its own: a later study of the workload would count the earlier one's trials as
+    // measured, and find nothing left.
+    for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(dir_ + "/cotune.db" + suffix);
+    json doc = study(std::string("restricted-") + searcher, {{"trials", 50}});
+    doc["searcher"] = searcher;
+    core::RunResult r = run(doc);
+    EXPECT_EQ(r.status, core::StudyStatus::finished) << searcher;
+    EXPECT_THAT(r.reason, HasSubstr("no unmeasured configuration")) << searcher;
+    auto [counted, unavailable] = check_trials(trials(std::string("restricted-") + searcher));
+    EXPECT_EQ(counted, 5) << searcher << ": four measured configurations and one oom";
+    EXPECT_EQ(unavailable, 0) << searcher;
+  }
+}
+
+TEST_F(ReplayExecutorTest, ListsTheConfigurationsItMeasuredForTheWorkload) {
+  auto ex = executor();
+  ASSERT_TRUE(ex->has_candidates());
+  const json w = workload(256);
+  const std::string workload_json = w.dump();
+  auto space = registry_.make_space("llm", workload_json);
+  cotune_trial study = cotune::core::empty_trial();
+  study.workload_json = cotune_str{workload_json.data(), workload_json.size()};
+  study.params = space->raw_params();
+  study.num_params = space->num_params();
+  const std::vector<double> rows = ex->candidates(study);
+  const size_t p = space->num_params();
+  ASSERT_EQ(rows.size() % p, 0u);
+  // Every listed configuration is answered from the table (never unavailable), and each once.
+  std::set<std::string> keys;
+  for (size_t i = 0; i < rows.size() / p; ++i) {
+    const std::string key = space->key(rows.data() + i * p);
+    EXPECT_TRUE(keys.insert(key).second) << key;
+    const json config = json::parse(space->render(rows.data() + i * p, COTUNE_RENDER_JSON));
+    EXPECT_NE(run(*ex, config).status, COTUNE_STATUS_UNAVAILABLE) << config.dump();
+  }
+  EXPECT_GE(keys.size(), 2u);
+  // With restrict_search off it lists none: the host then searches the whole space.
+  auto off = executor({{"restrict_search", false}});
+  EXPECT_THROW(off->candidates(study), cotune::core::PluginError);
+  EXPECT_THAT(create_error({{"restrict_search", "yes"}}), HasSubstr("restrict_search"));
 }
 
 }  // namespace

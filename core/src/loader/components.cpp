@@ -7,7 +7,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
+#include <functional>
+#include <random>
 #include <sstream>
 
 #include "loader/plugin_library.hpp"
@@ -201,8 +204,20 @@ Space::Space(ComponentRef ref, std::string_view workload_json, std::string_view 
 
 Space::~Space() { api_->destroy(inst_); }
 
-void Space::check(const double* configs, size_t n, int32_t* out_valid) const {
+void Space::check_unrestricted(const double* configs, size_t n, int32_t* out_valid) const {
   throw_if_error(api_->check(inst_, configs, n, out_valid), ref_.info.id);
+}
+
+void Space::check(const double* configs, size_t n, int32_t* out_valid) const {
+  check_unrestricted(configs, n, out_valid);
+  if (!restricted_) return;
+  const size_t p = params_.size();
+  std::vector<double> row(p);
+  for (size_t i = 0; i < n; ++i) {
+    if (out_valid[i] == 0) continue;
+    row.assign(configs + i * p, configs + (i + 1) * p);
+    if (allowed_.count(row) == 0) out_valid[i] = 0;
+  }
 }
 
 bool Space::valid(const double* config) const {
@@ -214,13 +229,57 @@ bool Space::valid(const double* config) const {
 std::string Space::explain(const double* config) const {
   StringSink s;
   throw_if_error(api_->explain(inst_, config, &s.sink), ref_.info.id);
+  if (s.data.empty() && restricted_ && !valid(config)) return "not among the configurations the study may run: " + restriction_;
   return s.data;
 }
 
 size_t Space::sample(uint64_t seed, size_t n, double* out) const {
+  if (restricted_) {
+    // Distinct rows drawn uniformly (a partial Fisher-Yates over the kept rows), seeded.
+    const size_t p = params_.size(), count = allowed_rows_.size() / p;
+    std::vector<size_t> order(count);
+    for (size_t i = 0; i < count; ++i) order[i] = i;
+    std::mt19937_64 rng(seed);
+    const size_t take = std::min(n, count);
+    for (size_t i = 0; i < take; ++i) {
+      std::swap(order[i], order[i + rng() % (count - i)]);
+      std::copy(allowed_rows_.begin() + static_cast<std::ptrdiff_t>(order[i] * p),
+                allowed_rows_.begin() + static_cast<std::ptrdiff_t>((order[i] + 1) * p), out + i * p);
+    }
+    return take;
+  }
   size_t got = 0;
   throw_if_error(api_->sample(inst_, seed, n, out, &got), ref_.info.id);
   return got > n ? n : got;
+}
+
+size_t Space::RowHash::operator()(const std::vector<double>& row) const {
+  size_t h = 1469598103934665603ull;
+  for (double v : row) h = (h ^ std::hash<double>()(v)) * 1099511628211ull;
+  return h;
+}
+
+size_t Space::restrict_to(const std::vector<double>& rows, std::string why) {
+  const size_t p = params_.size();
+  if (p == 0 || rows.size() % p != 0)
+    throw PluginError(COTUNE_ERR_INVALID_ARGUMENT, ref_.info.id + ": restrict_to: rows of " + std::to_string(p) +
+                                                       " values expected, got " + std::to_string(rows.size()) + " values");
+  const size_t n = rows.size() / p;
+  std::vector<int32_t> ok(n, 0);
+  if (n > 0) check_unrestricted(rows.data(), n, ok.data());
+  std::vector<double> kept;
+  std::unordered_set<std::vector<double>, RowHash> set;
+  for (size_t i = 0; i < n; ++i) {
+    if (ok[i] == 0) continue;
+    std::vector<double> row(rows.begin() + static_cast<std::ptrdiff_t>(i * p), rows.begin() + static_cast<std::ptrdiff_t>((i + 1) * p));
+    if (!set.insert(row).second) continue;  // listed twice
+    kept.insert(kept.end(), row.begin(), row.end());
+  }
+  allowed_ = std::move(set);
+  allowed_rows_ = std::move(kept);
+  restriction_ = std::move(why);
+  restricted_ = true;
+  return allowed_rows_.size() / p;
 }
 
 void Space::featurize(const double* configs, size_t n, double* out) const {
@@ -409,6 +468,24 @@ Executor::Executor(ComponentRef ref, std::string_view options_json)
 Executor::~Executor() { api_->destroy(inst_); }
 
 bool Executor::can_attach() const { return optional_fn(api_, &cotune_executor_api::attach) != nullptr; }
+
+bool Executor::has_candidates() const {
+  return optional_fn(api_, &cotune_executor_api::candidates) != nullptr;
+}
+
+std::vector<double> Executor::candidates(const cotune_trial& study) const {
+  auto fn = optional_fn(api_, &cotune_executor_api::candidates);
+  if (fn == nullptr) throw PluginError(COTUNE_ERR_UNSUPPORTED, ref_.info.id + ": lists no candidates");
+  size_t count = 0;
+  throw_if_error(fn(inst_, &study, nullptr, 0, &count), ref_.info.id);
+  std::vector<double> rows(count * study.num_params);
+  size_t again = 0;
+  throw_if_error(fn(inst_, &study, rows.data(), count, &again), ref_.info.id);
+  if (again != count)
+    throw PluginError(COTUNE_ERR_INTERNAL, ref_.info.id + ": candidates() gave " + std::to_string(count) +
+                                               " rows, then " + std::to_string(again));
+  return rows;
+}
 
 int32_t Executor::capacity() const {
   int32_t c = 1;

@@ -68,6 +68,7 @@ class StudyRun {
  private:
   // setup and resume (study_run_setup.cpp)
   void load_components();
+  void restrict_to_executor_candidates();
   void open_study();
   void restore();
   void restore_history();

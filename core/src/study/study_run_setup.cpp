@@ -47,6 +47,36 @@ StudyRun::StudyRun(const StudySpec& spec, const RunOptions& options)
 
 StudyRun::~StudyRun() = default;
 
+// An executor that answers a fixed set of configurations (a table of runs) lists them: the search
+// then proposes only those, instead of spending proposals on what would come back unavailable.
+void StudyRun::restrict_to_executor_candidates() {
+  const std::string workload = spec_.workload.dump();
+  cotune_trial study = empty_trial();
+  study.trial_id = {spec_.name.data(), spec_.name.size()};
+  study.workload_json = {workload.data(), workload.size()};
+  study.params = space_->raw_params();
+  study.num_params = space_->num_params();
+  std::vector<double> rows;
+  try {
+    rows = executor_->candidates(study);
+  } catch (const PluginError& e) {
+    if (e.code() != COTUNE_ERR_UNSUPPORTED) throw;
+    return;  // configured to list none: the whole space is searched
+  }
+  const size_t listed = space_->num_params() == 0 ? 0 : rows.size() / space_->num_params();
+  const std::string& name = executor_->info().name;
+  const size_t kept = space_->restrict_to(rows, "the executor '" + name + "' has no answer for it");
+  if (kept == 0)
+    throw UserError(spec_.file + ": /executor: the executor '" + name + "' answers " + std::to_string(listed) +
+                    " configuration(s) of this workload, none of them valid in the space '" + space_->info().name +
+                    "' as the study defines it (compare the workload and the space's options with what the executor "
+                    "holds)");
+  log(COTUNE_LOG_INFO, "study",
+      "the executor '" + name + "' answers " + std::to_string(kept) + " valid configuration(s) of this workload" +
+          (kept < listed ? " (of " + std::to_string(listed) + " listed; the others are not valid in the space)" : "") +
+          "; the search proposes only those");
+}
+
 void StudyRun::load_components() {
   load_study_plugins(registry_, spec_);
   space_ = make_study_space(registry_, spec_);
@@ -54,6 +84,7 @@ void StudyRun::load_components() {
   if (executor_->needs_trace() && !space_->can_lower())
     throw UserError(spec_.file + ": /executor: the executor '" + executor_->info().name +
                     "' needs step traces, which the space '" + space_->info().name + "' does not produce");
+  if (executor_->has_candidates()) restrict_to_executor_candidates();
   predictor_ = registry_.make_predictor(
       spec_.predictor.name, surrogate_predictor_options(spec_.predictor.options.dump(), spec_.file + ": /predictor/options"));
   searcher_ = registry_.make_searcher(spec_.searcher.name, spec_.searcher.options.dump(), *space_, spec_.seed);

@@ -53,6 +53,31 @@ class ReplayExecutor {
     return job;
   }
 
+  // Every configuration the table measured for the study's workload: the host searches among these.
+  std::vector<double> candidates(const cotune_trial& study) {
+    if (!options_.restrict_search)
+      throw cotune::Error(COTUNE_ERR_UNSUPPORTED, "replay executor: restrict_search is false: the study searches the whole space");
+    const std::vector<TrialParam> params = study_params(study);
+    const std::string_view workload = cotune::view(study.workload_json);
+    if (!index_ || !index_->built_for(workload, params))
+      index_ = std::make_unique<ReplayIndex>(table_, options_, std::string(workload), params);
+    std::vector<double> out, row(params.size());
+    size_t unexpressed = 0;
+    for (const auto& [values, rows] : index_->configurations()) {
+      if (!encode_values(study, values, row.data())) {
+        ++unexpressed;
+        continue;
+      }
+      out.insert(out.end(), row.begin(), row.end());
+    }
+    if (unexpressed > 0)
+      cotune::log(COTUNE_LOG_WARN, "org.cotune.executor.replay",
+                  table_.file() + ": " + std::to_string(unexpressed) +
+                      " measured configuration(s) hold a value that is not a choice of the space's parameter; "
+                      "they are left out of the search");
+    return out;
+  }
+
   const cotune::JobResult& poll(Job& job, int32_t) { return job.result; }
   void cancel(Job&) {}  // answered inside submit(): nothing is left to stop
 

@@ -2,6 +2,7 @@
 
 #include <cotune/cotune.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -117,6 +118,57 @@ std::vector<TrialParam> trial_params(const cotune_trial& trial) {
     }
     out.push_back(std::move(t));
   }
+  return out;
+}
+
+std::vector<TrialParam> study_params(const cotune_trial& study) {
+  if (study.params == nullptr || study.num_params == 0)
+    bad("replay executor: the host gave no parameters of the space to list the table's configurations by");
+  std::vector<TrialParam> out;
+  for (size_t i = 0; i < study.num_params; ++i) {
+    const cotune_param& p = *study.params[i];
+    TrialParam t;
+    t.name = std::string(cotune::view(p.name));
+    t.kind = p.type == COTUNE_PARAM_CATEGORICAL ? ValueKind::text
+             : p.type == COTUNE_PARAM_BOOL      ? ValueKind::boolean
+                                                : ValueKind::number;
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+bool encode_values(const cotune_trial& study, const std::vector<std::string>& values, double* out) {
+  if (values.size() != study.num_params) return false;
+  for (size_t i = 0; i < study.num_params; ++i) {
+    const cotune_param& p = *study.params[i];
+    if (p.type == COTUNE_PARAM_CATEGORICAL) {
+      size_t c = 0;
+      while (c < p.num_choices && cotune::view(p.choices[c]) != values[i]) ++c;
+      if (c == p.num_choices) return false;
+      out[i] = static_cast<double>(c);
+    } else if (p.type == COTUNE_PARAM_BOOL) {
+      out[i] = values[i] == "true" ? 1.0 : 0.0;
+    } else {
+      const std::optional<double> v = parse_number(values[i]);
+      if (!v) return false;
+      out[i] = *v;
+    }
+  }
+  return true;
+}
+
+std::vector<std::pair<std::vector<std::string>, const std::vector<size_t>*>> ReplayIndex::configurations() const {
+  std::vector<std::pair<std::vector<std::string>, const std::vector<size_t>*>> out;
+  out.reserve(rows_.size());
+  for (const auto& [k, rows] : rows_) {
+    std::vector<std::string> values;
+    size_t start = 0;
+    for (size_t end = k.find('\x1f'); end != std::string::npos; start = end + 1, end = k.find('\x1f', start))
+      values.push_back(k.substr(start, end - start));
+    out.emplace_back(std::move(values), &rows);
+  }
+  // The hash map's order is no order: the table's is, and it is the same on every run.
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.second->front() < b.second->front(); });
   return out;
 }
 

@@ -38,6 +38,14 @@ struct TrialParam {
 // configuration JSON. Throws cotune::Error for a value it cannot read.
 std::vector<TrialParam> trial_params(const cotune_trial& trial);
 
+// The space's parameters of a trial without a configuration (names and kinds, values empty).
+// Throws cotune::Error when the host gives none.
+std::vector<TrialParam> study_params(const cotune_trial& study);
+
+// The configuration values (as the space encodes them: a number, 1/0, a choice's index) of
+// canonical parameter values; false when one cannot be expressed (a choice the space lacks).
+bool encode_values(const cotune_trial& study, const std::vector<std::string>& values, double* out);
+
 class ReplayIndex {
  public:
   // Throws cotune::Error when a parameter has no column (and no default) or a parameter cell of a
@@ -50,6 +58,10 @@ class ReplayIndex {
 
   // The rows (indices into table.rows()) that answer the configuration; nullptr when none does.
   const std::vector<size_t>* find(const std::vector<TrialParam>& params) const;
+
+  // Every configuration the table answers: its canonical parameter values (in parameter order)
+  // and its rows, ordered by the first row's position in the table.
+  std::vector<std::pair<std::vector<std::string>, const std::vector<size_t>*>> configurations() const;
 
   size_t workload_rows() const { return workload_rows_; }
   // Workload columns the workload JSON does not decide.

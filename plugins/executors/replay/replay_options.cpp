@@ -69,8 +69,12 @@ ReplayOptions parse_replay_options(std::string_view text) {
       if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > 1000000)
         bad(key, "expected an integer from 1 to 1000000, got " + v.dump());
       r.capacity = v.get<int32_t>();
+    } else if (key == "restrict_search") {
+      if (!v.is_boolean()) bad(key, "expected true or false, got " + v.dump());
+      r.restrict_search = v.get<bool>();
     } else {
-      bad(key, "unknown option (expected file, metrics, status_column, reason_column, where, defaults, capacity)");
+      bad(key, "unknown option (expected file, metrics, status_column, reason_column, where, defaults, capacity, "
+               "restrict_search)");
     }
   }
   if (!has_file) bad("file", "required: the CSV of measured runs to answer trials from");

@@ -1,7 +1,7 @@
 // Options of the replay executor (documented in docs/executors.md):
 //   {"file": "runs.csv", "metrics": {"tokens_per_s": "measured tokens/s"},
 //    "status_column": "status", "reason_column": "reason", "where": {"cluster": "a"},
-//    "defaults": {"vpp": 1}, "capacity": 64}
+//    "defaults": {"vpp": 1}, "capacity": 64, "restrict_search": true}
 #ifndef COTUNE_EXECUTOR_REPLAY_OPTIONS_HPP_
 #define COTUNE_EXECUTOR_REPLAY_OPTIONS_HPP_
 
@@ -25,6 +25,9 @@ struct ReplayOptions {
   std::vector<std::pair<std::string, nlohmann::json>> where;     // column -> value every row must hold
   std::vector<std::pair<std::string, nlohmann::json>> defaults;  // parameter -> value of absent/empty cells
   int32_t capacity = 64;
+  // The study searches only the table's configurations (candidates()); false: the whole space, and
+  // what the table lacks comes back unavailable.
+  bool restrict_search = true;
 };
 
 // The metric columns looked for when "metrics" is not given.

@@ -122,6 +122,7 @@ COTUNE_ASSERT_LAST_FIELD(cotune_error, destroy);
 #define COTUNE_CAP_SAVE_STATE (1u << 4)    /* predictor/searcher: save() and load() work */
 #define COTUNE_CAP_ATTACH (1u << 5)        /* executor: attach() re-follows jobs after a restart */
 #define COTUNE_CAP_NEEDS_TRACE (1u << 6)   /* executor: submit() requires a step trace */
+#define COTUNE_CAP_CANDIDATES (1u << 7)    /* executor: candidates() lists all it can answer */
 
 /* Log levels for cotune_host.log. */
 #define COTUNE_LOG_DEBUG 0
@@ -565,8 +566,18 @@ typedef struct cotune_executor_api {
   /* Optional (COTUNE_CAP_ATTACH): follows a job started by an earlier process, by its external id. */
   cotune_error* (*attach)(cotune_executor_instance* executor, const cotune_trial* trial,
                           cotune_str external_id, cotune_job** out);
+
+  /* Optional (COTUNE_CAP_CANDIDATES; read only when struct_size covers it): every configuration
+   * this executor can answer, for an executor that knows a fixed set (a table of logged runs). The
+   * host then searches among these only, instead of proposing what would come back unavailable.
+   * `study` is a trial without a configuration (config NULL, config_json ""): the workload and the
+   * space's parameters. Writes up to `capacity` rows of num_params values into out (NULL when
+   * capacity is 0) and the number of rows there are into *out_count, so a first call with capacity
+   * 0 sizes the buffer. COTUNE_ERR_UNSUPPORTED: as configured it lists none (search the space). */
+  cotune_error* (*candidates)(cotune_executor_instance* executor, const cotune_trial* study,
+                              double* out, size_t capacity, size_t* out_count);
 } cotune_executor_api;
-COTUNE_ASSERT_LAST_FIELD(cotune_executor_api, attach);
+COTUNE_ASSERT_LAST_FIELD(cotune_executor_api, candidates);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* The plugin descriptor and entry point                                                          */

@@ -25,6 +25,8 @@
 
 #include <cotune/cotune.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -157,6 +159,8 @@ template <class T> struct has_parse<T, std::void_t<decltype(std::declval<T&>().p
 template <class, class = void> struct has_save : std::false_type {};
 template <class T> struct has_save<T, std::void_t<decltype(std::declval<T&>().save()), decltype(std::declval<T&>().load(std::string_view()))>> : std::true_type {};
 template <class, class = void> struct has_attach : std::false_type {};
+template <class, class = void> struct has_candidates : std::false_type {};
+template <class T> struct has_candidates<T, std::void_t<decltype(std::declval<T&>().candidates(std::declval<const cotune_trial&>()))>> : std::true_type {};
 template <class T> struct has_attach<T, std::void_t<decltype(std::declval<T&>().attach(std::declval<const cotune_trial&>(), std::string_view()))>> : std::true_type {};
 template <class, class = void> struct has_describe_fit : std::false_type {};
 template <class T> struct has_describe_fit<T, std::void_t<decltype(std::declval<T&>().describe_fit())>> : std::true_type {};
@@ -544,6 +548,7 @@ struct SearcherAdapter {
 //   const cotune::JobResult& poll(Job& job, int32_t timeout_ms);
 //   void cancel(Job& job);
 //   optional: std::unique_ptr<Job> attach(const cotune_trial& trial, std::string_view external_id);
+//   optional: std::vector<double> candidates(const cotune_trial& study);  // rows of num_params values
 template <class T>
 struct ExecutorAdapter {
   using Job = typename T::Job;
@@ -586,10 +591,28 @@ struct ExecutorAdapter {
       return nullptr;
     }
   }
+  static cotune_error* candidates(cotune_executor_instance* e, const cotune_trial* study, double* out,
+                                  size_t capacity, size_t* out_count) {
+    if constexpr (has_candidates<T>::value) {
+      return guarded([&] {
+        if (study == nullptr || out_count == nullptr || (out == nullptr && capacity > 0))
+          throw Error(COTUNE_ERR_INVALID_ARGUMENT, "study or out_count is NULL, or out is NULL with a capacity");
+        const std::vector<double> rows = self(e).candidates(*study);
+        const size_t width = study->num_params;
+        if (width == 0 || rows.size() % width != 0)
+          throw Error(COTUNE_ERR_INTERNAL, "candidates(): the rows do not have num_params values each");
+        *out_count = rows.size() / width;
+        std::copy(rows.begin(), rows.begin() + static_cast<std::ptrdiff_t>(std::min(*out_count, capacity) * width), out);
+      });
+    } else {
+      (void)e, (void)study, (void)out, (void)capacity, (void)out_count;
+      return nullptr;
+    }
+  }
   static const cotune_executor_api* api() {
     static const cotune_executor_api a = [] {
       cotune_executor_api t{};
-      t.struct_size = COTUNE_STRUCT_SIZE(cotune_executor_api, attach);
+      t.struct_size = COTUNE_STRUCT_SIZE(cotune_executor_api, candidates);
       t.create = &create;
       t.destroy = &destroy;
       t.capacity = &capacity;
@@ -598,11 +621,14 @@ struct ExecutorAdapter {
       t.cancel = &cancel;
       t.release = &release;
       t.attach = has_attach<T>::value ? &attach : nullptr;
+      t.candidates = has_candidates<T>::value ? &candidates : nullptr;
       return t;
     }();
     return &a;
   }
-  static uint32_t caps() { return has_attach<T>::value ? COTUNE_CAP_ATTACH : 0u; }
+  static uint32_t caps() {
+    return (has_attach<T>::value ? COTUNE_CAP_ATTACH : 0u) | (has_candidates<T>::value ? COTUNE_CAP_CANDIDATES : 0u);
+  }
 };
 }  // namespace detail
 

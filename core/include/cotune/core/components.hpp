@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 namespace cotune::core {
@@ -85,7 +86,25 @@ class Space {
   // Canonical key of a configuration: "name=value;..." in parameter order, values formatted.
   std::string key(const double* config) const;
 
+  // Narrows the space to the valid ones of `rows` (configurations, row-major): check() and valid()
+  // then also require membership, explain() says why, and sample() draws among them. Used when the
+  // executor can answer only a fixed set (a table of runs). `why` ends the explanation of an excluded
+  // configuration ("the replay table has no run of it"). Returns how many valid rows were kept.
+  size_t restrict_to(const std::vector<double>& rows, std::string why);
+  bool restricted() const { return restricted_; }
+
  private:
+  struct RowHash {
+    size_t operator()(const std::vector<double>& row) const;
+  };
+  // The plugin's own verdict, before any restriction.
+  void check_unrestricted(const double* configs, size_t n, int32_t* out_valid) const;
+
+  bool restricted_ = false;
+  std::vector<double> allowed_rows_;  // the kept rows, in the order given
+  std::unordered_set<std::vector<double>, RowHash> allowed_;
+  std::string restriction_;
+
   ComponentRef ref_;
   const cotune_space_api* api_ = nullptr;
   cotune_space_instance* inst_ = nullptr;
@@ -161,6 +180,10 @@ class Executor {
   const ComponentInfo& info() const { return ref_.info; }
   bool needs_trace() const { return (ref_.info.capabilities & COTUNE_CAP_NEEDS_TRACE) != 0; }
   bool can_attach() const;
+  // Whether the executor lists every configuration it can answer (COTUNE_CAP_CANDIDATES).
+  bool has_candidates() const;
+  // Those configurations, rows of study.num_params values (study: a trial without a configuration).
+  std::vector<double> candidates(const cotune_trial& study) const;
 
   // A job handle; released with the Job object.
   class Job {
