@@ -12,7 +12,9 @@
 // Options: "explore" (share of random proposals, default 0.1), "population" (default 50),
 // "sample_size" (tournament size, default 10), "children" (children bred per propose, default 256),
 // "climb_starts" (configurations hill-climbed per propose, 48; 0: none), "climb_steps" (moves per
-// climb, 20), "pair_moves" (two-parameter changes tried per move, at most; 2048).
+// climb, 20), "pair_moves" (two-parameter changes tried per move, at most; 2048), "sample_pool"
+// (valid configurations drawn by the host and scored next to the children each propose, 64: what
+// remains when the space is narrowed to a table's runs and mutations mostly fall outside it).
 #include <cotune/cotune.hpp>
 #include <cotune/local_search.hpp>
 
@@ -82,11 +84,12 @@ struct Options {
   int climb_starts = 48;
   int climb_steps = 20;
   int pair_moves = 2048;
+  int sample_pool = 64;
 
   nlohmann::json to_json() const {
     return {{"explore", explore},         {"population", population},   {"sample_size", sample_size},
             {"children", children},       {"climb_starts", climb_starts}, {"climb_steps", climb_steps},
-            {"pair_moves", pair_moves}};
+            {"pair_moves", pair_moves},   {"sample_pool", sample_pool}};
   }
 
   static Options parse(const nlohmann::json& j) {
@@ -109,9 +112,12 @@ struct Options {
         o.climb_steps = checked_int(value, key, 1, 1000);
       } else if (key == "pair_moves") {
         o.pair_moves = checked_int(value, key, 0, 1000000);
+      } else if (key == "sample_pool") {
+        o.sample_pool = checked_int(value, key, 0, 1000000);
       } else {
         throw invalid("unknown option '" + key +
-                      "' (known: explore, population, sample_size, children, climb_starts, climb_steps, pair_moves)");
+                      "' (known: explore, population, sample_size, children, climb_starts, climb_steps, pair_moves, "
+                      "sample_pool)");
       }
     }
     if (o.sample_size > o.population)
@@ -235,6 +241,8 @@ class EvolutionSearcher {
 
     // Breed until enough distinct unseen children (or a few passes that bring nothing new).
     Pool pool;
+    for (const cotune::ScoredConfig& c : cotune::scored_samples(context, rng_(), static_cast<size_t>(options_.sample_pool)))
+      pool.add(c.config, c.score);
     std::vector<int32_t> seen;
     for (int attempt = 0; attempt < kMaxBreedAttempts && !population_.empty(); ++attempt) {
       breed(context, &pool);

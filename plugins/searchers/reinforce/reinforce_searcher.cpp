@@ -14,7 +14,9 @@
 // "learning_rate" (0.5), "entropy" (bonus weight, 0.01), "baseline_decay" (0.9), "bins" (FLOAT
 // parameters, 16), "int_bins" (INT ranges wider than this are binned, 256), "climb_starts"
 // (configurations hill-climbed per propose, 16; 0: none), "climb_steps" (moves per climb, 20),
-// "pair_moves" (two-parameter changes tried per move, at most; 2048).
+// "pair_moves" (two-parameter changes tried per move, at most; 2048), "sample_pool" (valid
+// configurations drawn by the host and scored into the pool each propose, 64: what remains when the
+// space is narrowed to a table's runs and the policy's samples mostly fall outside it).
 #include <cotune/cotune.hpp>
 #include <cotune/local_search.hpp>
 
@@ -73,12 +75,14 @@ struct Options {
   int climb_starts = 16;
   int climb_steps = 20;
   int pair_moves = 2048;
+  int sample_pool = 64;
 
   nlohmann::json to_json() const {
     return {{"explore", explore},       {"batch", batch},   {"iterations", iterations},
             {"learning_rate", learning_rate}, {"entropy", entropy}, {"baseline_decay", baseline_decay},
             {"bins", bins},             {"int_bins", int_bins},
-            {"climb_starts", climb_starts}, {"climb_steps", climb_steps}, {"pair_moves", pair_moves}};
+            {"climb_starts", climb_starts}, {"climb_steps", climb_steps}, {"pair_moves", pair_moves},
+            {"sample_pool", sample_pool}};
   }
 
   static Options parse(const nlohmann::json& j) {
@@ -96,10 +100,11 @@ struct Options {
       else if (key == "climb_starts") o.climb_starts = static_cast<int>(checked_number(value, key, 0, 1000, true));
       else if (key == "climb_steps") o.climb_steps = static_cast<int>(checked_number(value, key, 1, 1000, true));
       else if (key == "pair_moves") o.pair_moves = static_cast<int>(checked_number(value, key, 0, 1000000, true));
+      else if (key == "sample_pool") o.sample_pool = static_cast<int>(checked_number(value, key, 0, 1000000, true));
       else
         throw invalid("unknown option '" + key +
                       "' (known: explore, batch, iterations, learning_rate, entropy, baseline_decay, bins, "
-                      "int_bins, climb_starts, climb_steps, pair_moves)");
+                      "int_bins, climb_starts, climb_steps, pair_moves, sample_pool)");
     }
     return o;
   }
@@ -140,6 +145,8 @@ class ReinforceSearcher {
     Pool pool;
     std::vector<int32_t> seen;  // per pool member: measured or in flight
     rescore_elites(context, &pool);
+    for (const cotune::ScoredConfig& c : cotune::scored_samples(context, rng_(), static_cast<size_t>(options_.sample_pool)))
+      pool.add(c.config, c.score);
     for (int pass = 0; pass <= kMaxExtraPasses; ++pass) {
       for (int it = 0; it < options_.iterations; ++it) iterate(context, &pool);
       if (pass == 0) climb_from_best(context, &pool);

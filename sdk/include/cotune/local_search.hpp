@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <random>
 #include <set>
@@ -83,6 +84,29 @@ struct ScoredConfig {
   std::vector<double> config;
   double score;
 };
+
+// Up to n valid configurations drawn by the host (context.sample), with their scores. Searchers add
+// them to what their own moves find: where the valid configurations are sparse in the grid (a space
+// narrowed to the runs a table holds), a policy's samples and a mutation's children mostly fall
+// outside, and these are the candidates that remain.
+inline std::vector<ScoredConfig> scored_samples(const SearchContext& context, uint64_t seed, size_t n) {
+  const size_t d = context.num_params();
+  std::vector<ScoredConfig> out;
+  if (n == 0 || d == 0) return out;
+  std::vector<double> rows(n * d);
+  const size_t got = context.sample(seed, n, rows.data());
+  if (got == 0) return out;
+  std::vector<int32_t> ok(got);
+  std::vector<double> score(got);
+  context.check_valid(rows.data(), got, ok.data());
+  context.score(rows.data(), got, score.data());
+  for (size_t i = 0; i < got; ++i)
+    if (ok[i] != 0 && std::isfinite(score[i]))
+      out.push_back({std::vector<double>(rows.begin() + static_cast<std::ptrdiff_t>(i * d),
+                                         rows.begin() + static_cast<std::ptrdiff_t>((i + 1) * d)),
+                     score[i]});
+  return out;
+}
 
 // Steepest-ascent hill climbing under the predictor's score. The neighbours of a configuration are
 // every configuration that differs from it in one parameter or in two (each taking one of its
