@@ -43,6 +43,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <sstream>
 #include <unordered_map>
@@ -60,6 +61,8 @@ struct Settings {
   std::vector<std::string> workloads = {"llama3-70b-512xh100", "gpt3-175b-1024xa100", "mixtral-8x7b-64xh100"};
   std::vector<std::string> searchers;  // empty: every searcher found
   std::vector<bool> priors = {true, false};
+  std::vector<size_t> replay_tables;  // --replay-tables: table sizes for the replay benchmark
+  bool replay_unrestricted = false;   // --replay-unrestricted: search the whole space instead
 };
 
 std::vector<std::string> split(const std::string& s) {
@@ -463,6 +466,121 @@ void surrogate_curve(const Settings& s) {
   }
 }
 
+// The search judged on a table of runs it has not seen, through the replay executor: a table of n
+// configurations drawn uniformly from the enumerated space, "measured" as the sim executor would
+// (true value, 5% log-normal noise), written as CSV; the study (the example's, without its
+// constraints: every drawn configuration satisfies them) searches it with the replay executor,
+// which narrows the search to the table's rows. Reported: trials until the table's best row is
+// measured, and how many trials came back unavailable (none expected). Run it with COTUNE_LOG=warn:
+// each study logs how many configurations the table holds.
+struct ReplayReached {
+  int found = -1;
+  int unavailable = 0;
+};
+
+ReplayReached replay_trials(const StudySpec& base, const std::string& searcher, bool prior, uint64_t seed,
+                            const std::string& table, double table_best, int cap, bool unrestricted,
+                            const std::string& store_dir) {
+  json doc = json::parse(base.text);
+  doc["name"] = base.name + "-replay-" + searcher + "-" + std::to_string(seed);
+  doc["searcher"] = {{"name", searcher}, {"options", g_searcher_options}};
+  doc["predictor"] = {{"name", "krr"}, {"prior", prior ? "analytic" : "none"}, {"options", json::parse(g_predictor_options)}};
+  doc["executor"] = {{"name", "replay"}, {"options", {{"file", table}, {"restrict_search", !unrestricted}}}};
+  doc["budget"] = {{"trials", cap}, {"max_unavailable", 1000000}};
+  doc["seed"] = seed;
+  doc["objective"].erase("constraints");
+  doc.erase("format");
+  const StudySpec spec = parse_study_file(doc.dump(), base.file, "/");
+  fs::remove_all(store_dir);
+  fs::create_directories(store_dir);
+  ReplayReached reached;
+  int count = 0;
+  std::atomic<int> stop{0};
+  RunOptions options;
+  options.store_path = store_dir + "/cotune.db";
+  options.display = RunOptions::Display::quiet;
+  options.stop = &stop;
+  options.on_trial_committed = [&](const TrialRecord& t) {
+    if (t.status == TrialStatus::unavailable) {
+      ++reached.unavailable;
+      return;
+    }
+    ++count;
+    if (reached.found < 0 && t.objective && std::fabs(*t.objective - table_best) <= 1e-9 * std::fabs(table_best)) {
+      reached.found = count;
+      stop = 2;
+    }
+  };
+  run_study(spec, options);
+  fs::remove_all(store_dir);
+  return reached;
+}
+
+void replay_benchmark(const Settings& s) {
+  const std::string dir = scratch_dir() + "-replay";
+  fs::create_directories(dir);
+  std::printf("Replay: trials until the best row of an unseen table of n runs (drawn uniformly, 5%% noise)\n"
+              "is measured, through the replay executor%s; median / p90 over %d seeds; unavailable trials\n"
+              "in all runs\n", s.replay_unrestricted ? " searching the whole space" : "", s.seeds);
+  for (const std::string& w : s.workloads) {
+    StudySpec base = load_study_file(std::string(COTUNE_SOURCE_DIR) + "/examples/studies/" + w + ".json");
+    Registry registry;
+    load_study_plugins(registry, base);
+    std::unique_ptr<Space> space = make_study_space(registry, base);
+    const Landscape l = enumerate(*space, base.objectives.front());
+    const size_t p = space->num_params(), total = l.values.size();
+    std::vector<std::string> searchers = s.searchers.empty() ? std::vector<std::string>{"random", "reinforce", "evolution"}
+                                                             : s.searchers;
+    for (size_t n : s.replay_tables) {
+      if (n > total) continue;
+      for (const std::string& name : searchers)
+        for (bool prior : s.priors) {
+          std::vector<int> found;
+          int unavailable = 0;
+          for (int seed = 1; seed <= s.seeds; ++seed) {
+            // The table: n distinct configurations, measured once each.
+            std::mt19937_64 rng(static_cast<uint64_t>(seed) * 104729 + n);
+            std::vector<size_t> idx(total);
+            for (size_t i = 0; i < total; ++i) idx[i] = i;
+            for (size_t i = 0; i < n; ++i) std::swap(idx[i], idx[i + rng() % (total - i)]);
+            std::normal_distribution<double> noise(0, 0.05);
+            std::ofstream csv(dir + "/table.csv");
+            const std::string& metric = base.objectives.front().metric;
+            double best = 0;
+            for (size_t i = 0; i < n; ++i) {
+              const double* c = l.configs.data() + idx[i] * p;
+              const json row = json::parse(space->render(c, COTUNE_RENDER_JSON));
+              if (i == 0) {
+                for (auto it = row.begin(); it != row.end(); ++it) csv << it.key() << ",";
+                csv << "status," << metric << "\n";
+              }
+              for (auto it = row.begin(); it != row.end(); ++it)
+                csv << (it.value().is_string() ? it.value().get<std::string>() : it.value().dump()) << ",";
+              const double f = std::exp(noise(rng));
+              const double v = l.direction == Direction::maximize ? l.values[idx[i]] / f : l.values[idx[i]] * f;
+              char text[64];
+              std::snprintf(text, sizeof text, "%.17g", v);
+              csv << "ok," << text << "\n";
+              const double exact = std::strtod(text, nullptr);
+              if (i == 0 || better(exact, best, l.direction)) best = exact;
+            }
+            csv.close();
+            ReplayReached r = replay_trials(base, name, prior, static_cast<uint64_t>(seed), dir + "/table.csv", best,
+                                            static_cast<int>(std::min<size_t>(n, static_cast<size_t>(s.cap))),
+                                            s.replay_unrestricted, dir + "/store");
+            found.push_back(r.found);
+            unavailable += r.unavailable;
+          }
+          std::printf("  %-22s table %5zu of %6zu  %-9s best row measured after %-13s trials; unavailable %d\n",
+                      w.c_str(), n, total, (std::string(name) + (prior ? "+prior" : "")).c_str(),
+                      percentiles(found, s.cap).c_str(), unavailable);
+          std::fflush(stdout);
+        }
+    }
+  }
+  fs::remove_all(dir);
+}
+
 // Host overhead per proposal with 1,000 measured trials, in its parts: refitting the surrogate
 // (krr + prior: lowering and simulating every trial for the prior feature, then the krr fit), which
 // the loop does once the data has grown by 1/32 (study_run_loop.cpp refit(): every 31 new trials at
@@ -554,9 +672,14 @@ int main(int argc, char** argv) {
     else if (a == "--predictor-options") g_predictor_options = value("--predictor-options");
     else if (a == "--no-search") s.seeds = 0;
     else if (a == "--surrogate-curve") curve = true;
+    else if (a == "--replay-unrestricted") s.replay_unrestricted = true;
+    else if (a == "--replay-tables") {
+      for (const std::string& v : split(value("--replay-tables"))) s.replay_tables.push_back(std::stoul(v));
+    }
     else rest.push_back(argv[i]);
   }
   if (curve) surrogate_curve(s);
+  else if (!s.replay_tables.empty()) replay_benchmark(s);
   else if (s.seeds > 0) search_quality(s);
   int n = static_cast<int>(rest.size());
   benchmark::Initialize(&n, rest.data());
