@@ -170,7 +170,7 @@ int main(void) {
   OFFSET(cotune_predictor_api, save, 40);
   OFFSET(cotune_predictor_api, load, 48);
   OFFSET(cotune_predictor_api, describe_fit, 56);
-  SIZE(cotune_search_context, 56);
+  SIZE(cotune_search_context, 64);
   OFFSET(cotune_search_context, struct_size, 0);
   OFFSET(cotune_search_context, ctx, 8);
   OFFSET(cotune_search_context, num_params, 16);
@@ -178,6 +178,7 @@ int main(void) {
   OFFSET(cotune_search_context, check, 32);
   OFFSET(cotune_search_context, score, 40);
   OFFSET(cotune_search_context, seen, 48);
+  OFFSET(cotune_search_context, score_version, 56);
   SIZE(cotune_searcher_api, 56);
   OFFSET(cotune_searcher_api, struct_size, 0);
   OFFSET(cotune_searcher_api, create, 8);

@@ -73,7 +73,15 @@ TEST_F(AnalyticPrior, MeasurementsCorrectABiasedModel) {
   double before = 0, after = 0;
   std::vector<double> prior_only(n_ - train);
   s.predict(config(train), n_ - train, prior_only.data(), nullptr);
+  // The score version searchers key their cached scores on: new with every fit, never 0, and
+  // never another surrogate's.
+  const uint64_t unfitted = s.version();
+  EXPECT_NE(unfitted, 0u);
   s.fit(configs_.data(), train, y.data());
+  EXPECT_NE(s.version(), unfitted);
+  Surrogate other(*space_, *predictor_, "step_time_s", true, config(0));
+  EXPECT_NE(other.version(), s.version());
+  EXPECT_NE(other.version(), unfitted);
   EXPECT_EQ(s.fitted_rows(), train);
   std::vector<double> corrected(n_ - train);
   s.predict(config(train), n_ - train, corrected.data(), nullptr);

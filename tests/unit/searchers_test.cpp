@@ -330,6 +330,40 @@ TEST(Exhaustive, ProposesTheExactBestUnmeasuredConfigurations) {
   EXPECT_EQ(ctx.sample_calls(), 0u) << "no exploration was asked for";
 }
 
+TEST(Exhaustive, KeepsItsRankingWhileTheScoreVersionStaysTheSame) {
+  auto space = grid();
+  const size_t valid = [&] {
+    GridSearchContext probe(*space);
+    return enumerate_grid(*space, probe).size();
+  }();
+  // Version 0 (the host cannot say): every proposal scores every valid configuration.
+  GridSearchContext unknown(*space);
+  auto a = registry().make_searcher("exhaustive", R"({"explore": 0})", *space, 1);
+  Rows by_unknown;
+  for (int i = 0; i < 3; ++i) {
+    const Rows rows = propose(*a, unknown, 2);
+    by_unknown.insert(by_unknown.end(), rows.begin(), rows.end());
+    run(*a, unknown, rows);
+  }
+  EXPECT_EQ(unknown.scored(), 3 * valid);
+
+  // A known version: scored once, then not again until the version changes; same proposals.
+  GridSearchContext known(*space);
+  known.set_score_version(7);
+  auto b = registry().make_searcher("exhaustive", R"({"explore": 0})", *space, 1);
+  Rows by_known;
+  for (int i = 0; i < 3; ++i) {
+    const Rows rows = propose(*b, known, 2);
+    by_known.insert(by_known.end(), rows.begin(), rows.end());
+    run(*b, known, rows);
+  }
+  EXPECT_EQ(known.scored(), valid);
+  EXPECT_EQ(by_known, by_unknown);
+  known.set_score_version(8);
+  propose(*b, known, 1);
+  EXPECT_EQ(known.scored(), 2 * valid);
+}
+
 TEST(Exhaustive, ExploresWhenAsked) {
   auto space = grid();
   GridSearchContext ctx(*space);

@@ -45,7 +45,8 @@ double normalised_score(double value, Direction direction) {
 SearchContext::SearchContext(const Space& space, const Surrogate& surrogate, Direction direction,
                              const std::unordered_set<std::string>& seen)
     : space_(space), surrogate_(surrogate), direction_(direction), seen_(seen) {
-  context_.struct_size = COTUNE_STRUCT_SIZE(cotune_search_context, seen);
+  context_.struct_size = COTUNE_STRUCT_SIZE(cotune_search_context, score_version);
+  context_.score_version = surrogate.version();
   context_.ctx = this;
   context_.num_params = space.num_params();
   context_.sample = [](void* ctx, uint64_t seed, size_t n, double* out, size_t* out_count) {

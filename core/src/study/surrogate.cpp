@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -16,6 +17,12 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 bool usable(double v) { return std::isfinite(v) && v > 0; }
+
+// Versions of fitted models: process-wide, so two surrogates never share one.
+uint64_t next_version() {
+  static std::atomic<uint64_t> counter{0};
+  return ++counter;
+}
 
 // All targets equal to within rounding: a regression would have nothing to learn.
 bool constant_targets(const std::vector<double>& y) {
@@ -75,6 +82,7 @@ Surrogate::Surrogate(const Space& space, Predictor& predictor, std::string metri
     }
   }
   width_ = space.feature_names().size() + (prior_ ? 1 : 0);
+  version_ = next_version();
 }
 
 std::optional<double> Surrogate::estimate(const double* config) const {
@@ -115,6 +123,7 @@ std::vector<double> Surrogate::features(const double* configs, size_t n, std::ve
 }
 
 void Surrogate::fit(const double* configs, size_t n, const double* values) {
+  version_ = next_version();
   const size_t p = space_.num_params();
   std::vector<size_t> usable_rows;
   for (size_t i = 0; i < n; ++i)

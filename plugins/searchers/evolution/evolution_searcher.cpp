@@ -241,14 +241,19 @@ class EvolutionSearcher {
 
     // Breed until enough distinct unseen children (or a few passes that bring nothing new).
     Pool pool;
-    for (const cotune::ScoredConfig& c : cotune::scored_samples(context, rng_(), static_cast<size_t>(options_.sample_pool)))
-      pool.add(c.config, c.score);
     std::vector<int32_t> seen;
     for (int attempt = 0; attempt < kMaxBreedAttempts && !population_.empty(); ++attempt) {
       breed(context, &pool);
       seen.assign(pool.scores.size(), 0);
       if (!seen.empty()) context.seen(pool.rows.data(), seen.size(), seen.data());
-      if (attempt == 0) climb_from_best(context, &pool);
+      if (attempt == 0) {
+        climb_from_best(context, &pool);
+        // After the climb, not before: climbs from random samples are long, and the samples are
+        // here to be proposed where children cannot reach (a space narrowed to a table's runs).
+        for (const cotune::ScoredConfig& c :
+             cotune::scored_samples(context, rng_(), static_cast<size_t>(options_.sample_pool)))
+          pool.add(c.config, c.score);
+      }
       if (static_cast<size_t>(std::count(seen.begin(), seen.end(), 0)) >= n) break;
     }
     seen.assign(pool.scores.size(), 0);

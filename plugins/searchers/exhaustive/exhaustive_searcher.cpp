@@ -1,7 +1,8 @@
 // exhaustive: for spaces small enough to enumerate. Builds the cartesian product of every
 // parameter's finite domain, keeps the valid configurations (checked in batches), scores all of
-// them with the predictor at each propose() and proposes the best unmeasured ones, plus a share of
-// random exploration so that the predictor also learns away from its favourites.
+// them with the predictor and proposes the best unmeasured ones, plus a share of random exploration
+// so that the predictor also learns away from its favourites. The ranking is kept while the host's
+// score_version stays the same (no refit since), so most proposals score nothing.
 //
 // Options: "explore" (share of proposals drawn at random, default 0.1), "max_space" (largest
 // domain it agrees to enumerate, default 200000). Spaces with FLOAT parameters or a larger domain
@@ -132,7 +133,14 @@ class ExhaustiveSearcher {
     const size_t explore = std::min(n, static_cast<size_t>(std::floor(explore_credit_)));
     explore_credit_ -= static_cast<double>(explore);
 
-    const std::vector<size_t> order = ranked(context);
+    // Scores change only when the predictor does: rank again only then (or when the host cannot say).
+    const uint64_t version = context.score_version();
+    if (version == 0 || version != ranked_version_ || !ranked_once_) {
+      order_ = ranked(context);
+      ranked_version_ = version;
+      ranked_once_ = true;
+    }
+    const std::vector<size_t>& order = order_;
     std::set<std::vector<double>> batch;
     std::vector<double> picked;
     size_t next = 0;  // position in `order`
@@ -283,6 +291,11 @@ class ExhaustiveSearcher {
   double explore_credit_ = 0;  // fractional exploration proposals carried to the next propose()
   bool enumerated_ = false;    // valid_ is derived from the space, so it is rebuilt, never saved
   std::vector<double> valid_;  // the valid configurations, row-major
+  // valid_'s indices, best predicted first, as ranked under score version ranked_version_ (derived
+  // from the predictor: rebuilt after a restore, never saved).
+  std::vector<size_t> order_;
+  uint64_t ranked_version_ = 0;
+  bool ranked_once_ = false;
 };
 
 }  // namespace

@@ -38,7 +38,7 @@ extern "C" {
 /* ---------------------------------------------------------------------------------------------- */
 
 #define COTUNE_ABI_MAJOR 1
-#define COTUNE_ABI_MINOR 0
+#define COTUNE_ABI_MINOR 1
 
 /* Size of a struct up to and including `last_field`: what a writer stores in struct_size. */
 #define COTUNE_STRUCT_SIZE(type, last_field) \
@@ -475,8 +475,13 @@ typedef struct cotune_search_context {
                          double* out_std);
   /* out_seen[i] = 1 when configuration i was already measured or is in flight. */
   cotune_error* (*seen)(void* ctx, const double* configs, size_t n, int32_t* out_seen);
+  /* Changes whenever score() may answer differently for a configuration than during an earlier
+   * propose() of this run (the predictor was refitted or restored); equal values mean equal
+   * scores, so a searcher may keep them across proposals. 0: unknown (score again each time).
+   * Read only when COTUNE_HAS_FIELD(context, score_version). */
+  uint64_t score_version;
 } cotune_search_context;
-COTUNE_ASSERT_LAST_FIELD(cotune_search_context, seen);
+COTUNE_ASSERT_LAST_FIELD(cotune_search_context, score_version);
 
 typedef struct cotune_searcher_api {
   size_t struct_size;

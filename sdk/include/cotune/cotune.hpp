@@ -291,6 +291,8 @@ class SearchContext {
   void seen(const double* configs, size_t n, int32_t* out_seen) const {
     check(c_->seen(c_->ctx, configs, n, out_seen));
   }
+  // See cotune_search_context.score_version; 0 when the host does not say.
+  uint64_t score_version() const { return COTUNE_HAS_FIELD(c_, score_version) ? c_->score_version : 0; }
 
  private:
   const cotune_search_context* c_;

@@ -41,6 +41,9 @@ class Surrogate {
             const double* probe = nullptr);
 
   bool uses_prior() const { return prior_; }
+  // Changes with every fit(): never the same for two models in one process, never 0. Searchers
+  // keep scores while it stays the same (cotune_search_context.score_version).
+  uint64_t version() const { return version_; }
   const std::string& prior_note() const { return prior_note_; }
   const std::string& metric() const { return metric_; }
   size_t fitted_rows() const { return fitted_rows_; }
@@ -83,6 +86,7 @@ class Surrogate {
   double constant_ = 0;            // the target when it is constant
   size_t width_ = 0;               // feature columns given to the predictor
   bool capped_noted_ = false;      // the sampling of a large history was logged once
+  uint64_t version_ = 0;
 };
 
 }  // namespace cotune::core
