@@ -17,18 +17,27 @@
 namespace krr {
 namespace {
 
-// The s of asinh(x / s) for feature k, or 0 to leave it as it is: its smallest positive value,
-// when no value is negative and the largest is at least 8 times s (counts, sizes and degrees that
-// span decades; a signed feature is left alone).
+// The s of asinh(x / s) for feature k, or 0 to leave it as it is: its smallest positive value, when
+// no value is negative, the largest is at least 8 times it, and the values look multiplicative:
+// either few distinct ones (a parallel degree or a batch size, 1 2 4 8 ...) or a largest value at
+// least 4 times the median (counts and sizes over decades: 1 ... 512 has its median near 16). A
+// feature spread evenly from 0 (a share, a uniform draw) has many values and its largest within 2
+// or 3 medians: stretching it near 0 would only distort it. A signed feature is left alone.
 double compression_scale(const std::vector<double>& raw, size_t rows, size_t d, size_t k) {
-  constexpr double kSpan = 8;
-  double lo = std::numeric_limits<double>::infinity(), hi = 0;
+  constexpr double kSpan = 8, kSkew = 4;
+  constexpr size_t kFewValues = 32;
+  std::vector<double> positive;
   for (size_t i = 0; i < rows; ++i) {
     const double v = raw[i * d + k];
     if (v < 0) return 0;
-    if (v > 0) lo = std::min(lo, v), hi = std::max(hi, v);
+    if (v > 0) positive.push_back(v);
   }
-  return hi >= kSpan * lo ? lo : 0;
+  if (positive.size() < 2) return 0;
+  std::sort(positive.begin(), positive.end());
+  const double lo = positive.front(), hi = positive.back(), median = positive[positive.size() / 2];
+  if (hi < kSpan * lo) return 0;
+  const size_t distinct = static_cast<size_t>(std::unique(positive.begin(), positive.end()) - positive.begin());
+  return distinct <= kFewValues || hi >= kSkew * median ? lo : 0;
 }
 
 using Matrix = dlib::matrix<double>;

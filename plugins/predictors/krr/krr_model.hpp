@@ -1,9 +1,10 @@
 // A fitted weighted kernel ridge regression with an RBF kernel over standardised features.
 //
-// Non-negative features that span decades in the training rows (FLOPs, bytes, parallel degrees:
-// powers of two) are first mapped by asinh(x / s), s their smallest positive value:
-// logarithmic for large values, linear through 0, so that 2 and 4 are about as far apart as 512
-// and 1024. On raw values a few large entries would dominate every distance.
+// Non-negative features spread multiplicatively in the training rows (FLOPs, bytes, parallel
+// degrees: powers of two over decades; krr_model.cpp, compression_scale(), says how it tells them
+// from a feature spread evenly from 0) are first mapped by asinh(x / s), s their smallest positive value: logarithmic for large
+// values, linear through 0, so that 2 and 4 are about as far apart as 512 and 1024. On raw values
+// a few large entries would dominate every distance.
 //
 // Fit: minimise sum_i w_i (t_i - f(x_i))^2 + lambda |f|^2 over f = b + sum_j alpha_j k(c_j, .), where
 // t is the (log-)target, b its weighted mean and the centres c_j are the training rows (exact, up to

@@ -6,7 +6,7 @@
 //   log_features true   compare features that span decades on a log-like scale (krr_model.hpp).
 //   gamma        auto   RBF kernel width over standardised features: k(a,b) = exp(-gamma |a-b|^2).
 //   lambda       auto   ridge regularisation (weights are scaled to mean 1).
-//   search_size  300    rows used to choose gamma and lambda by leave-one-out; larger fits subsample.
+//   search_size  200    rows used to choose gamma and lambda by leave-one-out; larger fits subsample.
 //   max_basis    1000   kernel centres: up to this many rows the fit is exact; beyond it a Nystrom
 //                       (subset of regressors) fit on a seeded random subset keeps fit and predict
 //                       costs bounded.
@@ -25,7 +25,7 @@ struct Options {
   bool log_features = true;
   std::optional<double> gamma;
   std::optional<double> lambda;
-  size_t search_size = 300;
+  size_t search_size = 200;
   size_t max_basis = 1000;
   uint64_t seed = 0;
 };
