@@ -408,6 +408,20 @@ void search_quality(const Settings& s) {
   std::printf("\n");
 }
 
+// An example study with its plugins, its space and its enumerated landscape.
+struct ExampleStudy {
+  explicit ExampleStudy(const std::string& workload)
+      : base(load_study_file(std::string(COTUNE_SOURCE_DIR) + "/examples/studies/" + workload + ".json")) {
+    load_study_plugins(registry, base);
+    space = make_study_space(registry, base);
+    landscape = enumerate(*space, base.objectives.front());
+  }
+  StudySpec base;
+  mutable Registry registry;  // make_predictor() is not const
+  std::unique_ptr<Space> space;
+  Landscape landscape;
+};
+
 // How well the surrogate alone ranks the space after n uniformly drawn measurements (5% noise):
 // the true gap to the optimum of the configuration it predicts best, and of the best of its top
 // 10. This isolates the predictor from the searcher: a searcher cannot do better than the map it
@@ -416,12 +430,12 @@ void surrogate_curve(const Settings& s) {
   std::printf("Surrogate alone: true gap of its predicted best (and best of its top 10) after n random\n"
               "measurements at 5%% noise; median / p90 over %d seeds\n", s.seeds);
   for (const std::string& w : s.workloads) {
-    StudySpec base = load_study_file(std::string(COTUNE_SOURCE_DIR) + "/examples/studies/" + w + ".json");
-    Registry registry;
-    load_study_plugins(registry, base);
-    std::unique_ptr<Space> space = make_study_space(registry, base);
-    const Landscape l = enumerate(*space, base.objectives.front());
-    const size_t p = space->num_params(), total = l.values.size();
+    const ExampleStudy example(w);
+    const StudySpec& base = example.base;
+    Registry& registry = example.registry;
+    const Space& space = *example.space;
+    const Landscape& l = example.landscape;
+    const size_t p = space.num_params(), total = l.values.size();
     std::printf("%s (%zu valid configurations)\n", w.c_str(), total);
     for (bool prior : s.priors)
       for (size_t n : {10, 20, 40, 80}) {
@@ -437,7 +451,7 @@ void surrogate_curve(const Settings& s) {
             measured.push_back(l.direction == Direction::maximize ? l.values[k] / f : l.values[k] * f);
           }
           auto predictor = registry.make_predictor("krr", surrogate_predictor_options(g_predictor_options, "bench"));
-          Surrogate surrogate(*space, *predictor, base.objectives.front().metric, prior, train.data());
+          Surrogate surrogate(space, *predictor, base.objectives.front().metric, prior, train.data());
           surrogate.fit(train.data(), n, measured.data());
           std::vector<double> predicted(total);
           surrogate.predict(l.configs.data(), total, predicted.data(), nullptr);
@@ -523,12 +537,11 @@ void replay_benchmark(const Settings& s) {
               "is measured, through the replay executor%s; median / p90 over %d seeds; unavailable trials\n"
               "in all runs\n", s.replay_unrestricted ? " searching the whole space" : "", s.seeds);
   for (const std::string& w : s.workloads) {
-    StudySpec base = load_study_file(std::string(COTUNE_SOURCE_DIR) + "/examples/studies/" + w + ".json");
-    Registry registry;
-    load_study_plugins(registry, base);
-    std::unique_ptr<Space> space = make_study_space(registry, base);
-    const Landscape l = enumerate(*space, base.objectives.front());
-    const size_t p = space->num_params(), total = l.values.size();
+    const ExampleStudy example(w);
+    const StudySpec& base = example.base;
+    const Space& space = *example.space;
+    const Landscape& l = example.landscape;
+    const size_t p = space.num_params(), total = l.values.size();
     std::vector<std::string> searchers = s.searchers.empty() ? std::vector<std::string>{"random", "reinforce", "evolution"}
                                                              : s.searchers;
     for (size_t n : s.replay_tables) {
@@ -549,7 +562,7 @@ void replay_benchmark(const Settings& s) {
             double best = 0;
             for (size_t i = 0; i < n; ++i) {
               const double* c = l.configs.data() + idx[i] * p;
-              const json row = json::parse(space->render(c, COTUNE_RENDER_JSON));
+              const json row = json::parse(space.render(c, COTUNE_RENDER_JSON));
               if (i == 0) {
                 for (auto it = row.begin(); it != row.end(); ++it) csv << it.key() << ",";
                 csv << "status," << metric << "\n";

@@ -336,27 +336,26 @@ TEST(Exhaustive, KeepsItsRankingWhileTheScoreVersionStaysTheSame) {
     GridSearchContext probe(*space);
     return enumerate_grid(*space, probe).size();
   }();
+  // Three proposals of two configurations each, every one measured before the next.
+  auto three_proposals = [&](GridSearchContext& ctx) {
+    auto searcher = registry().make_searcher("exhaustive", R"({"explore": 0})", *space, 1);
+    Rows all;
+    for (int i = 0; i < 3; ++i) {
+      const Rows rows = propose(*searcher, ctx, 2);
+      all.insert(all.end(), rows.begin(), rows.end());
+      run(*searcher, ctx, rows);
+    }
+    return std::make_pair(std::move(searcher), all);
+  };
   // Version 0 (the host cannot say): every proposal scores every valid configuration.
   GridSearchContext unknown(*space);
-  auto a = registry().make_searcher("exhaustive", R"({"explore": 0})", *space, 1);
-  Rows by_unknown;
-  for (int i = 0; i < 3; ++i) {
-    const Rows rows = propose(*a, unknown, 2);
-    by_unknown.insert(by_unknown.end(), rows.begin(), rows.end());
-    run(*a, unknown, rows);
-  }
+  const Rows by_unknown = three_proposals(unknown).second;
   EXPECT_EQ(unknown.scored(), 3 * valid);
 
   // A known version: scored once, then not again until the version changes; same proposals.
   GridSearchContext known(*space);
   known.set_score_version(7);
-  auto b = registry().make_searcher("exhaustive", R"({"explore": 0})", *space, 1);
-  Rows by_known;
-  for (int i = 0; i < 3; ++i) {
-    const Rows rows = propose(*b, known, 2);
-    by_known.insert(by_known.end(), rows.begin(), rows.end());
-    run(*b, known, rows);
-  }
+  auto [b, by_known] = three_proposals(known);
   EXPECT_EQ(known.scored(), valid);
   EXPECT_EQ(by_known, by_unknown);
   known.set_score_version(8);
