@@ -315,3 +315,54 @@ TEST(Simulate, RejectsMalformedTraces) {
   ops[0].dtype = COTUNE_DTYPE_FP8;  // no fp8 peak on this GPU
   EXPECT_THROW(run(t), UserError);
 }
+
+TEST(RooflineTerms, WorkAtNominalRatesStretchedByThePipeline) {
+  cotune_hardware hw = toy();
+  hw.net_bytes_per_s[COTUNE_NET_CLUSTER] = 25e9;
+  cotune_op g = gemm(COTUNE_PHASE_FORWARD, 1000, 1000, 1000);  // 2e9 FLOPs: 20 us at peak
+  g.count = 3;
+  cotune_op skinny = gemm(COTUNE_PHASE_BACKWARD, 1e6, 1, 1000);  // ~2e9 bytes: memory-bound, ~2 ms
+  cotune_op norm = op(COTUNE_OP_MEMORY, COTUNE_PHASE_FORWARD);
+  norm.bytes = 1e9;  // 1 ms
+  cotune_op tp = coll(COTUNE_PHASE_FORWARD, COTUNE_COLL_ALL_REDUCE, 1e9, 4, COTUNE_STREAM_COMPUTE, COTUNE_GROUP_TP);
+  cotune_op send = coll(COTUNE_PHASE_BACKWARD, COTUNE_COLL_SEND_RECV, 1e8, 2, 1, COTUNE_GROUP_PP);
+  send.net_level = COTUNE_NET_CLUSTER;
+  cotune_op dp = coll(COTUNE_PHASE_STEP, COTUNE_COLL_REDUCE_SCATTER, 8e9, 8, 1, COTUNE_GROUP_DP);
+  cotune_op adam = op(COTUNE_OP_MEMORY, COTUNE_PHASE_STEP);
+  adam.bytes = 2e9;
+  const std::vector<cotune_op> ops = {g, skinny, norm, tp, send, dp, adam};
+  cotune_trace t = trace_of(ops, hw);
+  t.micro_batches = 6;
+  t.pipeline_stages = 3;
+  t.virtual_stages = 2;  // bubble (3 - 1) / 2 = 1: forward and backward count 6 + 1 = 7 times
+  t.schedule = COTUNE_SCHEDULE_INTERLEAVED;
+
+  double terms[perf::kRooflineTerms];
+  perf::roofline_terms(t, terms);
+  EXPECT_STREQ(perf::kRooflineTermNames[0], "compute_s");
+  EXPECT_NEAR(terms[0], 7 * (3 * 20e-6 + (1e9 + 1e3 + 1e6) * 2 / 1e12), 1e-15);  // compute_s: at peak or at HBM speed
+  EXPECT_NEAR(terms[1], 7 * 1e-3, 1e-15);                   // memory_s
+  EXPECT_DOUBLE_EQ(terms[2], 7 * (3 + 1 + 1) + 1);          // kernels (the optimizer's counts once)
+  EXPECT_NEAR(terms[3], 7 * (2 * 3.0 / 4 * 1e9 / 100e9), 1e-15);  // comm_node_s: ring all-reduce
+  EXPECT_NEAR(terms[4], 7 * (1e8 / 25e9), 1e-15);           // comm_cluster_s
+  EXPECT_EQ(terms[5], 0.0);                                 // comm_island_s
+  EXPECT_DOUBLE_EQ(terms[6], 7 * (2 * 3 + 1) + 7);          // comm_hops
+  EXPECT_NEAR(terms[7], 7.0 / 8 * 8e9 / 100e9 + 2e9 / 1e12, 1e-15);  // step_s, once per step
+  EXPECT_EQ(terms[8], 1.0);                                 // fixed
+
+  // GPipe pays the whole (p - 1) in its bubble.
+  t.schedule = COTUNE_SCHEDULE_GPIPE;
+  perf::roofline_terms(t, terms);
+  EXPECT_NEAR(terms[1], 8 * 1e-3, 1e-15);
+}
+
+TEST(RooflineTerms, RejectMalformedTraces) {
+  const std::vector<cotune_op> ops = {gemm(COTUNE_PHASE_FORWARD, 10, 10, 10)};
+  cotune_trace t = trace_of(ops, toy());
+  t.micro_batches = 0;
+  double terms[perf::kRooflineTerms];
+  EXPECT_THROW(perf::roofline_terms(t, terms), UserError);
+  t = trace_of(ops, toy());
+  t.hardware.hbm_bytes_per_s = 0;
+  EXPECT_THROW(perf::roofline_terms(t, terms), UserError);
+}

@@ -34,6 +34,28 @@ void resolve_hardware(const nlohmann::json& cluster, cotune_hardware* out,
 //             rings (n-1)/n B/bw + (n-1)a; send/recv is B/bw + a. Groups of one rank cost nothing.
 double op_time(const cotune_op& op, const cotune_hardware& hw);
 
+// The work of one run of a compute op, before any efficiency: FLOPs and bytes moved (GEMM and
+// ATTENTION as in op_time's rules; MEMORY: its bytes, no FLOPs; COLLECTIVE: none).
+struct OpWork {
+  double flops = 0;
+  double bytes = 0;
+};
+OpWork op_work(const cotune_op& op);
+
+// A collective as a ring: bytes each rank puts on the wire per byte of `bytes`, and latency hops
+// (zeros for a group of one rank, an empty buffer or an op that is not a COLLECTIVE). Throws
+// UserError for an unknown collective or network level.
+struct RingShape {
+  double wire = 0;
+  double hops = 0;
+};
+RingShape ring_shape(const cotune_op& op);
+
+// Bytes per element of a COTUNE_DTYPE_*, and the hardware's peak FLOP/s for it; both throw
+// UserError for an unknown dtype (and peak_flops for a GPU without that dtype).
+double dtype_bytes(int32_t dtype);
+double peak_flops(const cotune_hardware& hw, int32_t dtype);
+
 // Times one step of `trace`. Reads only the fields each struct_size covers. Throws UserError on a
 // malformed trace (no ops stride, negative sizes).
 //
@@ -46,6 +68,25 @@ double op_time(const cotune_op& op, const cotune_hardware& hw);
 //   micro_batches x (F + B) + bubble + step phase,  bubble = (p - 1) / v x (F + B)
 // (1F1B and interleaved; GPipe: (p - 1) x (F + B)). MFU uses the peak of the first GEMM's dtype.
 void simulate(const cotune_trace& trace, cotune_sim_result* out);
+
+// The step of `trace` as roofline terms, for a cost model that learns one rate per term from
+// measurements (CostModel, the "roofline" prior): each term is work at the hardware's nominal
+// rate, with none of the efficiencies, overlap or schedule simulation above. Forward and backward
+// terms are multiplied by the pipeline's stretch (micro_batches + bubble, as in simulate()), so a
+// learned rate is the fraction of that work on the critical path. In seconds unless named a count:
+//  compute_s        GEMM and attention: the slower of FLOPs at peak and bytes at HBM bandwidth
+//  memory_s         memory-bound ops: bytes at HBM bandwidth
+//  kernels          compute and memory kernels launched (a count: the fixed cost of each, launch
+//                   and the low efficiency of a small GEMM)
+//  comm_node_s, comm_cluster_s, comm_island_s
+//                   collectives: ring wire bytes at the level's bandwidth
+//  comm_hops        collectives: latency hops (a count)
+//  step_s           the STEP phase (gradient sync, optimizer): its compute and communication as above
+//  fixed            1 (a constant per step)
+// A positive op.measured_s counts as the op's time in compute_s or memory_s (step_s in the step).
+constexpr size_t kRooflineTerms = 9;
+extern const char* const kRooflineTermNames[kRooflineTerms];
+void roofline_terms(const cotune_trace& trace, double out[kRooflineTerms]);
 
 }  // namespace cotune::core::perf
 
