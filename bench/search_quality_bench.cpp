@@ -18,7 +18,8 @@
 // Options (before the Google Benchmark flags): --seeds N (default 3; the issue asks for 20),
 // --cap N (trials per run before giving up, default 60), --workloads a,b (names of
 // examples/studies/*.json without .json), --searchers a,b (default: every searcher found),
-// --priors both|prior|none (krr with and/or without the analytic prior, default both),
+// --priors analytic,roofline,none (a comma list of the priors krr runs with; "both" is
+// analytic,none, the default; "prior" analytic; "all" the three),
 // --searcher-options JSON (options for every searcher of the run), --no-search (only the host
 // overhead).
 #include <cotune/core/objective.hpp>
@@ -60,10 +61,16 @@ struct Settings {
   int cap = 60;
   std::vector<std::string> workloads = {"llama3-70b-512xh100", "gpt3-175b-1024xa100", "mixtral-8x7b-64xh100"};
   std::vector<std::string> searchers;  // empty: every searcher found
-  std::vector<bool> priors = {true, false};
+  std::vector<Prior> priors = {Prior::analytic, Prior::none};
   std::vector<size_t> replay_tables;  // --replay-tables: table sizes for the replay benchmark
   bool replay_unrestricted = false;   // --replay-unrestricted: search the whole space instead
 };
+
+// How a prior shows in the tables: the predictor column, and a suffix to a searcher's name.
+const char* label(Prior p) {
+  return p == Prior::analytic ? "krr+prior" : p == Prior::roofline ? "krr+roof" : "krr";
+}
+const char* suffix(Prior p) { return p == Prior::analytic ? "+prior" : p == Prior::roofline ? "+roofline" : ""; }
 
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
@@ -185,7 +192,7 @@ Reached random_search_trials(const Landscape& l, uint64_t seed, int cap, int fir
 // predicts best, rather than the one that happened to measure best.
 class Recommender {
  public:
-  Recommender(const Registry& registry, const Space& space, const std::string& metric, bool prior, Direction d)
+  Recommender(const Registry& registry, const Space& space, const std::string& metric, Prior prior, Direction d)
       : space_(space), direction_(d) {
     predictor_ = registry.make_predictor("krr", surrogate_predictor_options(g_predictor_options, "search_quality_bench"));
     std::vector<double> probe(space.num_params());
@@ -235,18 +242,18 @@ double cpu_seconds() { return static_cast<double>(std::clock()) / CLOCKS_PER_SEC
 
 // The real loop with one searcher, in a store of its own (a shared store would hand every later
 // run the earlier runs' measurements as history of the same workload).
-Reached loop_trials(const StudySpec& base, const std::string& searcher, bool prior, uint64_t seed, int cap,
+Reached loop_trials(const StudySpec& base, const std::string& searcher, Prior prior, uint64_t seed, int cap,
                     const Landscape& l, const std::string& store_dir) {
   StudySpec spec = base;
   json doc = json::parse(spec.text);
-  doc["name"] = base.name + "-" + searcher + (prior ? "-prior" : "-noprior") + "-" + std::to_string(seed);
+  doc["name"] = base.name + "-" + searcher + "-" + std::string(to_string(prior)) + "-" + std::to_string(seed);
   doc["searcher"] = searcher;
   // The exhaustive searcher refuses domains above 200,000 by default; the benchmark lets it
   // enumerate the example spaces (a few million combinations, tens of thousands valid).
   json searcher_options = g_searcher_options;
   if (searcher == "exhaustive" && !searcher_options.contains("max_space")) searcher_options["max_space"] = 10000000;
   doc["searcher"] = {{"name", searcher}, {"options", searcher_options}};
-  doc["predictor"] = {{"name", "krr"}, {"prior", prior ? "analytic" : "none"}, {"options", json::parse(g_predictor_options)}};
+  doc["predictor"] = {{"name", "krr"}, {"prior", to_string(prior)}, {"options", json::parse(g_predictor_options)}};
   doc["executor"] = {{"name", "sim"}, {"options", {{"noise", 0.05}, {"seed", seed}}}};
   doc["budget"] = {{"trials", cap}};
   doc["seed"] = seed;
@@ -391,17 +398,17 @@ void search_quality(const Settings& s) {
       random.push_back(random_search_trials(l, seed, random_cap, static_cast<int>(base.parallel)));
     report("random (replayed)", "-", random, random_cap);
     for (const std::string& name : searchers)
-      for (bool prior : s.priors) {
+      for (Prior prior : s.priors) {
         std::vector<Reached> trials;
         try {
           for (int seed = 1; seed <= s.seeds; ++seed)
             trials.push_back(loop_trials(base, name, prior, seed, s.cap, l, store_dir));
         } catch (const std::exception& e) {
-          std::printf("  %-22s %-9s not run: %s\n", name.c_str(), prior ? "krr+prior" : "krr", e.what());
+          std::printf("  %-22s %-9s not run: %s\n", name.c_str(), label(prior), e.what());
           std::fflush(stdout);
           break;
         }
-        report(name, prior ? "krr+prior" : "krr", trials, s.cap);
+        report(name, label(prior), trials, s.cap);
       }
   }
   fs::remove_all(store_dir);
@@ -437,7 +444,7 @@ void surrogate_curve(const Settings& s) {
     const Landscape& l = example.landscape;
     const size_t p = space.num_params(), total = l.values.size();
     std::printf("%s (%zu valid configurations)\n", w.c_str(), total);
-    for (bool prior : s.priors)
+    for (Prior prior : s.priors)
       for (size_t n : {10, 20, 40, 80}) {
         std::vector<double> top1, top10;
         for (int seed = 1; seed <= s.seeds; ++seed) {
@@ -474,7 +481,7 @@ void surrogate_curve(const Settings& s) {
           return v[std::min(v.size() - 1, static_cast<size_t>(f * static_cast<double>(v.size())))];
         };
         std::printf("  %-9s n=%-3zu predicted best %6.2f%% / %6.2f%%   best of top 10 %6.2f%% / %6.2f%%\n",
-                    prior ? "krr+prior" : "krr", n, q(top1, 0.5), q(top1, 0.9), q(top10, 0.5), q(top10, 0.9));
+                    label(prior), n, q(top1, 0.5), q(top1, 0.9), q(top10, 0.5), q(top10, 0.9));
         std::fflush(stdout);
       }
   }
@@ -492,13 +499,13 @@ struct ReplayReached {
   int unavailable = 0;
 };
 
-ReplayReached replay_trials(const StudySpec& base, const std::string& searcher, bool prior, uint64_t seed,
+ReplayReached replay_trials(const StudySpec& base, const std::string& searcher, Prior prior, uint64_t seed,
                             const std::string& table, double table_best, int cap, bool unrestricted,
                             const std::string& store_dir) {
   json doc = json::parse(base.text);
   doc["name"] = base.name + "-replay-" + searcher + "-" + std::to_string(seed);
   doc["searcher"] = {{"name", searcher}, {"options", g_searcher_options}};
-  doc["predictor"] = {{"name", "krr"}, {"prior", prior ? "analytic" : "none"}, {"options", json::parse(g_predictor_options)}};
+  doc["predictor"] = {{"name", "krr"}, {"prior", to_string(prior)}, {"options", json::parse(g_predictor_options)}};
   doc["executor"] = {{"name", "replay"}, {"options", {{"file", table}, {"restrict_search", !unrestricted}}}};
   doc["budget"] = {{"trials", cap}, {"max_unavailable", 1000000}};
   doc["seed"] = seed;
@@ -547,7 +554,7 @@ void replay_benchmark(const Settings& s) {
     for (size_t n : s.replay_tables) {
       if (n > total) continue;
       for (const std::string& name : searchers)
-        for (bool prior : s.priors) {
+        for (Prior prior : s.priors) {
           std::vector<int> found;
           int unavailable = 0;
           for (int seed = 1; seed <= s.seeds; ++seed) {
@@ -585,7 +592,7 @@ void replay_benchmark(const Settings& s) {
             unavailable += r.unavailable;
           }
           std::printf("  %-22s table %5zu of %6zu  %-9s best row measured after %-13s trials; unavailable %d\n",
-                      w.c_str(), n, total, (std::string(name) + (prior ? "+prior" : "")).c_str(),
+                      w.c_str(), n, total, (std::string(name) + suffix(prior)).c_str(),
                       percentiles(found, s.cap).c_str(), unavailable);
           std::fflush(stdout);
         }
@@ -631,7 +638,7 @@ void BM_HostOverheadPerProposal(benchmark::State& state) {
     values[i] = r.tokens_per_s * std::exp(0.05 * noise(rng));
     seen.insert(space->key(configs.data() + i * p));
   }
-  Surrogate surrogate(*space, *predictor, "tokens_per_s", true, configs.data());
+  Surrogate surrogate(*space, *predictor, "tokens_per_s", Prior::analytic, configs.data());
   surrogate.fit(configs.data(), got, values.data());
   std::vector<double> out(p);
   if (!refit) {  // the first proposal of a study enumerates the space (exhaustive): not timed
@@ -686,12 +693,19 @@ int main(int argc, char** argv) {
     else if (a == "--searchers") s.searchers = split(value("--searchers"));
     else if (a == "--priors") {
       std::string v = value("--priors");
-      if (v == "both") s.priors = {true, false};
-      else if (v == "prior") s.priors = {true};
-      else if (v == "none") s.priors = {false};
-      else {
-        std::fprintf(stderr, "--priors: expected both, prior or none, got '%s'\n", v.c_str());
-        return 2;
+      s.priors.clear();
+      if (v == "both") v = "analytic,none";
+      else if (v == "prior") v = "analytic";
+      else if (v == "all") v = "analytic,roofline,none";
+      for (const std::string& name : split(v)) {
+        if (name == "analytic") s.priors.push_back(Prior::analytic);
+        else if (name == "roofline") s.priors.push_back(Prior::roofline);
+        else if (name == "none") s.priors.push_back(Prior::none);
+        else {
+          std::fprintf(stderr, "--priors: expected analytic, roofline, none (a comma list), both, prior or all, got '%s'\n",
+                       name.c_str());
+          return 2;
+        }
       }
     }
     else if (a == "--searcher-options") g_searcher_options = json::parse(value("--searcher-options"));

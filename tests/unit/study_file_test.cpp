@@ -124,6 +124,8 @@ TEST(StudyFile, EveryFieldIsRead) {
   EXPECT_EQ(s.space.options["max_tables"], 12);
   EXPECT_EQ(s.predictor.name, "mlp");
   EXPECT_EQ(s.predictor.prior, Prior::none);
+  doc["predictor"]["prior"] = "roofline";
+  EXPECT_EQ(parse_study_file(doc.dump(), "dir/study.json", "dir").predictor.prior, Prior::roofline);
   EXPECT_EQ(s.predictor.options["hidden"], json::parse("[64, 64]"));
   EXPECT_EQ(s.searcher.name, "evolution");
   EXPECT_EQ(s.searcher.options, json::object());
@@ -307,7 +309,7 @@ INSTANTIATE_TEST_SUITE_P(
                  "/format: expected one of \"megatron\", \"torchtitan\" or \"json\", got \"deepspeed\""},
         BadField{{{"on_stop", "kill"}}, "/on_stop: expected one of \"cancel\" or \"wait\", got \"kill\""},
         BadField{{{"predictor", {{"prior", "magic"}}}},
-                 "/predictor/prior: expected one of \"analytic\" or \"none\", got \"magic\""},
+                 "/predictor/prior: expected one of \"analytic\", \"roofline\" or \"none\", got \"magic\""},
         BadField{{{"predictor", {{"name", 3}}}}, "/predictor/name: expected a non-empty string, got 3"},
         BadField{{{"searcher", {{"prior", "none"}}}}, "/searcher/prior: unknown field"},
         BadField{{{"space", {{"options", 3}}}}, "/space/options: expected an object, got 3"},

@@ -329,7 +329,7 @@ TEST_F(StudyLoop, RecommendsTheMeasuredFeasibleTrialThePredictorRanksBest) {
   auto predictor = registry.make_predictor("krr", surrogate_predictor_options(s.predictor.options.dump(), "test"));
   std::vector<double> probe(space->num_params());
   ASSERT_EQ(space->sample(s.seed, 1, probe.data()), 1u);
-  Surrogate surrogate(*space, *predictor, "tokens_per_s", true, probe.data());
+  Surrogate surrogate(*space, *predictor, "tokens_per_s", Prior::analytic, probe.data());
   std::vector<TrialRecord> by_end = ts;
   std::stable_sort(by_end.begin(), by_end.end(), [](const TrialRecord& a, const TrialRecord& b) {
     return a.finished_at.value_or(0) < b.finished_at.value_or(0);

@@ -15,7 +15,8 @@ namespace fs = std::filesystem;
 
 const std::vector<std::pair<std::string_view, Direction>> kDirections = {{"maximize", Direction::maximize},
                                                                           {"minimize", Direction::minimize}};
-const std::vector<std::pair<std::string_view, Prior>> kPriors = {{"analytic", Prior::analytic}, {"none", Prior::none}};
+const std::vector<std::pair<std::string_view, Prior>> kPriors = {
+    {"analytic", Prior::analytic}, {"roofline", Prior::roofline}, {"none", Prior::none}};
 const std::vector<std::pair<std::string_view, RenderFormat>> kFormats = {
     {"megatron", RenderFormat::megatron}, {"torchtitan", RenderFormat::torchtitan}, {"json", RenderFormat::json}};
 const std::vector<std::pair<std::string_view, OnStop>> kOnStop = {{"cancel", OnStop::cancel}, {"wait", OnStop::wait}};

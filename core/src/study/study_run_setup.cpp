@@ -98,10 +98,11 @@ void StudyRun::load_components() {
     throw UserError(spec_.file + ": the space '" + space_->info().name +
                     "' has no valid configuration for this workload (does the model fit the cluster?)");
   const ObjectiveSpec& objective = spec_.objectives.front();
-  surrogate_ = std::make_unique<Surrogate>(*space_, *predictor_, objective.metric,
-                                           spec_.predictor.prior == Prior::analytic, probe.data());
-  if (spec_.predictor.prior == Prior::analytic && !surrogate_->uses_prior())
-    log(COTUNE_LOG_INFO, "study", "analytic prior off: " + surrogate_->prior_note());
+  surrogate_ = std::make_unique<Surrogate>(*space_, *predictor_, objective.metric, spec_.predictor.prior,
+                                           probe.data());
+  if (spec_.predictor.prior != Prior::none && !surrogate_->uses_prior())
+    log(COTUNE_LOG_INFO, "study",
+        std::string(to_string(spec_.predictor.prior)) + " prior off: " + surrogate_->prior_note());
 
   fingerprint_json_ = environment_fingerprint(spec_.hash, {{"space", &space_->info()},
                                                            {"predictor", &predictor_->info()},

@@ -56,37 +56,65 @@ std::string surrogate_predictor_options(const std::string& study_options_json, c
   return options.dump();
 }
 
-Surrogate::Surrogate(const Space& space, Predictor& predictor, std::string metric, bool want_prior,
+Surrogate::Surrogate(const Space& space, Predictor& predictor, std::string metric, Prior prior,
                      const double* probe)
     : space_(space), predictor_(predictor), metric_(std::move(metric)) {
-  if (want_prior) {
-    if (!space.can_lower()) {
-      prior_note_ = "the space '" + space.info().name + "' does not lower configurations to step traces";
-    } else {
-      prior_ = true;
-      if (probe != nullptr) {
-        const cotune_trace& trace = space.lower(probe);
-        cotune_sim_result r{};
-        r.struct_size = sizeof r;
-        perf::simulate(trace, &r);
-        auto v = model_metric(r, trace, metric_);
-        if (!v) {
-          prior_ = false;
-          prior_note_ = "the performance model does not estimate the metric '" + metric_ + "'";
-        } else if (!usable(*v)) {
-          prior_ = false;
-          prior_note_ = "the performance model's estimate of '" + metric_ + "' is " + std::to_string(*v) +
-                        " (not positive) for this workload";
-        }
+  if (prior != Prior::none && !space.can_lower()) {
+    prior_note_ = "the space '" + space.info().name + "' does not lower configurations to step traces";
+  } else if (prior == Prior::analytic) {
+    prior_ = true;
+    if (probe != nullptr) {
+      const cotune_trace& trace = space.lower(probe);
+      cotune_sim_result r{};
+      r.struct_size = sizeof r;
+      perf::simulate(trace, &r);
+      auto v = model_metric(r, trace, metric_);
+      if (!v) {
+        prior_ = false;
+        prior_note_ = "the performance model does not estimate the metric '" + metric_ + "'";
+      } else if (!usable(*v)) {
+        prior_ = false;
+        prior_note_ = "the performance model's estimate of '" + metric_ + "' is " + std::to_string(*v) +
+                      " (not positive) for this workload";
       }
     }
+  } else if (prior == Prior::roofline) {
+    prior_ = true;
+    if (probe != nullptr) {
+      try {
+        double terms[perf::kRooflineTerms];
+        perf::roofline_terms(space.lower(probe), terms);
+      } catch (const std::exception& e) {
+        prior_ = false;
+        prior_note_ = std::string("the roofline terms of a valid configuration could not be computed: ") + e.what();
+      }
+    }
+    if (prior_) cost_.emplace(perf::kRooflineTerms);
   }
+  prior_kind_ = prior_ ? prior : Prior::none;
   width_ = space.feature_names().size() + (prior_ ? 1 : 0);
   version_ = next_version();
 }
 
+bool Surrogate::informed() const { return (prior_ && (!cost_ || cost_->fitted())) || fitted_rows_ > 0; }
+
+bool Surrogate::roofline_terms(const double* config, double* out) const {
+  try {
+    perf::roofline_terms(space_.lower(config), out);
+    return true;
+  } catch (const std::exception&) {
+    return false;  // an invalid configuration may not lower
+  }
+}
+
 std::optional<double> Surrogate::estimate(const double* config) const {
   if (!prior_) return std::nullopt;
+  if (cost_) {
+    double terms[perf::kRooflineTerms];
+    if (!cost_->fitted() || !roofline_terms(config, terms)) return std::nullopt;
+    const double v = cost_->predict(terms);
+    return usable(v) ? std::optional<double>(v) : std::nullopt;
+  }
   const cotune_trace& trace = space_.lower(config);
   cotune_sim_result r{};
   r.struct_size = sizeof r;
@@ -108,11 +136,15 @@ std::vector<double> Surrogate::features(const double* configs, size_t n, std::ve
   std::vector<double> x(n * width_);
   for (size_t i = 0; i < n; ++i) {
     std::optional<double> e;
-    try {
-      e = estimate(configs + i * p);
-    } catch (const std::exception&) {
-      // An invalid configuration may not lower; it cannot be predicted, which is what it deserves.
-      e.reset();
+    if (cost_ && !cost_->fitted()) {
+      e = 1.0;  // no rates yet (fewer than two measurements): the features alone, as without a prior
+    } else {
+      try {
+        e = estimate(configs + i * p);
+      } catch (const std::exception&) {
+        // An invalid configuration may not lower; it cannot be predicted, which is what it deserves.
+        e.reset();
+      }
     }
     (*ok)[i] = e.has_value();
     (*log_estimates)[i] = e ? std::log(*e) : 0.0;
@@ -157,6 +189,7 @@ void Surrogate::fit(const double* configs, size_t n, const double* values) {
   }
 
   const size_t m = kept_values.size();
+  if (cost_) fit_cost_model(kept_configs.data(), m, kept_values.data());
   std::vector<double> log_est;
   std::vector<char> ok;
   std::vector<double> x = features(kept_configs.data(), m, &log_est, &ok);
@@ -179,6 +212,19 @@ void Surrogate::fit(const double* configs, size_t n, const double* values) {
   }
   predictor_.fit(rows.data(), y.size(), width_, y.data());
   fitted_predictor_ = true;
+}
+
+void Surrogate::fit_cost_model(const double* configs, size_t n, const double* values) {
+  const size_t p = space_.num_params();
+  std::vector<double> terms, kept;
+  terms.reserve(n * perf::kRooflineTerms);
+  double row[perf::kRooflineTerms];
+  for (size_t i = 0; i < n; ++i) {
+    if (!roofline_terms(configs + i * p, row)) continue;
+    terms.insert(terms.end(), row, row + perf::kRooflineTerms);
+    kept.push_back(values[i]);
+  }
+  cost_->fit(terms.data(), kept.size(), kept.data());
 }
 
 void Surrogate::predict(const double* configs, size_t n, double* out_value, double* out_log_std) const {

@@ -23,8 +23,10 @@ struct ComponentSpec {
   nlohmann::json options = nlohmann::json::object();
 };
 
-// Whether the predictor learns the residual over the performance model's estimate.
-enum class Prior { analytic, none };
+// What the predictor learns the residual over: the performance model's estimate (analytic), a cost
+// model of the step's roofline terms whose rates it learns from the measurements (roofline; no
+// efficiencies from the catalogue), or nothing (none: the space's features alone).
+enum class Prior { analytic, roofline, none };
 
 struct PredictorSpec : ComponentSpec {
   Prior prior = Prior::analytic;

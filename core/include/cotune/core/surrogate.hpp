@@ -8,6 +8,10 @@
 //    r = log(measured) - log(estimated) from the features plus log(estimated) as one more feature.
 //    The prediction is estimated x exp(predicted r): with no measurement it is the model's estimate,
 //    and every measurement corrects the model where it is biased.
+//  - with the roofline prior, the estimate comes from a CostModel over the trace's roofline terms
+//    (perf::roofline_terms), its rates fitted on the same measurements at every fit; the predictor
+//    learns the residual over it as above. No catalogue efficiency enters: a space whose traces
+//    describe the work is enough, and a dozen measurements rank layouts the way time is spent.
 // Targets that are all equal (one measurement, or a flat metric) are kept as a constant instead of
 // fitting a regression to nothing.
 #ifndef COTUNE_CORE_SURROGATE_HPP_
@@ -15,6 +19,8 @@
 
 #include <cotune/cotune.h>
 #include <cotune/core/components.hpp>
+#include <cotune/core/cost_model.hpp>
+#include <cotune/core/study_file.hpp>
 
 #include <optional>
 #include <string>
@@ -34,13 +40,16 @@ std::string surrogate_predictor_options(const std::string& study_options_json, c
 
 class Surrogate {
  public:
-  // `want_prior`: use the analytic prior when the space lowers and the model knows `metric`
-  // (prior_note() says why not otherwise). `probe`: one valid configuration on which the model is
-  // tried once (an estimate that is not positive, a price-less cost for instance, turns the prior off).
-  Surrogate(const Space& space, Predictor& predictor, std::string metric, bool want_prior,
+  // `prior`: the analytic prior is used when the space lowers and the model knows `metric`; the
+  // roofline prior when the space lowers (prior_note() says why not otherwise). `probe`: one valid
+  // configuration on which the model is tried once (an estimate that is not positive, a price-less
+  // cost for instance, turns the analytic prior off; a trace that cannot be lowered, either).
+  Surrogate(const Space& space, Predictor& predictor, std::string metric, Prior prior,
             const double* probe = nullptr);
 
-  bool uses_prior() const { return prior_; }
+  // The prior in use: the one asked for, or none when it could not be (see prior_note()).
+  Prior prior() const { return prior_kind_; }
+  bool uses_prior() const { return prior_kind_ != Prior::none; }
   // Changes with every fit(): never the same for two models in one process, never 0. Searchers
   // keep scores while it stays the same (cotune_search_context.score_version).
   uint64_t version() const { return version_; }
@@ -48,7 +57,7 @@ class Surrogate {
   const std::string& metric() const { return metric_; }
   size_t fitted_rows() const { return fitted_rows_; }
   // True when predict() says something: fitted, or the prior alone.
-  bool informed() const { return prior_ || fitted_rows_ > 0; }
+  bool informed() const;
 
   // At most this many rows are fitted on: a larger history is sampled (seeded, uniform), so a
   // refit on a study of a million trials stays bounded in time and memory.
@@ -63,9 +72,12 @@ class Surrogate {
   // log(value) (0 when unknown).
   void predict(const double* configs, size_t n, double* out_value, double* out_log_std) const;
 
-  // The performance model's estimate of the metric for one configuration; nullopt without a prior
-  // or when the configuration cannot be lowered.
+  // The prior's estimate of the metric for one configuration; nullopt without a prior, when the
+  // configuration cannot be lowered, or before the roofline prior's first fit.
   std::optional<double> estimate(const double* config) const;
+
+  // The roofline prior's cost model (nullptr with another prior).
+  const CostModel* cost_model() const { return cost_ ? &*cost_ : nullptr; }
 
   // The predictor's own state, when it has one to save (empty when nothing is fitted).
   std::string save_state() const;
@@ -76,10 +88,17 @@ class Surrogate {
   std::vector<double> features(const double* configs, size_t n, std::vector<double>* log_estimates,
                                std::vector<char>* ok) const;
 
+  // The roofline terms of one configuration into out (perf::kRooflineTerms); false when it cannot
+  // be lowered.
+  bool roofline_terms(const double* config, double* out) const;
+  // Fits the roofline prior's rates on n configurations and their measured values.
+  void fit_cost_model(const double* configs, size_t n, const double* values);
+
   const Space& space_;
   Predictor& predictor_;
   std::string metric_;
-  bool prior_ = false;
+  Prior prior_kind_ = Prior::none;
+  bool prior_ = false;  // any prior: the predictor sees log(estimate) as one more feature
   std::string prior_note_;
   size_t fitted_rows_ = 0;
   bool fitted_predictor_ = false;  // false with a constant target (or no data)
@@ -87,6 +106,7 @@ class Surrogate {
   size_t width_ = 0;               // feature columns given to the predictor
   bool capped_noted_ = false;      // the sampling of a large history was logged once
   uint64_t version_ = 0;
+  std::optional<CostModel> cost_;  // the roofline prior's
 };
 
 }  // namespace cotune::core
