@@ -374,6 +374,28 @@ TEST(Exhaustive, ExploresWhenAsked) {
   for (size_t i = 4; i < 8; ++i) EXPECT_TRUE(ctx.was_sampled(rows[i].data())) << i;
 }
 
+TEST(Exhaustive, DrawsAtRandomWhileEveryScoreIsTheSame) {
+  // Before any measurement without a prior, the enumeration order would propose the first corner
+  // of the space; the searcher samples instead, and ranks as soon as the scores say something.
+  auto space = grid();
+  GridSearchContext ctx(*space);
+  const auto all = enumerate_grid(*space, ctx);
+  ctx.set_flat(true);
+  auto s = registry().make_searcher("exhaustive", R"({"explore": 0})", *space, 1);
+  const Rows first = propose(*s, ctx, 4);
+  ASSERT_EQ(first.size(), 4u);
+  for (const auto& row : first) EXPECT_TRUE(ctx.was_sampled(row.data())) << space->key(row.data());
+  run(*s, ctx, first);
+
+  ctx.set_flat(false);
+  const size_t samples = ctx.sample_calls();
+  const Rows ranked = propose(*s, ctx, 1);
+  ASSERT_EQ(ranked.size(), 1u);
+  const bool optimum_measured = ctx.is_seen(all.front().second.data());
+  EXPECT_DOUBLE_EQ(ctx.objective(ranked[0].data()), all[optimum_measured ? 1 : 0].first);
+  EXPECT_EQ(ctx.sample_calls(), samples) << "no exploration was asked for";
+}
+
 TEST(Exhaustive, EnumeratesTheWholeSpaceThenStops) {
   auto space = grid();
   GridSearchContext ctx(*space);

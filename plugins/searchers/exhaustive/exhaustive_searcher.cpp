@@ -130,16 +130,20 @@ class ExhaustiveSearcher {
     if (!enumerated_) enumerate(context);
 
     explore_credit_ += options_.explore * static_cast<double>(n);
-    const size_t explore = std::min(n, static_cast<size_t>(std::floor(explore_credit_)));
+    size_t explore = std::min(n, static_cast<size_t>(std::floor(explore_credit_)));
     explore_credit_ -= static_cast<double>(explore);
 
     // Scores change only when the predictor does: rank again only then (or when the host cannot say).
     const uint64_t version = context.score_version();
     if (version == 0 || version != ranked_version_ || !ranked_once_) {
-      order_ = ranked(context);
+      order_ = ranked(context, &uninformed_);
       ranked_version_ = version;
       ranked_once_ = true;
     }
+    // Every score the same (nothing measured, no prior): the ranking is the enumeration order, a
+    // corner of the space (all degrees 1). Draw at random instead; the order only fills what
+    // sampling cannot find.
+    if (uninformed_) explore = n;
     const std::vector<size_t>& order = order_;
     std::set<std::vector<double>> batch;
     std::vector<double> picked;
@@ -217,8 +221,9 @@ class ExhaustiveSearcher {
     enumerated_ = true;
   }
 
-  // Indices of the valid configurations, best predicted score first (ties: enumeration order).
-  std::vector<size_t> ranked(const cotune::SearchContext& context) const {
+  // Indices of the valid configurations, best predicted score first (ties: enumeration order);
+  // *all_equal is set when every score is the same.
+  std::vector<size_t> ranked(const cotune::SearchContext& context, bool* all_equal) const {
     const size_t d = domains_.size();
     const size_t count = valid_.size() / d;
     std::vector<double> score(count);
@@ -226,6 +231,7 @@ class ExhaustiveSearcher {
       context.score(valid_.data() + i * d, std::min(kBatch, count - i), score.data() + i);
     for (double& s : score)
       if (std::isnan(s)) s = -std::numeric_limits<double>::infinity();
+    *all_equal = std::all_of(score.begin(), score.end(), [&](double s) { return s == score.front(); });
     std::vector<size_t> order(count);
     std::iota(order.begin(), order.end(), size_t{0});
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return score[a] > score[b]; });
@@ -288,6 +294,7 @@ class ExhaustiveSearcher {
   std::vector<std::vector<double>> domains_;
   size_t space_size_ = 0;
   std::mt19937_64 rng_;
+  bool uninformed_ = false;    // the last ranking had every score equal
   double explore_credit_ = 0;  // fractional exploration proposals carried to the next propose()
   bool enumerated_ = false;    // valid_ is derived from the space, so it is rebuilt, never saved
   std::vector<double> valid_;  // the valid configurations, row-major
