@@ -9,7 +9,9 @@
 // (cotune/local_search.hpp). Proposals are the best-scoring distinct unseen valid configurations
 // met, plus a share of random exploration.
 //
-// Options: "explore" (share of random proposals, default 0.1), "population" (default 50),
+// Options: "explore" (share of random proposals, default 0.1), "population" (default 20: a study
+// measures tens of configurations, and a larger population keeps breeding from mediocre ones
+// for most of it),
 // "sample_size" (tournament size, default 10), "children" (children bred per propose, default 256),
 // "climb_starts" (configurations hill-climbed per propose, 48; 0: none), "climb_steps" (moves per
 // climb, 20), "pair_moves" (two-parameter changes tried per move, at most; 2048), "sample_pool"
@@ -78,7 +80,7 @@ int checked_int(const nlohmann::json& value, const std::string& key, int low, in
 
 struct Options {
   double explore = 0.1;
-  int population = 50;
+  int population = 20;
   int sample_size = 10;
   int children = 256;
   int climb_starts = 48;
