@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <filesystem>
 #include <set>
 #include <stdexcept>
@@ -139,6 +140,42 @@ TEST_F(StudyLoop, RunsExactlyTheTrialBudgetAndRecordsEachTrial) {
   RunResult again = run(s);
   EXPECT_TRUE(again.already_finished);
   EXPECT_EQ(trials("budget").size(), 10u);
+}
+
+TEST_F(StudyLoop, TheRooflinePriorLearnsFromTheTrialsMeasured) {
+  // The same study with the roofline prior and without a prior, each in its own store: no
+  // estimate before anything is measured (the first batch is proposed blind, the same in both);
+  // then the roofline terms' rates, fitted on the trials, lead elsewhere and predict closer.
+  auto run_with = [&](const std::string& prior) {
+    json doc = study("roofline", {{"trials", 15}});
+    doc["predictor"]["prior"] = prior;
+    store_path_ = dir_ + "/" + prior + ".db";
+    EXPECT_EQ(run(spec(doc)).counted_trials, 15);
+    return trials("roofline");
+  };
+  const std::vector<TrialRecord> roofline = run_with("roofline");
+  const std::vector<TrialRecord> none = run_with("none");
+  ASSERT_EQ(roofline.size(), 15u);
+  ASSERT_EQ(none.size(), 15u);
+  expect_distinct(roofline);
+  auto best = [](const std::vector<TrialRecord>& ts) {
+    double b = 0;
+    for (const TrialRecord& t : ts) b = std::max(b, t.objective.value_or(0));
+    return b;
+  };
+  auto error = [](const std::vector<TrialRecord>& ts) {
+    double e = 0;
+    for (size_t i = 9; i < ts.size(); ++i) e += std::fabs(std::log(*ts[i].predicted / *ts[i].objective));
+    return e / 6;
+  };
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_FALSE(roofline[i].predicted.has_value()) << "trial " << roofline[i].seq;
+    EXPECT_EQ(roofline[i].config_key, none[i].config_key);
+  }
+  for (size_t i = 9; i < 15; ++i) ASSERT_TRUE(roofline[i].predicted.has_value() && none[i].predicted.has_value());
+  // (When written: best 387,013 against 278,851 tokens/s; mean |log error| 0.059 against 0.141.)
+  EXPECT_GT(best(roofline), 1.1 * best(none));
+  EXPECT_LT(error(roofline), error(none));
 }
 
 TEST_F(StudyLoop, StopsWhenTheTargetIsReached) {
