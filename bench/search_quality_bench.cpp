@@ -601,8 +601,12 @@ void replay_benchmark(const Settings& s) {
   fs::remove_all(dir);
 }
 
+// The prior of the host-overhead benchmark: the first of --priors.
+Prior g_overhead_prior = Prior::analytic;
+
 // Host overhead per proposal with 1,000 measured trials, in its parts: refitting the surrogate
-// (krr + prior: lowering and simulating every trial for the prior feature, then the krr fit), which
+// (krr + prior: lowering every trial and simulating it, or fitting the roofline terms' rates, for
+// the prior feature, then the krr fit), which
 // the loop does once the data has grown by 1/32 (study_run_loop.cpp refit(): every 31 new trials at
 // 1,000), reported also amortised over those trials; and one proposal of a searcher through the host's
 // search context (scores from the fitted surrogate).
@@ -638,7 +642,7 @@ void BM_HostOverheadPerProposal(benchmark::State& state) {
     values[i] = r.tokens_per_s * std::exp(0.05 * noise(rng));
     seen.insert(space->key(configs.data() + i * p));
   }
-  Surrogate surrogate(*space, *predictor, "tokens_per_s", Prior::analytic, configs.data());
+  Surrogate surrogate(*space, *predictor, "tokens_per_s", g_overhead_prior, configs.data());
   surrogate.fit(configs.data(), got, values.data());
   std::vector<double> out(p);
   if (!refit) {  // the first proposal of a study enumerates the space (exhaustive): not timed
@@ -667,8 +671,8 @@ void BM_HostOverheadPerProposal(benchmark::State& state) {
         benchmark::Counter(every, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
   }
   const std::string what = name != "exhaustive" ? name : after_refit ? "exhaustive, after a refit" : "exhaustive, scores unchanged";
-  state.SetLabel(std::string(refit ? "refit krr+prior" : "propose (" + what + ")") + ", " + std::to_string(got) +
-                 " measured trials");
+  state.SetLabel((refit ? std::string("refit ") + label(g_overhead_prior) : "propose (" + what + ")") + ", " +
+                 std::to_string(got) + " measured trials, " + label(g_overhead_prior));
 }
 BENCHMARK(BM_HostOverheadPerProposal)->Arg(-1)->Arg(0)->Arg(1)->Arg(2)->Arg(3)->Unit(benchmark::kMillisecond)->Iterations(5);
 
@@ -707,6 +711,10 @@ int main(int argc, char** argv) {
           return 2;
         }
       }
+      if (s.priors.empty()) {
+        std::fprintf(stderr, "--priors: expected at least one of analytic, roofline or none\n");
+        return 2;
+      }
     }
     else if (a == "--searcher-options") g_searcher_options = json::parse(value("--searcher-options"));
     else if (a == "--predictor-options") g_predictor_options = value("--predictor-options");
@@ -718,6 +726,7 @@ int main(int argc, char** argv) {
     }
     else rest.push_back(argv[i]);
   }
+  g_overhead_prior = s.priors.front();
   if (curve) surrogate_curve(s);
   else if (!s.replay_tables.empty()) replay_benchmark(s);
   else if (s.seeds > 0) search_quality(s);
