@@ -671,8 +671,8 @@ void BM_HostOverheadPerProposal(benchmark::State& state) {
         benchmark::Counter(every, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
   }
   const std::string what = name != "exhaustive" ? name : after_refit ? "exhaustive, after a refit" : "exhaustive, scores unchanged";
-  state.SetLabel((refit ? std::string("refit ") + label(g_overhead_prior) : "propose (" + what + ")") + ", " +
-                 std::to_string(got) + " measured trials, " + label(g_overhead_prior));
+  state.SetLabel((refit ? std::string("refit") : "propose (" + what + ")") + ", " + std::to_string(got) +
+                 " measured trials, " + label(g_overhead_prior));
 }
 BENCHMARK(BM_HostOverheadPerProposal)->Arg(-1)->Arg(0)->Arg(1)->Arg(2)->Arg(3)->Unit(benchmark::kMillisecond)->Iterations(5);
 
