@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
         if (n + 2 > pool.size()) continue;
         EvalOptions o;
         o.predictor = predictor;
-        o.prior = prior;
+        o.prior = prior ? Prior::analytic : Prior::none;
         o.target = "tokens_per_s";
         o.train_rows = n;
         o.repeats = std::string(predictor) == "mlp" ? s.repeats_mlp : s.repeats_krr;

@@ -1,5 +1,5 @@
 // `cotune predictor eval --space llm --data RUNS.csv --target METRIC [--minimize] --predictor krr|mlp
-// [--prior analytic|none] [--train-frac 0.2] [--repeats 10] [--seed 1] [--group-by "a,b"] [--json]
+// [--prior analytic|roofline|none] [--train-frac 0.2] [--repeats 10] [--seed 1] [--group-by "a,b"] [--json]
 // [--learning-curve]`: how well a predictor ranks held-out measured runs (predictor_eval.hpp).
 #include <cotune/core/errors.hpp>
 #include <cotune/core/llm_runs.hpp>
@@ -90,7 +90,7 @@ int eval(int argc, char** argv) {
       "minimize", "lower target values are better (default: higher)")(
       "predictor", po::value(&predictor), "predictor plugin: krr or mlp")(
       "predictor-options", po::value(&predictor_options), "the plugin's options as JSON (default {})")(
-      "prior", po::value(&prior), "analytic (default) or none")(
+      "prior", po::value(&prior), "analytic (default), roofline or none")(
       "train-frac", po::value(&train_frac), "fraction of the rows to train on (default 0.2)")(
       "repeats", po::value(&repeats), "random splits (default 10)")("seed", po::value(&seed), "seed (default 1)")(
       "group-by", po::value(&group_by), "comma-separated columns; rows with equal values form a group")(
@@ -114,7 +114,8 @@ int eval(int argc, char** argv) {
   if (data.empty()) throw UserError("--data: required (a CSV of measured runs)");
   if (target.empty()) throw UserError("--target: required (a metric column, e.g. step_time_s)");
   if (predictor.empty()) throw UserError("--predictor: required (krr or mlp)");
-  if (prior != "analytic" && prior != "none") throw UserError("--prior: expected analytic or none, got '" + prior + "'");
+  if (prior != "analytic" && prior != "roofline" && prior != "none")
+    throw UserError("--prior: expected analytic, roofline or none, got '" + prior + "'");
   if (repeats < 1) throw UserError("--repeats: expected at least 1, got " + std::to_string(repeats));
   if (seed < 0) throw UserError("--seed: expected a non-negative integer");
   std::vector<std::pair<std::string, std::string>> mapping;
@@ -161,7 +162,7 @@ int eval(int argc, char** argv) {
   EvalOptions o;
   o.predictor = predictor;
   o.predictor_options = predictor_options;
-  o.prior = prior == "analytic";
+  o.prior = prior == "analytic" ? Prior::analytic : prior == "roofline" ? Prior::roofline : Prior::none;
   o.target = target;
   o.minimize = vm.count("minimize") > 0;
   o.train_frac = train_frac;
@@ -178,7 +179,7 @@ int eval(int argc, char** argv) {
   }
   const EvalResult& first = results.front().second;
   if (vm.count("json")) {
-    json j = {{"predictor", predictor}, {"prior", first.prior ? "analytic" : "none"}, {"target", target},
+    json j = {{"predictor", predictor}, {"prior", to_string(first.prior)}, {"target", target},
               {"direction", o.minimize ? "minimize" : "maximize"}, {"seed", seed}, {"data", data},
               {"rejected_rows", runs.rejected.size()}, {"dropped_rows", first.dropped}};
     if (!first.prior_note.empty()) j["prior_note"] = first.prior_note;
@@ -197,10 +198,10 @@ int eval(int argc, char** argv) {
     std::cout << j.dump(2) << "\n";
     return 0;
   }
-  std::cout << "predictor " << predictor << ", prior " << (first.prior ? "analytic" : "none") << ", target " << target
+  std::cout << "predictor " << predictor << ", prior " << to_string(first.prior) << ", target " << target
             << " (" << (o.minimize ? "minimize" : "maximize") << "), seed " << seed << "\n";
   if (!first.prior_note.empty()) std::cout << "  prior not used: " << first.prior_note << "\n";
-  if (first.dropped > 0) std::cout << "  " << first.dropped << " rows left out: the model could not estimate them\n";
+  if (first.dropped > 0) std::cout << "  " << first.dropped << " rows left out: the prior could not estimate them\n";
   for (const auto& [f, r] : results) {
     if (curve) std::cout << "train fraction " << f << ":\n";
     print_text(std::cout, r, o.grouped);

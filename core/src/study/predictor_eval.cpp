@@ -1,3 +1,4 @@
+#include <cotune/core/cost_model.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/perfmodel.hpp>
 #include <cotune/core/predictor_eval.hpp>
@@ -10,6 +11,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <random>
 
 namespace cotune::core {
@@ -22,6 +24,7 @@ struct Design {
   size_t width = 0;
   std::vector<double> x;       // rows x width
   std::vector<double> offset;  // log(estimate) under the prior, else 0
+  std::vector<double> terms;   // roofline terms, rows x perf::kRooflineTerms (roofline prior)
   std::vector<double> y;       // log(measured) - offset
   std::vector<double> measured;
   std::vector<std::string> group;
@@ -41,19 +44,29 @@ std::optional<double> estimate(const Space& space, const double* config, const s
   return std::nullopt;
 }
 
+std::optional<std::vector<double>> roofline_terms(const Space& space, const double* config) {
+  try {
+    std::vector<double> terms(perf::kRooflineTerms);
+    perf::roofline_terms(space.lower(config), terms.data());
+    return terms;
+  } catch (const std::exception&) {
+    return std::nullopt;  // a configuration that does not lower has no terms; the caller drops it
+  }
+}
+
 Design build_design(const std::vector<EvalSample>& samples, const EvalOptions& o, EvalResult& result) {
   result.prior = o.prior;
-  if (o.prior) {
+  if (o.prior != Prior::none) {
     for (const EvalSample& s : samples)
       if (!s.space->can_lower()) {
-        result.prior = false;
+        result.prior = Prior::none;
         result.prior_note = "the space '" + s.space->info().name + "' does not lower configurations to step traces";
         break;
       }
     cotune_sim_result probe{};
     cotune_trace empty{};
-    if (result.prior && !model_metric(probe, empty, o.target)) {
-      result.prior = false;
+    if (result.prior == Prior::analytic && !model_metric(probe, empty, o.target)) {
+      result.prior = Prior::none;
       result.prior_note = "the performance model does not estimate the metric '" + o.target + "'";
     }
   }
@@ -63,27 +76,54 @@ Design build_design(const std::vector<EvalSample>& samples, const EvalOptions& o
     if (s.space->feature_names().size() != features)
       throw UserError("the rows' spaces give different numbers of features (" + std::to_string(features) + " and " +
                       std::to_string(s.space->feature_names().size()) + ")");
-  d.width = features + (result.prior ? 1 : 0);
+  d.width = features + (result.prior != Prior::none ? 1 : 0);
   std::vector<double> f(features);
   for (const EvalSample& s : samples) {
-    double offset = 0;
-    if (result.prior) {
+    double offset = 0;  // the roofline prior's comes per repeat (set_roofline_offsets)
+    if (result.prior == Prior::analytic) {
       auto e = estimate(*s.space, s.config.data(), o.target);
       if (!e) {
         ++result.dropped;
         continue;
       }
       offset = std::log(*e);
+    } else if (result.prior == Prior::roofline) {
+      auto terms = roofline_terms(*s.space, s.config.data());
+      if (!terms) {
+        ++result.dropped;
+        continue;
+      }
+      d.terms.insert(d.terms.end(), terms->begin(), terms->end());
     }
     s.space->featurize(s.config.data(), 1, f.data());
     d.x.insert(d.x.end(), f.begin(), f.end());
-    if (result.prior) d.x.push_back(offset);
+    if (result.prior != Prior::none) d.x.push_back(offset);
     d.offset.push_back(offset);
     d.y.push_back(std::log(s.measured) - offset);
     d.measured.push_back(s.measured);
     d.group.push_back(s.group);
   }
   return d;
+}
+
+// The roofline prior of one repeat: rates fitted on the training rows (order[0, train)), the
+// estimate of every row as its offset, its log as the last feature, targets the residual over it.
+void set_roofline_offsets(Design& d, const std::vector<size_t>& order, size_t train) {
+  const size_t k = perf::kRooflineTerms;
+  std::vector<double> terms, values;
+  for (size_t j = 0; j < train; ++j) {
+    const size_t i = order[j];
+    terms.insert(terms.end(), d.terms.begin() + i * k, d.terms.begin() + (i + 1) * k);
+    values.push_back(d.measured[i]);
+  }
+  CostModel model(k);
+  model.fit(terms.data(), train, values.data());
+  for (size_t i = 0; i < d.measured.size(); ++i) {
+    const double e = model.fitted() ? model.predict(d.terms.data() + i * k) : 0;
+    d.offset[i] = e > 0 ? std::log(e) : 0;  // no rates (or no time for this row): the features alone
+    d.x[(i + 1) * d.width - 1] = d.offset[i];
+    d.y[i] = std::log(d.measured[i]) - d.offset[i];
+  }
 }
 
 struct Accumulator {
@@ -150,6 +190,7 @@ EvalResult evaluate_predictor(const Registry& registry, const std::vector<EvalSa
   for (size_t rep = 0; rep < o.repeats; ++rep) {
     for (size_t i = 0; i < n; ++i) order[i] = i;
     for (size_t i = n - 1; i > 0; --i) std::swap(order[i], order[size_t(rng() % (i + 1))]);
+    if (result.prior == Prior::roofline) set_roofline_offsets(d, order, train);
 
     std::vector<double> xt, yt;
     for (size_t k = 0; k < train; ++k) {

@@ -3,14 +3,17 @@
 // The engine of `cotune predictor eval` and of the predictor quality benchmark.
 //
 // Samples may come from different workloads: each carries its own space, which gives its features
-// and (with the analytic prior) lowers it to a trace the performance model estimates. Targets are
-// handled as the study surrogate does (surrogate.hpp): log(measured) without the prior; with it the
-// residual log(measured) - log(estimated), with log(estimated) as one more feature.
+// and (with a prior) lowers it to a trace. Targets are handled as the study surrogate does
+// (surrogate.hpp): log(measured) without a prior; with one the residual log(measured) -
+// log(estimated), with log(estimated) as one more feature. The analytic estimate is the performance
+// model's; the roofline estimate is a CostModel over the trace's roofline terms, fitted on each
+// repeat's training rows only (the held-out rows never inform it).
 #ifndef COTUNE_CORE_PREDICTOR_EVAL_HPP_
 #define COTUNE_CORE_PREDICTOR_EVAL_HPP_
 
 #include <cotune/core/components.hpp>
 #include <cotune/core/registry.hpp>
+#include <cotune/core/study_file.hpp>
 
 #include <cstdint>
 #include <string>
@@ -28,7 +31,7 @@ struct EvalSample {
 struct EvalOptions {
   std::string predictor = "krr";
   std::string predictor_options = "{}";  // the plugin's options; "log" and "seed" are set here
-  bool prior = true;                     // use the analytic prior where the model estimates the target
+  Prior prior = Prior::analytic;         // the prior to learn over (analytic: where the model estimates the target)
   std::string target;                    // metric name (for the prior's estimate)
   bool minimize = false;                 // which way is best (for top-1 / top-3 within groups)
   double train_frac = 0.2;               // fraction of the rows to train on...
@@ -46,7 +49,7 @@ struct EvalFigure {
 
 struct EvalResult {
   size_t rows = 0, train_rows = 0, test_rows = 0, repeats = 0;
-  bool prior = false;       // the prior was used
+  Prior prior = Prior::none;  // the prior used
   std::string prior_note;   // why not, when it was asked for and not used
   size_t dropped = 0;       // samples the model could not estimate (left out under the prior)
   EvalFigure kendall_tau, spearman_rho, mape, r_squared;
