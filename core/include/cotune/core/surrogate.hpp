@@ -56,7 +56,8 @@ class Surrogate {
   const std::string& prior_note() const { return prior_note_; }
   const std::string& metric() const { return metric_; }
   size_t fitted_rows() const { return fitted_rows_; }
-  // True when predict() says something: fitted, or the prior alone.
+  // True when predict() says something: fitted, or the analytic prior alone (the roofline prior
+  // has no rates before two measurements).
   bool informed() const;
 
   // At most this many rows are fitted on: a larger history is sampled (seeded, uniform), so a
