@@ -1,9 +1,9 @@
 // Predictor quality on the co-design space of Llama-3 70B on 512 H100 (examples/studies/
 // llama3-70b-512xh100.json): measurements are the analytic performance model's tokens/s with 5%
 // log-normal noise, over a pool of distinct valid configurations of the llm space. For 50, 100, 200
-// and 500 training rows, krr and mlp, with and without the analytic prior, it prints Kendall's tau
-// (and Spearman, MAPE) on the held-out rest of the pool, through `predictor eval`'s engine
-// (predictor_eval.hpp) and the real plugins. The model alone (no data) is the first line.
+// and 500 training rows, krr and mlp, with the analytic prior, the roofline prior and none, it prints
+// Kendall's tau (and Spearman, MAPE) on the held-out rest of the pool, through `predictor eval`'s
+// engine (predictor_eval.hpp) and the real plugins. The model alone (no data) is the first line.
 //
 //   build-history/bin/predictor_quality_bench [--pool 1200] [--repeats-krr 5] [--repeats-mlp 3]
 //                                             [--sizes 50,100,200,500] [--noise 0.05] [--seed 1]
@@ -107,12 +107,12 @@ int main(int argc, char** argv) {
   std::printf("| --- | --- | ---: | ---: | --- | --- | --- | ---: |\n");
   for (const char* predictor : {"krr", "mlp"}) {
     if ((std::string(predictor) == "mlp" ? s.repeats_mlp : s.repeats_krr) == 0) continue;  // 0: skip it
-    for (bool prior : {true, false}) {
+    for (Prior prior : {Prior::analytic, Prior::roofline, Prior::none}) {
       for (size_t n : s.sizes) {
         if (n + 2 > pool.size()) continue;
         EvalOptions o;
         o.predictor = predictor;
-        o.prior = prior ? Prior::analytic : Prior::none;
+        o.prior = prior;
         o.target = "tokens_per_s";
         o.train_rows = n;
         o.repeats = std::string(predictor) == "mlp" ? s.repeats_mlp : s.repeats_krr;
@@ -121,7 +121,7 @@ int main(int argc, char** argv) {
         const EvalResult r = evaluate_predictor(registry, pool, o);
         const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         std::printf("| %s | %s | %zu | %zu | %.3f +- %.3f | %.3f +- %.3f | %.1f | %.1f |\n", predictor,
-                    prior ? "analytic" : "none", n, o.repeats, r.kendall_tau.mean, r.kendall_tau.std,
+                    std::string(to_string(prior)).c_str(), n, o.repeats, r.kendall_tau.mean, r.kendall_tau.std,
                     r.spearman_rho.mean, r.spearman_rho.std, r.mape.mean, secs);
         std::fflush(stdout);
       }
