@@ -12,6 +12,8 @@
 #include <random>
 #include <set>
 
+#include <sys/wait.h>
+
 #include "store/sqlite.hpp"
 #include "support/cli_process.hpp"
 
@@ -95,15 +97,21 @@ class CrashResume : public ::testing::Test {
       const int extra_ms = std::uniform_int_distribution<int>(0, 20)(rng);
       pid_t pid = spawn({"run", study, "--store", store_});
       bool ended = false;
+      int status = 0;
       while (count_finished(stored_trials(store_, name)) < target) {
-        if (waitpid(pid, nullptr, WNOHANG) == pid) {
+        if (waitpid(pid, &status, WNOHANG) == pid) {
           ended = true;
           break;
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
       }
       if (ended) {
-        ADD_FAILURE() << "cotune run ended before kill " << i + 1 << ":\n" << testing::read_file(dir_.file("stderr"));
+        // Sim trials take microseconds: on a loaded machine, where these polls are slow, the run can
+        // finish the study between two of them. That is success, not a crash; nothing is left to kill.
+        EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+            << "cotune run ended before kill " << i + 1 << ":\n" << testing::read_file(dir_.file("stderr"));
+        EXPECT_EQ(count_finished(stored_trials(store_, name)), static_cast<size_t>(kBudget))
+            << "cotune run ended before kill " << i + 1 << " without finishing the study";
         break;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(extra_ms));
