@@ -365,4 +365,8 @@ TEST(RooflineTerms, RejectMalformedTraces) {
   t = trace_of(ops, toy());
   t.hardware.hbm_bytes_per_s = 0;
   EXPECT_THROW(perf::roofline_terms(t, terms), UserError);
+  std::vector<cotune_op> odd = ops;
+  odd[0].kind = 42;
+  t = trace_of(odd, toy());
+  EXPECT_THROW(perf::roofline_terms(t, terms), UserError);
 }

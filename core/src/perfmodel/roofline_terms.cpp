@@ -22,12 +22,8 @@ inline const cotune_op& op_at(const cotune_trace& t, size_t i) {
 
 void roofline_terms(const cotune_trace& t, double out[kRooflineTerms]) {
   std::fill(out, out + kRooflineTerms, 0.0);
-  if (t.micro_batches < 1 || t.pipeline_stages < 1 || t.virtual_stages < 1)
-    throw UserError("step trace: micro_batches, pipeline_stages and virtual_stages must each be >= 1");
-  if (t.num_ops > 0 && (t.ops == nullptr || t.op_stride < COTUNE_STRUCT_SIZE(cotune_op, measured_s)))
-    throw UserError("step trace: ops is NULL or op_stride is smaller than a cotune_op");
+  validate_trace(t);
   const cotune_hardware& hw = t.hardware;
-  if (hw.hbm_bytes_per_s <= 0) throw UserError("step trace: the hardware has no memory bandwidth (was it resolved?)");
   const double p = t.pipeline_stages;
   double bubble = 0;
   if (p > 1) bubble = t.schedule == COTUNE_SCHEDULE_GPIPE ? p - 1 : (p - 1) / t.virtual_stages;
@@ -48,6 +44,8 @@ void roofline_terms(const cotune_trace& t, double out[kRooflineTerms]) {
       out[kHops] += runs * ring.hops;
       continue;
     }
+    if (op.kind != COTUNE_OP_GEMM && op.kind != COTUNE_OP_ATTENTION && op.kind != COTUNE_OP_MEMORY)
+      throw UserError("step trace: unknown op kind " + std::to_string(op.kind));
     double seconds = op.measured_s;
     if (seconds <= 0) {
       const OpWork w = op_work(op);

@@ -29,41 +29,6 @@ std::string op_name(const cotune_trace& t, size_t i) {
   return "step trace op " + std::to_string(i) + (label.empty() ? "" : " ('" + label + "')");
 }
 
-void validate(const cotune_trace& t) {
-  if (t.struct_size < COTUNE_STRUCT_SIZE(cotune_trace, hardware))
-    throw UserError("step trace: struct_size " + std::to_string(t.struct_size) + " is older than this host reads");
-  if (t.hardware.struct_size < COTUNE_STRUCT_SIZE(cotune_hardware, host_bytes_per_node))
-    throw UserError("step trace: hardware struct_size is older than this host reads");
-  if (t.num_ops > 0 && (t.ops == nullptr || t.op_stride < COTUNE_STRUCT_SIZE(cotune_op, measured_s)))
-    throw UserError("step trace: ops is NULL or op_stride is smaller than a cotune_op");
-  if (t.micro_batches < 1 || t.pipeline_stages < 1 || t.virtual_stages < 1)
-    throw UserError("step trace: micro_batches (" + std::to_string(t.micro_batches) + "), pipeline_stages (" +
-                    std::to_string(t.pipeline_stages) + ") and virtual_stages (" + std::to_string(t.virtual_stages) +
-                    ") must each be >= 1");
-  const cotune_hardware& hw = t.hardware;
-  if (hw.hbm_bytes_per_s <= 0 || hw.memory_efficiency <= 0 || hw.network_efficiency <= 0 ||
-      hw.gemm_efficiency_max <= 0)
-    throw UserError("step trace: the hardware has no memory bandwidth or efficiencies (was it resolved?)");
-  for (size_t i = 0; i < t.num_ops; ++i) {
-    const cotune_op& op = op_at(t, i);
-    if (op.struct_size < COTUNE_STRUCT_SIZE(cotune_op, measured_s))
-      throw UserError(op_name(t, i) + ": struct_size is older than this host reads");
-    if (op.count < 0 || op.bytes < 0 || op.m < 0 || op.n < 0 || op.k < 0 || op.group_size < 0)
-      throw UserError(op_name(t, i) + ": negative count or size");
-    if (op.stream < 0 || op.stream >= kMaxStreams)
-      throw UserError(op_name(t, i) + ": stream " + std::to_string(op.stream) + " is outside 0.." +
-                      std::to_string(kMaxStreams - 1));
-    if (op.phase < COTUNE_PHASE_FORWARD || op.phase > COTUNE_PHASE_STEP)
-      throw UserError(op_name(t, i) + ": unknown phase " + std::to_string(op.phase));
-    if (op.depends_on >= static_cast<int32_t>(i) || op.depends_on < -1)
-      throw UserError(op_name(t, i) + ": depends_on must name an earlier op or be -1");
-    if (op.depends_on >= 0 && op_at(t, op.depends_on).phase != op.phase)
-      throw UserError(op_name(t, i) + ": depends_on names an op of another phase");
-    if (op.kind == COTUNE_OP_COLLECTIVE && (op.group < 0 || op.group >= COTUNE_GROUP_COUNT))
-      throw UserError(op_name(t, i) + ": unknown communication group " + std::to_string(op.group));
-  }
-}
-
 // Runs the ops of one phase on stream clocks. Communication streams start at `comm_start` (< 0
 // lets STEP-phase communication overlap with the preceding backward).
 PhaseTime run_phase(const cotune_trace& t, int32_t phase, double comm_start, std::vector<double>& finish) {
@@ -115,10 +80,45 @@ int32_t main_dtype(const cotune_trace& t) {
 
 }  // namespace
 
+void validate_trace(const cotune_trace& t) {
+  if (t.struct_size < COTUNE_STRUCT_SIZE(cotune_trace, hardware))
+    throw UserError("step trace: struct_size " + std::to_string(t.struct_size) + " is older than this host reads");
+  if (t.hardware.struct_size < COTUNE_STRUCT_SIZE(cotune_hardware, host_bytes_per_node))
+    throw UserError("step trace: hardware struct_size is older than this host reads");
+  if (t.num_ops > 0 && (t.ops == nullptr || t.op_stride < COTUNE_STRUCT_SIZE(cotune_op, measured_s)))
+    throw UserError("step trace: ops is NULL or op_stride is smaller than a cotune_op");
+  if (t.micro_batches < 1 || t.pipeline_stages < 1 || t.virtual_stages < 1)
+    throw UserError("step trace: micro_batches (" + std::to_string(t.micro_batches) + "), pipeline_stages (" +
+                    std::to_string(t.pipeline_stages) + ") and virtual_stages (" + std::to_string(t.virtual_stages) +
+                    ") must each be >= 1");
+  const cotune_hardware& hw = t.hardware;
+  if (hw.hbm_bytes_per_s <= 0 || hw.memory_efficiency <= 0 || hw.network_efficiency <= 0 ||
+      hw.gemm_efficiency_max <= 0)
+    throw UserError("step trace: the hardware has no memory bandwidth or efficiencies (was it resolved?)");
+  for (size_t i = 0; i < t.num_ops; ++i) {
+    const cotune_op& op = op_at(t, i);
+    if (op.struct_size < COTUNE_STRUCT_SIZE(cotune_op, measured_s))
+      throw UserError(op_name(t, i) + ": struct_size is older than this host reads");
+    if (op.count < 0 || op.bytes < 0 || op.m < 0 || op.n < 0 || op.k < 0 || op.group_size < 0)
+      throw UserError(op_name(t, i) + ": negative count or size");
+    if (op.stream < 0 || op.stream >= kMaxStreams)
+      throw UserError(op_name(t, i) + ": stream " + std::to_string(op.stream) + " is outside 0.." +
+                      std::to_string(kMaxStreams - 1));
+    if (op.phase < COTUNE_PHASE_FORWARD || op.phase > COTUNE_PHASE_STEP)
+      throw UserError(op_name(t, i) + ": unknown phase " + std::to_string(op.phase));
+    if (op.depends_on >= static_cast<int32_t>(i) || op.depends_on < -1)
+      throw UserError(op_name(t, i) + ": depends_on must name an earlier op or be -1");
+    if (op.depends_on >= 0 && op_at(t, op.depends_on).phase != op.phase)
+      throw UserError(op_name(t, i) + ": depends_on names an op of another phase");
+    if (op.kind == COTUNE_OP_COLLECTIVE && (op.group < 0 || op.group >= COTUNE_GROUP_COUNT))
+      throw UserError(op_name(t, i) + ": unknown communication group " + std::to_string(op.group));
+  }
+}
+
 void simulate(const cotune_trace& trace, cotune_sim_result* out) {
   if (out == nullptr || out->struct_size < COTUNE_STRUCT_SIZE(cotune_sim_result, cost_per_mtokens))
     throw UserError("simulate: the result struct is too small for this host");
-  validate(trace);
+  validate_trace(trace);
   thread_local std::vector<double> finish;
   if (finish.size() < trace.num_ops) finish.resize(trace.num_ops);
 

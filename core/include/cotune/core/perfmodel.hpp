@@ -69,6 +69,11 @@ double peak_flops(const cotune_hardware& hw, int32_t dtype);
 // (1F1B and interleaved; GPipe: (p - 1) x (F + B)). MFU uses the peak of the first GEMM's dtype.
 void simulate(const cotune_trace& trace, cotune_sim_result* out);
 
+// Throws UserError naming what is wrong with a malformed trace (struct sizes older than this host
+// reads, no ops stride, negative sizes, unknown phases or groups, a hardware description that was not
+// resolved). simulate() and roofline_terms() call it first.
+void validate_trace(const cotune_trace& trace);
+
 // The step of `trace` as roofline terms, for a cost model that learns one rate per term from
 // measurements (CostModel, the "roofline" prior): each term is work at the hardware's nominal
 // rate, with none of the efficiencies, overlap or schedule simulation above. Forward and backward
