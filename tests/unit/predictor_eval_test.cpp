@@ -86,15 +86,21 @@ std::vector<EvalSample> samples(const Space& space, size_t n, double (*scale)(do
 }
 
 double twice(double) { return 2.0; }
+
+// Options for the step time these samples measure (lower is better).
+EvalOptions step_time_options() {
+  EvalOptions o;
+  o.target = "step_time_s";
+  o.minimize = true;
+  return o;
+}
 double per_stage(double pp) { return 1.0 + 0.1 * pp; }
 
 TEST(PredictorEval, PriorWithAConstantBiasIsExact) {
   auto space = registry().make_space("llm", kWorkload);
   const std::vector<EvalSample> data = samples(*space, 40, twice);
   ASSERT_GE(data.size(), 20u);
-  EvalOptions o;
-  o.target = "step_time_s";
-  o.minimize = true;
+  EvalOptions o = step_time_options();
   o.train_rows = 5;
   o.repeats = 3;
   o.grouped = true;
@@ -117,9 +123,7 @@ TEST(PredictorEval, PriorWithAConstantBiasIsExact) {
 TEST(PredictorEval, LearnsAResidualAndIsReproducible) {
   auto space = registry().make_space("llm", kWorkload);
   const std::vector<EvalSample> data = samples(*space, 60, per_stage);
-  EvalOptions o;
-  o.target = "step_time_s";
-  o.minimize = true;
+  EvalOptions o = step_time_options();
   o.train_frac = 0.5;
   o.repeats = 2;
   o.seed = 3;
@@ -143,9 +147,7 @@ TEST(PredictorEval, RooflinePriorFitsItsRatesOnTheTrainingRowsOnly) {
   // written).
   auto space = registry().make_space("llm", kWorkload);
   const std::vector<EvalSample> data = samples(*space, 60, per_stage);
-  EvalOptions o;
-  o.target = "step_time_s";
-  o.minimize = true;
+  EvalOptions o = step_time_options();
   o.train_rows = 12;
   o.repeats = 4;
   o.prior = Prior::none;

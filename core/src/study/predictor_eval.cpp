@@ -44,16 +44,6 @@ std::optional<double> estimate(const Space& space, const double* config, const s
   return std::nullopt;
 }
 
-std::optional<std::vector<double>> roofline_terms(const Space& space, const double* config) {
-  try {
-    std::vector<double> terms(perf::kRooflineTerms);
-    perf::roofline_terms(space.lower(config), terms.data());
-    return terms;
-  } catch (const std::exception&) {
-    return std::nullopt;  // a configuration that does not lower has no terms; the caller drops it
-  }
-}
-
 Design build_design(const std::vector<EvalSample>& samples, const EvalOptions& o, EvalResult& result) {
   result.prior = o.prior;
   if (o.prior != Prior::none) {
@@ -88,12 +78,12 @@ Design build_design(const std::vector<EvalSample>& samples, const EvalOptions& o
       }
       offset = std::log(*e);
     } else if (result.prior == Prior::roofline) {
-      auto terms = roofline_terms(*s.space, s.config.data());
-      if (!terms) {
+      double terms[perf::kRooflineTerms];
+      if (!roofline_terms_of(*s.space, s.config.data(), terms)) {
         ++result.dropped;
         continue;
       }
-      d.terms.insert(d.terms.end(), terms->begin(), terms->end());
+      d.terms.insert(d.terms.end(), terms, terms + perf::kRooflineTerms);
     }
     s.space->featurize(s.config.data(), 1, f.data());
     d.x.insert(d.x.end(), f.begin(), f.end());

@@ -56,13 +56,23 @@ std::string surrogate_predictor_options(const std::string& study_options_json, c
   return options.dump();
 }
 
+bool roofline_terms_of(const Space& space, const double* config, double* out) {
+  try {
+    perf::roofline_terms(space.lower(config), out);
+    return true;
+  } catch (const std::exception&) {
+    return false;  // an invalid configuration may not lower
+  }
+}
+
 Surrogate::Surrogate(const Space& space, Predictor& predictor, std::string metric, Prior prior,
                      const double* probe)
     : space_(space), predictor_(predictor), metric_(std::move(metric)) {
+  bool usable_prior = false;
   if (prior != Prior::none && !space.can_lower()) {
     prior_note_ = "the space '" + space.info().name + "' does not lower configurations to step traces";
   } else if (prior == Prior::analytic) {
-    prior_ = true;
+    usable_prior = true;
     if (probe != nullptr) {
       const cotune_trace& trace = space.lower(probe);
       cotune_sim_result r{};
@@ -70,48 +80,39 @@ Surrogate::Surrogate(const Space& space, Predictor& predictor, std::string metri
       perf::simulate(trace, &r);
       auto v = model_metric(r, trace, metric_);
       if (!v) {
-        prior_ = false;
+        usable_prior = false;
         prior_note_ = "the performance model does not estimate the metric '" + metric_ + "'";
       } else if (!usable(*v)) {
-        prior_ = false;
+        usable_prior = false;
         prior_note_ = "the performance model's estimate of '" + metric_ + "' is " + std::to_string(*v) +
                       " (not positive) for this workload";
       }
     }
   } else if (prior == Prior::roofline) {
-    prior_ = true;
+    usable_prior = true;
     if (probe != nullptr) {
       try {
         double terms[perf::kRooflineTerms];
         perf::roofline_terms(space.lower(probe), terms);
       } catch (const std::exception& e) {
-        prior_ = false;
+        usable_prior = false;
         prior_note_ = std::string("the roofline terms of a valid configuration could not be computed: ") + e.what();
       }
     }
-    if (prior_) cost_.emplace(perf::kRooflineTerms);
+    if (usable_prior) cost_.emplace(perf::kRooflineTerms);
   }
-  prior_kind_ = prior_ ? prior : Prior::none;
-  width_ = space.feature_names().size() + (prior_ ? 1 : 0);
+  prior_kind_ = usable_prior ? prior : Prior::none;
+  width_ = space.feature_names().size() + (usable_prior ? 1 : 0);
   version_ = next_version();
 }
 
-bool Surrogate::informed() const { return (prior_ && (!cost_ || cost_->fitted())) || fitted_rows_ > 0; }
-
-bool Surrogate::roofline_terms(const double* config, double* out) const {
-  try {
-    perf::roofline_terms(space_.lower(config), out);
-    return true;
-  } catch (const std::exception&) {
-    return false;  // an invalid configuration may not lower
-  }
-}
+bool Surrogate::informed() const { return (uses_prior() && (!cost_ || cost_->fitted())) || fitted_rows_ > 0; }
 
 std::optional<double> Surrogate::estimate(const double* config) const {
-  if (!prior_) return std::nullopt;
+  if (!uses_prior()) return std::nullopt;
   if (cost_) {
     double terms[perf::kRooflineTerms];
-    if (!cost_->fitted() || !roofline_terms(config, terms)) return std::nullopt;
+    if (!cost_->fitted() || !roofline_terms_of(space_, config, terms)) return std::nullopt;
     const double v = cost_->predict(terms);
     return usable(v) ? std::optional<double>(v) : std::nullopt;
   }
@@ -124,20 +125,37 @@ std::optional<double> Surrogate::estimate(const double* config) const {
   return v;
 }
 
+Surrogate::RooflineRows Surrogate::roofline_rows(const double* configs, size_t n) const {
+  RooflineRows rows;
+  rows.terms.resize(n * perf::kRooflineTerms);
+  rows.lowered.resize(n);
+  for (size_t i = 0; i < n; ++i)
+    rows.lowered[i] = roofline_terms_of(space_, configs + i * space_.num_params(), &rows.terms[i * perf::kRooflineTerms]);
+  return rows;
+}
+
 std::vector<double> Surrogate::features(const double* configs, size_t n, std::vector<double>* log_estimates,
-                                        std::vector<char>* ok) const {
+                                        std::vector<char>* ok, const RooflineRows* roofline) const {
   const size_t d = space_.feature_names().size();
   const size_t p = space_.num_params();
   std::vector<double> base(n * d);
   if (n > 0 && d > 0) space_.featurize(configs, n, base.data());
   ok->assign(n, 1);
   log_estimates->assign(n, 0.0);
-  if (!prior_) return base;
+  if (!uses_prior()) return base;
+  RooflineRows computed;
+  if (cost_ && cost_->fitted() && roofline == nullptr) {
+    computed = roofline_rows(configs, n);
+    roofline = &computed;
+  }
   std::vector<double> x(n * width_);
   for (size_t i = 0; i < n; ++i) {
     std::optional<double> e;
     if (cost_ && !cost_->fitted()) {
       e = 1.0;  // no rates yet (fewer than two measurements): the features alone, as without a prior
+    } else if (cost_) {
+      const double v = roofline->lowered[i] ? cost_->predict(&roofline->terms[i * perf::kRooflineTerms]) : 0;
+      if (usable(v)) e = v;
     } else {
       try {
         e = estimate(configs + i * p);
@@ -189,10 +207,22 @@ void Surrogate::fit(const double* configs, size_t n, const double* values) {
   }
 
   const size_t m = kept_values.size();
-  if (cost_) fit_cost_model(kept_configs.data(), m, kept_values.data());
+  // The roofline prior: the terms of every row, once, for the rates and then for the estimates.
+  RooflineRows roofline;
+  if (cost_) {
+    roofline = roofline_rows(kept_configs.data(), m);
+    std::vector<double> terms, lowered_values;
+    for (size_t i = 0; i < m; ++i) {
+      if (!roofline.lowered[i]) continue;
+      terms.insert(terms.end(), roofline.terms.begin() + i * perf::kRooflineTerms,
+                   roofline.terms.begin() + (i + 1) * perf::kRooflineTerms);
+      lowered_values.push_back(kept_values[i]);
+    }
+    cost_->fit(terms.data(), lowered_values.size(), lowered_values.data());
+  }
   std::vector<double> log_est;
   std::vector<char> ok;
-  std::vector<double> x = features(kept_configs.data(), m, &log_est, &ok);
+  std::vector<double> x = features(kept_configs.data(), m, &log_est, &ok, cost_ ? &roofline : nullptr);
   std::vector<double> rows, y;
   rows.reserve(x.size());
   for (size_t i = 0; i < m; ++i) {
@@ -212,19 +242,6 @@ void Surrogate::fit(const double* configs, size_t n, const double* values) {
   }
   predictor_.fit(rows.data(), y.size(), width_, y.data());
   fitted_predictor_ = true;
-}
-
-void Surrogate::fit_cost_model(const double* configs, size_t n, const double* values) {
-  const size_t p = space_.num_params();
-  std::vector<double> terms, kept;
-  terms.reserve(n * perf::kRooflineTerms);
-  double row[perf::kRooflineTerms];
-  for (size_t i = 0; i < n; ++i) {
-    if (!roofline_terms(configs + i * p, row)) continue;
-    terms.insert(terms.end(), row, row + perf::kRooflineTerms);
-    kept.push_back(values[i]);
-  }
-  cost_->fit(terms.data(), kept.size(), kept.data());
 }
 
 void Surrogate::predict(const double* configs, size_t n, double* out_value, double* out_log_std) const {

@@ -38,6 +38,10 @@ std::optional<double> model_metric(const cotune_sim_result& result, const cotune
 // the study sets "log" itself.
 std::string surrogate_predictor_options(const std::string& study_options_json, const std::string& where);
 
+// The roofline terms (perf::kRooflineTerms) of one configuration of `space` into `out`; false when
+// it cannot be lowered (an invalid configuration may not).
+bool roofline_terms_of(const Space& space, const double* config, double* out);
+
 class Surrogate {
  public:
   // `prior`: the analytic prior is used when the space lowers and the model knows `metric`; the
@@ -84,22 +88,23 @@ class Surrogate {
   std::string save_state() const;
 
  private:
-  // Features of n configurations, with log(estimate) appended under the prior; rows the model
-  // cannot estimate are marked false in `ok`.
-  std::vector<double> features(const double* configs, size_t n, std::vector<double>* log_estimates,
-                               std::vector<char>* ok) const;
+  // The roofline terms of n configurations (rows of perf::kRooflineTerms), and which lowered.
+  struct RooflineRows {
+    std::vector<double> terms;
+    std::vector<char> lowered;
+  };
+  RooflineRows roofline_rows(const double* configs, size_t n) const;
 
-  // The roofline terms of one configuration into out (perf::kRooflineTerms); false when it cannot
-  // be lowered.
-  bool roofline_terms(const double* config, double* out) const;
-  // Fits the roofline prior's rates on n configurations and their measured values.
-  void fit_cost_model(const double* configs, size_t n, const double* values);
+  // Features of n configurations, with log(estimate) appended under the prior; rows the prior
+  // cannot estimate are marked false in `ok`. `roofline`: the rows' terms when already computed
+  // (the roofline prior; computed here otherwise).
+  std::vector<double> features(const double* configs, size_t n, std::vector<double>* log_estimates,
+                               std::vector<char>* ok, const RooflineRows* roofline = nullptr) const;
 
   const Space& space_;
   Predictor& predictor_;
   std::string metric_;
-  Prior prior_kind_ = Prior::none;
-  bool prior_ = false;  // any prior: the predictor sees log(estimate) as one more feature
+  Prior prior_kind_ = Prior::none;  // any but none: the predictor sees log(estimate) as one more feature
   std::string prior_note_;
   size_t fitted_rows_ = 0;
   bool fitted_predictor_ = false;  // false with a constant target (or no data)
