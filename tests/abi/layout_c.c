@@ -44,7 +44,7 @@ int main(void) {
   OFFSET(cotune_error, code, 8);
   OFFSET(cotune_error, message, 16);
   OFFSET(cotune_error, destroy, 32);
-  SIZE(cotune_hardware, 200);
+  SIZE(cotune_hardware, 272);
   OFFSET(cotune_hardware, struct_size, 0);
   OFFSET(cotune_hardware, gpu_name, 8);
   OFFSET(cotune_hardware, peak_flops, 24);
@@ -63,7 +63,15 @@ int main(void) {
   OFFSET(cotune_hardware, network_efficiency, 176);
   OFFSET(cotune_hardware, price_per_gpu_hour, 184);
   OFFSET(cotune_hardware, host_bytes_per_node, 192);
-  SIZE(cotune_op, 160);
+  OFFSET(cotune_hardware, nvlink_domain, 200);
+  OFFSET(cotune_hardware, reserved1, 204);
+  OFFSET(cotune_hardware, peak_flops_fp4, 208);
+  OFFSET(cotune_hardware, gemm_efficiency_fp8, 216);
+  OFFSET(cotune_hardware, gemm_efficiency_fp4, 224);
+  OFFSET(cotune_hardware, attention_efficiency, 232);
+  OFFSET(cotune_hardware, host_launch_s, 240);
+  OFFSET(cotune_hardware, net_efficiency, 248);
+  SIZE(cotune_op, 168);
   OFFSET(cotune_op, struct_size, 0);
   OFFSET(cotune_op, kind, 8);
   OFFSET(cotune_op, phase, 12);
@@ -88,6 +96,7 @@ int main(void) {
   OFFSET(cotune_op, group_size, 128);
   OFFSET(cotune_op, measured_s, 136);
   OFFSET(cotune_op, label, 144);
+  OFFSET(cotune_op, kernels, 160);
   SIZE(cotune_memory, 48);
   OFFSET(cotune_memory, struct_size, 0);
   OFFSET(cotune_memory, weights, 8);
@@ -95,7 +104,7 @@ int main(void) {
   OFFSET(cotune_memory, optimizer, 24);
   OFFSET(cotune_memory, activations, 32);
   OFFSET(cotune_memory, buffers, 40);
-  SIZE(cotune_trace, 320);
+  SIZE(cotune_trace, 392);
   OFFSET(cotune_trace, struct_size, 0);
   OFFSET(cotune_trace, ops, 8);
   OFFSET(cotune_trace, num_ops, 16);
@@ -109,7 +118,7 @@ int main(void) {
   OFFSET(cotune_trace, gpus, 64);
   OFFSET(cotune_trace, memory, 72);
   OFFSET(cotune_trace, hardware, 120);
-  SIZE(cotune_sim_result, 144);
+  SIZE(cotune_sim_result, 152);
   OFFSET(cotune_sim_result, struct_size, 0);
   OFFSET(cotune_sim_result, step_time_s, 8);
   OFFSET(cotune_sim_result, tokens_per_s, 16);
@@ -123,6 +132,7 @@ int main(void) {
   OFFSET(cotune_sim_result, optimizer_s, 72);
   OFFSET(cotune_sim_result, exposed_comm_s, 80);
   OFFSET(cotune_sim_result, cost_per_mtokens, 136);
+  OFFSET(cotune_sim_result, launch_bound_s, 144);
   SIZE(cotune_host, 80);
   OFFSET(cotune_host, struct_size, 0);
   OFFSET(cotune_host, abi_major, 8);

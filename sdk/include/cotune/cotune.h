@@ -38,7 +38,7 @@ extern "C" {
 /* ---------------------------------------------------------------------------------------------- */
 
 #define COTUNE_ABI_MAJOR 1
-#define COTUNE_ABI_MINOR 1
+#define COTUNE_ABI_MINOR 2
 
 /* Size of a struct up to and including `last_field`: what a writer stores in struct_size. */
 #define COTUNE_STRUCT_SIZE(type, last_field) \
@@ -139,6 +139,10 @@ COTUNE_ASSERT_LAST_FIELD(cotune_error, destroy);
 
 /* Parameter flags. */
 #define COTUNE_PARAM_LOG_SCALE (1u << 0) /* INT/FLOAT: the domain is best explored in log space */
+#define COTUNE_PARAM_OPTIONAL (1u << 1)  /* 1.2: added to its space after configurations were stored: a
+                                            stored configuration or a table of runs may leave it out (it
+                                            takes its default), and the host's key of a configuration
+                                            leaves it out at its default, so keys stored before it stay */
 
 /* Trial statuses (cotune_trial_result.status). */
 #define COTUNE_STATUS_PENDING 0   /* queued, not yet running */
@@ -156,7 +160,8 @@ COTUNE_ASSERT_LAST_FIELD(cotune_error, destroy);
 #define COTUNE_DTYPE_BF16 2
 #define COTUNE_DTYPE_FP16 3
 #define COTUNE_DTYPE_FP8 4
-#define COTUNE_DTYPE_COUNT 5
+#define COTUNE_DTYPE_COUNT 5 /* entries of cotune_hardware.peak_flops (fp32 .. fp8) */
+#define COTUNE_DTYPE_FP4 5   /* 1.2: NVFP4/MXFP4 GEMMs; its peak is cotune_hardware.peak_flops_fp4 */
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Hardware and the step trace (the common language of spaces, the simulator and the cuda executor) */
@@ -189,8 +194,22 @@ typedef struct cotune_hardware {
   double network_efficiency;              /* achievable fraction of net bandwidth for collectives */
   double price_per_gpu_hour;              /* 0 when unknown */
   double host_bytes_per_node;             /* host (CPU) memory per node, 0 when unknown */
+  /* 1.2: what the catalogue and calibration know beyond the roofline. A field that is 0 takes the
+   * rule in parentheses, so a 1.1 writer's hardware means what it meant. */
+  int32_t nvlink_domain;                  /* GPUs that share one NVLink domain (gpus_per_node; 72 on NVL72) */
+  int32_t reserved1;
+  double peak_flops_fp4;                  /* dense FP4 FLOP/s (0: unsupported) */
+  double gemm_efficiency_fp8;             /* large-GEMM fraction of the FP8 peak (gemm_efficiency_max) */
+  double gemm_efficiency_fp4;             /* large-GEMM fraction of the FP4 peak (gemm_efficiency_fp8) */
+  double attention_efficiency;            /* fused attention forward, fraction of the bf16 peak at
+                                             large sizes (0.8 x gemm_efficiency_max) */
+  double host_launch_s;                   /* host (CPU) time to issue one kernel: framework dispatch
+                                             and launch; a phase is never faster than issuing all its
+                                             kernels (0: no floor) */
+  double net_efficiency[COTUNE_NET_LEVELS]; /* achievable fraction of each level's bandwidth
+                                               (network_efficiency) */
 } cotune_hardware;
-COTUNE_ASSERT_LAST_FIELD(cotune_hardware, host_bytes_per_node);
+COTUNE_ASSERT_LAST_FIELD(cotune_hardware, net_efficiency);
 
 /* Op kinds of a step trace. */
 #define COTUNE_OP_GEMM 1       /* m x k times k x n, `count` times */
@@ -249,8 +268,10 @@ typedef struct cotune_op {
   double group_size;   /* COLLECTIVE: ranks in the group */
   double measured_s;   /* > 0: a measured duration of one run, used instead of the model's */
   cotune_str label;    /* short name for breakdowns ("qkv", "mlp_up", "tp_allreduce") */
+  double kernels;      /* 1.2: kernels (framework operations) one run stands for: each costs the
+                          GPU kernel_launch_s and the host host_launch_s (0: one) */
 } cotune_op;
-COTUNE_ASSERT_LAST_FIELD(cotune_op, label);
+COTUNE_ASSERT_LAST_FIELD(cotune_op, kernels);
 
 /* Pipeline schedules. */
 #define COTUNE_SCHEDULE_1F1B 1
@@ -301,8 +322,9 @@ typedef struct cotune_sim_result {
   double optimizer_s;
   double exposed_comm_s[COTUNE_GROUP_COUNT]; /* communication not hidden behind compute, per group */
   double cost_per_mtokens;   /* price per million tokens, 0 when no price is known */
+  double launch_bound_s;     /* 1.2: time the GPU waits for the host to issue kernels */
 } cotune_sim_result;
-COTUNE_ASSERT_LAST_FIELD(cotune_sim_result, cost_per_mtokens);
+COTUNE_ASSERT_LAST_FIELD(cotune_sim_result, launch_bound_s);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Host services                                                                                  */

@@ -118,13 +118,13 @@ inline std::string json_string(std::string_view json, std::string_view pointer) 
 }
 inline cotune_hardware resolve_hardware(std::string_view cluster_json) {
   cotune_hardware hw{};
-  hw.struct_size = COTUNE_STRUCT_SIZE(cotune_hardware, host_bytes_per_node);
+  hw.struct_size = COTUNE_STRUCT_SIZE(cotune_hardware, net_efficiency);
   check(host().resolve_hardware(str(cluster_json), &hw));
   return hw;
 }
 inline cotune_sim_result simulate(const cotune_trace& trace) {
   cotune_sim_result r{};
-  r.struct_size = COTUNE_STRUCT_SIZE(cotune_sim_result, cost_per_mtokens);
+  r.struct_size = COTUNE_STRUCT_SIZE(cotune_sim_result, launch_bound_s);
   check(host().simulate_trace(&trace, &r));
   return r;
 }
@@ -222,6 +222,9 @@ class ParamList {
     e.p.default_value = default_value ? 1 : 0;
     return finish(e);
   }
+
+  // Adds COTUNE_PARAM_* flags to parameter `index` (COTUNE_PARAM_OPTIONAL for one added later).
+  void add_flags(size_t index, uint32_t flags) { entries_.at(index)->p.flags |= flags; }
 
   size_t size() const { return entries_.size(); }
   const cotune_param& operator[](size_t i) const { return entries_[i]->p; }
