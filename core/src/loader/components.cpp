@@ -367,7 +367,9 @@ std::vector<double> Space::parse(std::string_view config_json) const {
 std::string Space::key(const double* config) const {
   std::string k;
   for (size_t i = 0; i < params_.size(); ++i) {
-    if (i) k += ';';
+    // A parameter added to the space later is left out at its default: keys stored before it stay.
+    if ((params_[i].flags & COTUNE_PARAM_OPTIONAL) && config[i] == params_[i].default_value) continue;
+    if (!k.empty()) k += ';';
     k += params_[i].name;
     k += '=';
     k += params_[i].format(config[i]);

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <iterator>
 #include <mutex>
 #include <set>
 #include <string>
@@ -18,17 +20,20 @@ namespace {
 using nlohmann::json;
 
 // A GPU description with every field optional, so that overrides can be layered.
+constexpr int kDtypes = COTUNE_DTYPE_FP4 + 1;  // the peak_flops array and fp4
+
 struct GpuFields {
   std::string name;
-  double peak_tflops[COTUNE_DTYPE_COUNT] = {-1, -1, -1, -1, -1};
+  double peak_tflops[kDtypes] = {-1, -1, -1, -1, -1, -1};
   double hbm_gib = -1, hbm_GBps = -1, nvlink_GBps = -1, network_GBps = -1, island_GBps = -1;
   double latency_us[COTUNE_NET_LEVELS] = {-1, -1, -1};
-  double gpus_per_node = -1, host_gib_per_node = -1, kernel_launch_us = -1;
-  double gemm_efficiency_max = -1, gemm_half_efficiency_gflops = -1, memory_efficiency = -1,
-         network_efficiency = -1;
+  double gpus_per_node = -1, nvlink_domain = -1, host_gib_per_node = -1, kernel_launch_us = -1, host_launch_us = -1;
+  double gemm_efficiency_max = -1, gemm_half_efficiency_gflops = -1, gemm_efficiency_fp8 = -1,
+         gemm_efficiency_fp4 = -1, attention_efficiency = -1, memory_efficiency = -1;
+  double network_efficiency[COTUNE_NET_LEVELS] = {-1, -1, -1};
 };
 
-const char* const kDtypeNames[COTUNE_DTYPE_COUNT] = {"fp32", "tf32", "bf16", "fp16", "fp8"};
+const char* const kDtypeNames[kDtypes] = {"fp32", "tf32", "bf16", "fp16", "fp8", "fp4"};
 const char* const kLevelNames[COTUNE_NET_LEVELS] = {"node", "cluster", "island"};
 
 double number(const json& j, const std::string& where, double low, double high) {
@@ -40,8 +45,42 @@ double number(const json& j, const std::string& where, double low, double high) 
   return v;
 }
 
+double whole(const json& j, const std::string& where, double low, double high) {
+  const double v = number(j, where, low, high);
+  if (v != std::floor(v)) throw UserError(where + ": expected an integer, got " + j.dump());
+  return v;
+}
+
 void require_object(const json& j, const std::string& where) {
   if (!j.is_object()) throw UserError(where + ": expected an object, got " + j.dump());
+}
+
+int level_index(const std::string& name, const std::string& where) {
+  for (int i = 0; i < COTUNE_NET_LEVELS; ++i)
+    if (name == kLevelNames[i]) return i;
+  throw UserError(where + ": unknown network level (expected node, cluster or island)");
+}
+
+}  // namespace
+
+void check_gpu_fields(const nlohmann::json& fields, const std::string& where);
+
+const std::vector<std::string>& gpu_field_names() {
+  static const std::vector<std::string> names = {
+      "name", "description", "peak_tflops", "hbm_gib", "hbm_GBps", "nvlink_GBps", "network_GBps", "island_GBps",
+      "latency_us", "gpus_per_node", "nvlink_domain", "host_gib_per_node", "kernel_launch_us", "host_launch_us",
+      "gemm_efficiency_max", "gemm_half_efficiency_gflops", "gemm_efficiency_fp8", "gemm_efficiency_fp4",
+      "attention_efficiency", "memory_efficiency", "network_efficiency"};
+  return names;
+}
+
+namespace {
+
+std::string gpu_field_list() {
+  std::string list;
+  for (const std::string& n : gpu_field_names())
+    if (n != "description") list += (list.empty() ? "" : ", ") + n;
+  return list;
 }
 
 // Applies the fields present in `j` (a catalogue entry or a gpu_spec) onto `g`.
@@ -60,37 +99,42 @@ void apply_gpu_fields(const json& j, GpuFields& g, const std::string& where) {
       require_object(v, at);
       for (auto p = v.begin(); p != v.end(); ++p) {
         int d = -1;
-        for (int i = 0; i < COTUNE_DTYPE_COUNT; ++i)
+        for (int i = 0; i < kDtypes; ++i)
           if (p.key() == kDtypeNames[i]) d = i;
-        if (d < 0) throw UserError(at + "/" + p.key() + ": unknown dtype (expected fp32, tf32, bf16, fp16 or fp8)");
+        if (d < 0) throw UserError(at + "/" + p.key() + ": unknown dtype (expected fp32, tf32, bf16, fp16, fp8 or fp4)");
         g.peak_tflops[d] = number(p.value(), at + "/" + p.key(), 0, 1e6);
       }
     } else if (key == "latency_us") {
       require_object(v, at);
-      for (auto p = v.begin(); p != v.end(); ++p) {
-        int l = -1;
-        for (int i = 0; i < COTUNE_NET_LEVELS; ++i)
-          if (p.key() == kLevelNames[i]) l = i;
-        if (l < 0) throw UserError(at + "/" + p.key() + ": unknown network level (expected node, cluster or island)");
-        g.latency_us[l] = number(p.value(), at + "/" + p.key(), 0, 1e6);
-      }
+      for (auto p = v.begin(); p != v.end(); ++p)
+        g.latency_us[level_index(p.key(), at + "/" + p.key())] = number(p.value(), at + "/" + p.key(), 0, 1e6);
     } else if (key == "hbm_gib") { g.hbm_gib = number(v, at, 1e-3, 1e6);
     } else if (key == "hbm_GBps") { g.hbm_GBps = number(v, at, 1e-3, 1e7);
     } else if (key == "nvlink_GBps") { g.nvlink_GBps = number(v, at, 1e-3, 1e7);
     } else if (key == "network_GBps") { g.network_GBps = number(v, at, 1e-3, 1e7);
     } else if (key == "island_GBps") { g.island_GBps = number(v, at, 1e-3, 1e7);
-    } else if (key == "gpus_per_node") { g.gpus_per_node = number(v, at, 1, 1024);
+    } else if (key == "gpus_per_node") { g.gpus_per_node = whole(v, at, 1, 1024);
+    } else if (key == "nvlink_domain") { g.nvlink_domain = whole(v, at, 1, 1e6);
     } else if (key == "host_gib_per_node") { g.host_gib_per_node = number(v, at, 0, 1e9);
     } else if (key == "kernel_launch_us") { g.kernel_launch_us = number(v, at, 0, 1e4);
+    } else if (key == "host_launch_us") { g.host_launch_us = number(v, at, 0, 1e4);
     } else if (key == "gemm_efficiency_max") { g.gemm_efficiency_max = number(v, at, 1e-3, 1);
     } else if (key == "gemm_half_efficiency_gflops") { g.gemm_half_efficiency_gflops = number(v, at, 0, 1e9);
+    } else if (key == "gemm_efficiency_fp8") { g.gemm_efficiency_fp8 = number(v, at, 1e-3, 1);
+    } else if (key == "gemm_efficiency_fp4") { g.gemm_efficiency_fp4 = number(v, at, 1e-3, 1);
+    } else if (key == "attention_efficiency") { g.attention_efficiency = number(v, at, 1e-3, 1);
     } else if (key == "memory_efficiency") { g.memory_efficiency = number(v, at, 1e-3, 1);
-    } else if (key == "network_efficiency") { g.network_efficiency = number(v, at, 1e-3, 1);
+    } else if (key == "network_efficiency") {
+      // One fraction for every level, or {"node": .., "cluster": .., "island": ..}.
+      if (v.is_object()) {
+        for (auto p = v.begin(); p != v.end(); ++p)
+          g.network_efficiency[level_index(p.key(), at + "/" + p.key())] = number(p.value(), at + "/" + p.key(), 1e-3, 1);
+      } else {
+        const double e = number(v, at, 1e-3, 1);
+        std::fill(std::begin(g.network_efficiency), std::end(g.network_efficiency), e);
+      }
     } else {
-      throw UserError(at + ": unknown GPU field (expected name, peak_tflops, hbm_gib, hbm_GBps, nvlink_GBps, "
-                      "network_GBps, island_GBps, latency_us, gpus_per_node, host_gib_per_node, "
-                      "kernel_launch_us, gemm_efficiency_max, gemm_half_efficiency_gflops, "
-                      "memory_efficiency, network_efficiency)");
+      throw UserError(at + ": unknown GPU field (expected " + gpu_field_list() + ")");
     }
   }
 }
@@ -125,7 +169,8 @@ void check_complete(const GpuFields& g, const std::string& where) {
   if (g.gemm_efficiency_max < 0) missing.push_back("gemm_efficiency_max");
   if (g.gemm_half_efficiency_gflops < 0) missing.push_back("gemm_half_efficiency_gflops");
   if (g.memory_efficiency < 0) missing.push_back("memory_efficiency");
-  if (g.network_efficiency < 0) missing.push_back("network_efficiency");
+  if (g.network_efficiency[COTUNE_NET_NODE] < 0 || g.network_efficiency[COTUNE_NET_CLUSTER] < 0)
+    missing.push_back("network_efficiency");
   if (g.kernel_launch_us < 0) missing.push_back("kernel_launch_us");
   for (int l = 0; l < 2; ++l)
     if (g.latency_us[l] < 0) missing.push_back(std::string("latency_us.") + kLevelNames[l]);
@@ -136,6 +181,11 @@ void check_complete(const GpuFields& g, const std::string& where) {
 }
 
 }  // namespace
+
+void check_gpu_fields(const json& fields, const std::string& where) {
+  GpuFields g;
+  apply_gpu_fields(fields, g, where);
+}
 
 std::vector<std::string> catalogue_gpu_names() {
   std::vector<std::string> names;
@@ -149,12 +199,12 @@ void resolve_hardware(const json& cluster, cotune_hardware* out, const std::stri
   require_object(cluster, where);
   for (auto it = cluster.begin(); it != cluster.end(); ++it) {
     static const char* const known[] = {"gpu", "gpu_spec", "nodes", "gpus_per_node", "nodes_per_island",
-                                        "network", "price_per_gpu_hour"};
+                                        "network", "price_per_gpu_hour", "calibration"};
     bool ok = false;
     for (const char* k : known) ok = ok || it.key() == k;
     if (!ok)
       throw UserError(where + "/" + it.key() + ": unknown cluster field (expected gpu, gpu_spec, nodes, "
-                      "gpus_per_node, nodes_per_island, network, price_per_gpu_hour)");
+                      "gpus_per_node, nodes_per_island, network, price_per_gpu_hour, calibration)");
   }
 
   GpuFields g;
@@ -177,6 +227,17 @@ void resolve_hardware(const json& cluster, cotune_hardware* out, const std::stri
   if (cluster.contains("gpu_spec")) {
     apply_gpu_fields(cluster["gpu_spec"], g, where + "/gpu_spec");
     if (g.name.empty()) throw UserError(where + "/gpu_spec/name: a GPU defined in gpu_spec needs a name");
+  }
+  if (cluster.contains("calibration")) {
+    // Constants fitted on measured runs (cotune calibrate), per GPU type: over the catalogue and
+    // gpu_spec, for the GPU being resolved.
+    const json& cal = cluster["calibration"];
+    require_object(cal, where + "/calibration");
+    for (auto it = cal.begin(); it != cal.end(); ++it) {
+      GpuFields check;
+      apply_gpu_fields(it.value(), check, where + "/calibration/" + it.key());
+    }
+    if (cal.contains(g.name)) apply_gpu_fields(cal[g.name], g, where + "/calibration/" + g.name);
   }
   check_complete(g, where + (cluster.contains("gpu_spec") ? "/gpu_spec" : ""));
 
@@ -214,29 +275,38 @@ void resolve_hardware(const json& cluster, cotune_hardware* out, const std::stri
     }
   }
 
-  const size_t keep = out->struct_size;
-  *out = cotune_hardware{};
-  out->struct_size = keep;
-  out->gpu_name = intern(g.name);
-  for (int d = 0; d < COTUNE_DTYPE_COUNT; ++d) out->peak_flops[d] = std::max(0.0, g.peak_tflops[d]) * 1e12;
-  if (g.peak_tflops[COTUNE_DTYPE_FP16] < 0) out->peak_flops[COTUNE_DTYPE_FP16] = out->peak_flops[COTUNE_DTYPE_BF16];
-  if (g.peak_tflops[COTUNE_DTYPE_BF16] < 0) out->peak_flops[COTUNE_DTYPE_BF16] = out->peak_flops[COTUNE_DTYPE_FP16];
-  out->hbm_bytes = g.hbm_gib * 1073741824.0;
-  out->hbm_bytes_per_s = g.hbm_GBps * 1e9;
+  cotune_hardware hw{};
+  hw.struct_size = out->struct_size;
+  hw.gpu_name = intern(g.name);
+  for (int d = 0; d < COTUNE_DTYPE_COUNT; ++d) hw.peak_flops[d] = std::max(0.0, g.peak_tflops[d]) * 1e12;
+  if (g.peak_tflops[COTUNE_DTYPE_FP16] < 0) hw.peak_flops[COTUNE_DTYPE_FP16] = hw.peak_flops[COTUNE_DTYPE_BF16];
+  if (g.peak_tflops[COTUNE_DTYPE_BF16] < 0) hw.peak_flops[COTUNE_DTYPE_BF16] = hw.peak_flops[COTUNE_DTYPE_FP16];
+  hw.hbm_bytes = g.hbm_gib * 1073741824.0;
+  hw.hbm_bytes_per_s = g.hbm_GBps * 1e9;
   for (int l = 0; l < COTUNE_NET_LEVELS; ++l) {
-    out->net_bytes_per_s[l] = bw[l] * 1e9;
-    out->net_latency_s[l] = lat[l] * 1e-6;
+    hw.net_bytes_per_s[l] = bw[l] * 1e9;
+    hw.net_latency_s[l] = lat[l] * 1e-6;
   }
-  out->gpus_per_node = static_cast<int32_t>(gpn);
-  out->nodes = static_cast<int32_t>(nodes);
-  out->nodes_per_island = static_cast<int32_t>(npi);
-  out->kernel_launch_s = g.kernel_launch_us * 1e-6;
-  out->gemm_efficiency_max = g.gemm_efficiency_max;
-  out->gemm_half_efficiency_flops = g.gemm_half_efficiency_gflops * 1e9;
-  out->memory_efficiency = g.memory_efficiency;
-  out->network_efficiency = g.network_efficiency;
-  out->price_per_gpu_hour = price;
-  out->host_bytes_per_node = std::max(0.0, g.host_gib_per_node) * 1073741824.0;
+  hw.gpus_per_node = static_cast<int32_t>(gpn);
+  hw.nodes = static_cast<int32_t>(nodes);
+  hw.nodes_per_island = static_cast<int32_t>(npi);
+  hw.kernel_launch_s = g.kernel_launch_us * 1e-6;
+  hw.gemm_efficiency_max = g.gemm_efficiency_max;
+  hw.gemm_half_efficiency_flops = g.gemm_half_efficiency_gflops * 1e9;
+  hw.memory_efficiency = g.memory_efficiency;
+  hw.network_efficiency = g.network_efficiency[COTUNE_NET_CLUSTER];
+  hw.price_per_gpu_hour = price;
+  hw.host_bytes_per_node = std::max(0.0, g.host_gib_per_node) * 1073741824.0;
+  // ABI 1.2 fields; 0 where the description leaves them out (the header's rule applies).
+  hw.nvlink_domain = static_cast<int32_t>(std::max(0.0, g.nvlink_domain));
+  hw.peak_flops_fp4 = std::max(0.0, g.peak_tflops[COTUNE_DTYPE_FP4]) * 1e12;
+  hw.gemm_efficiency_fp8 = std::max(0.0, g.gemm_efficiency_fp8);
+  hw.gemm_efficiency_fp4 = std::max(0.0, g.gemm_efficiency_fp4);
+  hw.attention_efficiency = std::max(0.0, g.attention_efficiency);
+  hw.host_launch_s = std::max(0.0, g.host_launch_us) * 1e-6;
+  for (int l = 0; l < COTUNE_NET_LEVELS; ++l) hw.net_efficiency[l] = std::max(0.0, g.network_efficiency[l]);
+  // Only what the caller's struct holds: a plugin built against an older ABI passes a smaller one.
+  std::memcpy(out, &hw, std::min(out->struct_size, sizeof hw));
 }
 
 }  // namespace cotune::core::perf

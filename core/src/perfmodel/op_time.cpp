@@ -1,36 +1,48 @@
-// Timing of one operation of a step trace: roofline with a size-dependent GEMM efficiency, fused
-// attention, memory-bound work and alpha-beta collectives (rules in perfmodel.hpp).
+// Timing of one operation of a step trace: roofline with a size-dependent GEMM efficiency per dtype,
+// fused attention, memory-bound work and alpha-beta collectives (rules in perfmodel.hpp).
 #include <cotune/core/errors.hpp>
 #include <cotune/core/perfmodel.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 
 namespace cotune::core::perf {
 namespace {
 
-// Fraction of the GEMM efficiency curve that fused attention kernels reach (softmax, masking and
-// the online rescaling run between the two matrix products).
-constexpr double kAttentionEfficiency = 0.8;
 // Backward of fused attention: five matrix products against the forward's two.
 constexpr double kAttentionBackwardFactor = 2.5;
+// The backward kernel reaches less of the peak than the forward (dQ is accumulated across key
+// blocks, and the softmax is rebuilt): FlashAttention-2 and cuDNN run it at about 0.8 of the
+// forward's FLOP rate on A100 and H100.
+constexpr double kAttentionBackwardEfficiency = 0.8;
+// The old rule for attention_efficiency (ABI 1.1 hardware): 0.8 of the GEMM curve's maximum.
+constexpr double kAttentionShareOfGemm = 0.8;
 
-double gemm_efficiency(const cotune_hardware& hw, double flops) {
-  return hw.gemm_efficiency_max * flops / (flops + hw.gemm_half_efficiency_flops);
+const char* dtype_name(int32_t dtype) {
+  static const char* const names[] = {"fp32", "tf32", "bf16", "fp16", "fp8", "fp4"};
+  return dtype >= 0 && dtype <= COTUNE_DTYPE_FP4 ? names[dtype] : "unknown";
 }
 
-double compute_time(const cotune_hardware& hw, double flops, double bytes, int32_t dtype, double scale) {
-  const double eff = gemm_efficiency(hw, flops) * scale;
-  const double t_compute = flops / (peak_flops(hw, dtype) * eff);
-  const double t_memory = bytes / (hw.hbm_bytes_per_s * hw.memory_efficiency);
-  return std::max(t_compute, t_memory) + hw.kernel_launch_s;
+double bf16_peak(const cotune_hardware& hw) {
+  const double p = hw.peak_flops[COTUNE_DTYPE_BF16];
+  return p > 0 ? p : hw.peak_flops[COTUNE_DTYPE_FP16];
+}
+
+// A kernel of F FLOPs reaches max x F / (F + half) of its dtype's peak. `half` is the catalogue's
+// gemm_half_efficiency_flops scaled by the dtype's peak over bf16's: the fixed part of a kernel
+// (launch ramp, the last partial wave of tiles) costs the same time whatever the precision.
+double size_efficiency(const cotune_hardware& hw, double flops, double peak, double max_eff) {
+  const double ref = bf16_peak(hw);
+  const double half = hw.gemm_half_efficiency_flops * (ref > 0 ? peak / ref : 1.0);
+  return max_eff * flops / (flops + half);
 }
 
 double collective_time(const cotune_op& op, const cotune_hardware& hw) {
   const RingShape ring = ring_shape(op);
   if (ring.wire <= 0) return 0;
-  const double bw = hw.net_bytes_per_s[op.net_level] * hw.network_efficiency;
+  const double bw = hw.net_bytes_per_s[op.net_level] * hw.net_efficiency[op.net_level];
   const double a = hw.net_latency_s[op.net_level];
   const double b = op.bytes;
   double t = ring.wire * b / bw + ring.hops * a;
@@ -38,10 +50,29 @@ double collective_time(const cotune_op& op, const cotune_hardware& hw) {
     const double tree = 2 * b / bw + 2 * std::log2(op.group_size) * a;
     t = std::min(t, tree);
   }
-  return t + hw.kernel_launch_s;
+  return t;
 }
 
 }  // namespace
+
+cotune_hardware effective_hardware(const cotune_hardware& in) {
+  cotune_hardware hw{};
+  const size_t known = std::min(in.struct_size, sizeof hw);
+  std::memcpy(&hw, &in, known);
+  hw.struct_size = sizeof hw;
+  if (hw.nvlink_domain <= 0) hw.nvlink_domain = hw.gpus_per_node;
+  if (hw.gemm_efficiency_fp8 <= 0) hw.gemm_efficiency_fp8 = hw.gemm_efficiency_max;
+  if (hw.gemm_efficiency_fp4 <= 0) hw.gemm_efficiency_fp4 = hw.gemm_efficiency_fp8;
+  if (hw.attention_efficiency <= 0) hw.attention_efficiency = kAttentionShareOfGemm * hw.gemm_efficiency_max;
+  if (hw.host_launch_s < 0) hw.host_launch_s = 0;
+  for (double& e : hw.net_efficiency)
+    if (e <= 0) e = hw.network_efficiency;
+  return hw;
+}
+
+double op_kernels(const cotune_op& op) {
+  return op.struct_size >= COTUNE_STRUCT_SIZE(cotune_op, kernels) && op.kernels > 0 ? op.kernels : 1.0;
+}
 
 double dtype_bytes(int32_t dtype) {
   switch (dtype) {
@@ -50,19 +81,25 @@ double dtype_bytes(int32_t dtype) {
     case COTUNE_DTYPE_BF16:
     case COTUNE_DTYPE_FP16: return 2;
     case COTUNE_DTYPE_FP8: return 1;
+    case COTUNE_DTYPE_FP4: return 0.5 + 1.0 / 16;  // 4 bits and an 8-bit scale per block of 16 (NVFP4)
     default: throw UserError("step trace: unknown dtype " + std::to_string(dtype));
   }
 }
 
 double peak_flops(const cotune_hardware& hw, int32_t dtype) {
-  if (dtype < 0 || dtype >= COTUNE_DTYPE_COUNT) throw UserError("step trace: unknown dtype " + std::to_string(dtype));
-  double p = hw.peak_flops[dtype];
-  if (p <= 0) {
-    static const char* const names[] = {"fp32", "tf32", "bf16", "fp16", "fp8"};
-    throw UserError("the GPU " + std::string(hw.gpu_name.data, hw.gpu_name.len) + " has no " + names[dtype] +
-                    " peak: it cannot run this trace's " + names[dtype] + " ops");
-  }
+  if (dtype < 0 || dtype > COTUNE_DTYPE_FP4) throw UserError("step trace: unknown dtype " + std::to_string(dtype));
+  const double p = dtype == COTUNE_DTYPE_FP4 ? (hw.struct_size >= COTUNE_STRUCT_SIZE(cotune_hardware, peak_flops_fp4) ? hw.peak_flops_fp4 : 0)
+                                              : hw.peak_flops[dtype];
+  if (p <= 0)
+    throw UserError("the GPU " + std::string(hw.gpu_name.data, hw.gpu_name.len) + " has no " + dtype_name(dtype) +
+                    " peak: it cannot run this trace's " + dtype_name(dtype) + " ops");
   return p;
+}
+
+double gemm_efficiency_max(const cotune_hardware& hw, int32_t dtype) {
+  if (dtype == COTUNE_DTYPE_FP8) return hw.gemm_efficiency_fp8;
+  if (dtype == COTUNE_DTYPE_FP4) return hw.gemm_efficiency_fp4;
+  return hw.gemm_efficiency_max;
 }
 
 RingShape ring_shape(const cotune_op& op) {
@@ -102,19 +139,39 @@ OpWork op_work(const cotune_op& op) {
   return w;
 }
 
-double op_time(const cotune_op& op, const cotune_hardware& hw) {
+double op_time(const cotune_op& op, const cotune_hardware& hardware) {
+  return op_time_effective(op, effective_hardware(hardware));
+}
+
+double op_time_effective(const cotune_op& op, const cotune_hardware& hw) {
   if (op.measured_s > 0) return op.measured_s;
+  const double launch = op_kernels(op) * hw.kernel_launch_s;
   switch (op.kind) {
     case COTUNE_OP_GEMM:
     case COTUNE_OP_ATTENTION: {
       const OpWork w = op_work(op);
       if (w.flops <= 0) return 0;
-      return compute_time(hw, w.flops, w.bytes, op.dtype, op.kind == COTUNE_OP_ATTENTION ? kAttentionEfficiency : 1.0);
+      const double peak = peak_flops(hw, op.dtype);
+      double eff = 0;
+      if (op.kind == COTUNE_OP_GEMM) {
+        eff = size_efficiency(hw, w.flops, peak, gemm_efficiency_max(hw, op.dtype));
+      } else {
+        // The kernel's size is one pass's work: the backward factor is more work, not a bigger tile.
+        const bool backward = op.phase == COTUNE_PHASE_BACKWARD && !(op.flags & COTUNE_OP_RECOMPUTE);
+        const double pass = backward ? w.flops / kAttentionBackwardFactor : w.flops;
+        eff = size_efficiency(hw, pass, peak, hw.attention_efficiency) * (backward ? kAttentionBackwardEfficiency : 1);
+      }
+      const double t_compute = w.flops / (peak * eff);
+      const double t_memory = w.bytes / (hw.hbm_bytes_per_s * hw.memory_efficiency);
+      return std::max(t_compute, t_memory) + launch;
     }
     case COTUNE_OP_MEMORY:
       if (op.bytes <= 0) return 0;
-      return op.bytes / (hw.hbm_bytes_per_s * hw.memory_efficiency) + hw.kernel_launch_s;
-    case COTUNE_OP_COLLECTIVE: return collective_time(op, hw);
+      return op.bytes / (hw.hbm_bytes_per_s * hw.memory_efficiency) + launch;
+    case COTUNE_OP_COLLECTIVE: {
+      const double t = collective_time(op, hw);
+      return t > 0 ? t + launch : 0;
+    }
     default: throw UserError("step trace: unknown op kind " + std::to_string(op.kind));
   }
 }

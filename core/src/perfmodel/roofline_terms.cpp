@@ -23,7 +23,7 @@ inline const cotune_op& op_at(const cotune_trace& t, size_t i) {
 void roofline_terms(const cotune_trace& t, double out[kRooflineTerms]) {
   std::fill(out, out + kRooflineTerms, 0.0);
   validate_trace(t);
-  const cotune_hardware& hw = t.hardware;
+  const cotune_hardware hw = effective_hardware(t.hardware);
   const double p = t.pipeline_stages;
   double bubble = 0;
   if (p > 1) bubble = t.schedule == COTUNE_SCHEDULE_GPIPE ? p - 1 : (p - 1) / t.virtual_stages;
@@ -54,7 +54,7 @@ void roofline_terms(const cotune_trace& t, double out[kRooflineTerms]) {
     }
     if (step) out[kStep] += runs * seconds;
     else out[op.kind == COTUNE_OP_MEMORY ? kMemory : kCompute] += runs * seconds;
-    out[kKernels] += runs;
+    out[kKernels] += runs * op_kernels(op);
   }
   out[kFixed] = 1;
 }

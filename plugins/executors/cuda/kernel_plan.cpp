@@ -209,6 +209,14 @@ KernelPlan make_kernel_plan(const cotune_trace& trace, const PlanLimits& limits)
       plan.modelled.push_back({i, "runs zero times"});
       continue;
     }
+    if (op.kind == COTUNE_OP_MEMORY && op.bytes == 0) {
+      plan.modelled.push_back({i, "no GPU work (host-side framework operations)"});
+      continue;
+    }
+    if (op.kind != COTUNE_OP_MEMORY && op.dtype == COTUNE_DTYPE_FP4) {
+      plan.modelled.push_back({i, "fp4 GEMMs are timed by the performance model (no portable fp4 GEMM to measure)"});
+      continue;
+    }
     if (op.kind != COTUNE_OP_MEMORY && (op.dtype < 0 || op.dtype >= COTUNE_DTYPE_COUNT))
       throw std::invalid_argument("step trace: " + op_name(op, i) + " has unknown dtype " + std::to_string(op.dtype));
 
