@@ -26,7 +26,11 @@ namespace {
 using nlohmann::json;
 
 const char* const kParamNames[kNumParams] = {"tp",  "pp",   "dp",        "cp", "ep",   "micro_batch",
-                                              "vpp", "zero", "recompute", "sp", "gpus", "gpu"};
+                                              "vpp", "zero", "recompute", "sp", "gpus", "gpu",
+                                              "etp", "first_stage_layers", "last_stage_layers", "recompute_modules"};
+constexpr const char* kParamList =
+    "tp, pp, dp, cp, ep, micro_batch, vpp, zero, recompute, sp, gpus, gpu, etp, first_stage_layers, last_stage_layers, "
+    "recompute_modules";
 
 const char* const kDerivedFeatures[] = {
     "micro_batches",       "tokens_per_micro_batch", "model_flops_per_gpu", "hardware_flops_per_gpu",
@@ -97,14 +101,14 @@ class LlmSpace {
   void check(const double* configs, size_t n, int32_t* out_valid) {
     for (size_t i = 0; i < n; ++i) {
       const double* v = configs + i * kNumParams;
-      out_valid[i] = in_domain(v, nullptr) && check_config(w_, Config::decode(v), hardware_[gpu_of(v)], nullptr) ? 1 : 0;
+      out_valid[i] = in_domain(v, nullptr) && check_config(w_, config_of(v), hardware_[gpu_of(v)], nullptr) ? 1 : 0;
     }
   }
 
   std::string explain(const double* v) {
     std::string why;
     if (!in_domain(v, &why)) return why;
-    check_config(w_, Config::decode(v), hardware_[gpu_of(v)], &why);
+    check_config(w_, config_of(v), hardware_[gpu_of(v)], &why);
     return why;
   }
 
@@ -121,7 +125,7 @@ class LlmSpace {
       // Most draws of dp break the product rule; derive it from the others when it can be.
       const double dp = v[kGpus] / (v[kTp] * v[kPp] * v[kCp]);
       if (contains(domains_[kDp], dp)) v[kDp] = dp;
-      if (!in_domain(v, nullptr) || !check_config(w_, Config::decode(v), hardware_[gpu_of(v)], nullptr)) continue;
+      if (!in_domain(v, nullptr) || !check_config(w_, config_of(v), hardware_[gpu_of(v)], nullptr)) continue;
       std::copy(v, v + kNumParams, out + found * kNumParams);
       ++found;
     }
@@ -136,7 +140,7 @@ class LlmSpace {
       std::copy(v, v + kNumParams, f);
       std::fill(f + kNumParams, f + width, 0.0);
       if (!in_domain(v, nullptr)) continue;  // degrees of zero would divide by zero below
-      const Config c = Config::decode(v);
+      const Config c = config_of(v);
       const cotune_hardware& hw = hardware_[gpu_of(v)];
       lower_config(w_, c, hw, scratch_ops_, scratch_trace_);
       derived_features(c, hw, scratch_trace_, f + kNumParams);
@@ -146,16 +150,18 @@ class LlmSpace {
   const cotune_trace* lower(const double* v) {
     std::string why;
     if (!in_domain(v, &why)) bad("lower: " + why);
-    lower_config(w_, Config::decode(v), hardware_[gpu_of(v)], ops_, trace_);
+    lower_config(w_, config_of(v), hardware_[gpu_of(v)], ops_, trace_);
     return &trace_;
   }
 
   std::string render(const double* v, int32_t format) {
     std::string why;
     if (!in_domain(v, &why)) bad("render: " + why);
-    const Config c = Config::decode(v);
+    const Config c = config_of(v);
     switch (format) {
-      case COTUNE_RENDER_JSON: return render_json(c, gpu_names_[c.gpu]);
+      case COTUNE_RENDER_JSON:
+        return render_json(c, v[kEtp], v[kRecomputeModules] == 0 ? "" : recompute_modules_text(c.recompute_modules),
+                           gpu_names_[c.gpu]);
       case COTUNE_RENDER_MEGATRON: return render_megatron(w_, c);
       case COTUNE_RENDER_TORCHTITAN: return render_torchtitan(w_, c);
       default:
@@ -177,8 +183,7 @@ class LlmSpace {
       const std::string& key = it.key();
       size_t p = params_.find(key);
       if (p >= kNumParams)
-        bad("configuration/" + key + ": unknown parameter (expected tp, pp, dp, cp, ep, micro_batch, vpp, zero, "
-            "recompute, sp, gpus, gpu)");
+        bad("configuration/" + key + ": unknown parameter (expected " + kParamList + ")");
       out[p] = value_of(p, it.value(), "configuration/" + key);
     }
     if (!j.contains("dp")) {  // the data-parallel degree that uses every GPU
@@ -196,6 +201,7 @@ class LlmSpace {
     return false;
   }
   size_t gpu_of(const double* v) const { return static_cast<size_t>(v[kGpu]); }
+  Config config_of(const double* v) const { return Config::decode(v, module_masks_); }
 
   bool in_domain(const double* v, std::string* why) const {
     for (size_t p = 0; p < kNumParams; ++p) {
@@ -220,6 +226,21 @@ class LlmSpace {
     } else if (p == kSp) {
       if (!v.is_boolean()) bad(at + ": expected true or false");
       x = v.get<bool>() ? 1 : 0;
+    } else if (p == kRecomputeModules) {
+      if (!v.is_string()) bad(at + ": expected module names such as \"core_attn\" or \"mla_up_proj,mlp\"");
+      uint32_t mask = 0;
+      try {
+        mask = parse_recompute_modules(v.get<std::string>());
+      } catch (const std::invalid_argument& e) {
+        bad(at + ": " + e.what());
+      }
+      const auto it = std::find(module_masks_.begin(), module_masks_.end(), mask);
+      if (it == module_masks_.end()) {
+        std::string list;
+        for (uint32_t m : module_masks_) list += (list.empty() ? "" : "; ") + recompute_modules_text(m);
+        bad(at + ": '" + v.get<std::string>() + "' is not in this space (" + list + ")");
+      }
+      x = static_cast<double>(it - module_masks_.begin());
     } else if (p == kGpu) {
       if (!v.is_string()) bad(at + ": expected a GPU name");
       const auto it = std::find(gpu_names_.begin(), gpu_names_.end(), v.get<std::string>());
@@ -273,13 +294,10 @@ class LlmSpace {
   }
 
   void build_params(const json& oj) {
-    static const char* const known[] = {"tp", "pp", "dp", "cp", "ep", "micro_batch", "vpp", "zero", "recompute",
-                                        "sp", "gpus", "gpu"};
     for (auto it = oj.begin(); it != oj.end(); ++it)
-      if (std::find_if(std::begin(known), std::end(known), [&](const char* k) { return it.key() == k; }) ==
-          std::end(known))
-        bad("space options/" + it.key() + ": unknown option (expected a parameter name: tp, pp, dp, cp, ep, "
-            "micro_batch, vpp, zero, recompute, sp, gpus, gpu)");
+      if (std::find_if(std::begin(kParamNames), std::end(kParamNames), [&](const char* k) { return it.key() == k; }) ==
+          std::end(kParamNames))
+        bad("space options/" + it.key() + ": unknown option (expected a parameter name: " + kParamList + ")");
     const Model& m = w_.model;
     const cotune_hardware& hw0 = hardware_[0];
     std::vector<double> gpus = restrict_numbers(oj, "gpus", {double(hw0.nodes) * hw0.gpus_per_node});
@@ -304,6 +322,9 @@ class LlmSpace {
     domains_[kVpp] = restrict_numbers(oj, "vpp", divisors(m.layers, 8));
     domains_[kZero] = restrict_numbers(oj, "zero", {0, 1, 2, 3});
     domains_[kGpus] = gpus;
+    domains_[kEtp] = restrict_numbers(oj, "etp", {0});
+    domains_[kFirstStage] = restrict_numbers(oj, "first_stage_layers", {0});
+    domains_[kLastStage] = restrict_numbers(oj, "last_stage_layers", {0});
 
     std::vector<std::string> recompute = {"none", "selective", "full"};
     domains_[kRecompute] = {0, 1, 2};
@@ -326,6 +347,28 @@ class LlmSpace {
     }
     domains_[kGpu].clear();
     for (size_t i = 0; i < gpu_names_.size(); ++i) domains_[kGpu].push_back(double(i));
+    module_masks_ = {kCoreAttn};
+    if (oj.contains("recompute_modules")) {
+      const json& r = oj["recompute_modules"];
+      const std::string at = "space options/recompute_modules";
+      if (!r.is_array() || r.empty())
+        bad(at + ": expected a non-empty list of module sets such as [\"core_attn\", \"mla_up_proj,mlp\"] (modules: " +
+            recompute_module_list() + ")");
+      module_masks_.clear();
+      for (const json& x : r) {
+        if (!x.is_string()) bad(at + ": expected strings, got " + x.dump());
+        uint32_t mask = 0;
+        try {
+          mask = parse_recompute_modules(x.get<std::string>());
+        } catch (const std::invalid_argument& e) {
+          bad(at + ": " + e.what());
+        }
+        if (std::find(module_masks_.begin(), module_masks_.end(), mask) == module_masks_.end())
+          module_masks_.push_back(mask);
+      }
+    }
+    domains_[kRecomputeModules].clear();
+    for (size_t i = 0; i < module_masks_.size(); ++i) domains_[kRecomputeModules].push_back(double(i));
 
     auto first_or = [](const std::vector<double>& d, double want) { return contains(d, want) ? want : d.front(); };
     const double tp0 = first_or(domains_[kTp], 1), pp0 = first_or(domains_[kPp], 1), cp0 = first_or(domains_[kCp], 1);
@@ -347,6 +390,21 @@ class LlmSpace {
     params_.add_bool("sp", domains_[kSp].front() != 0, "Sequence parallelism (needs tp > 1).");
     params_.add_int("gpus", gpus, gpus.front(), "GPUs", "GPUs the job uses.");
     params_.add_categorical("gpu", gpu_names_, 0, "GPU type.");
+    params_.add_int("etp", domains_[kEtp], domains_[kEtp].front(), "ranks",
+                    "Expert tensor-parallel degree (mixture of experts); 0: the tensor-parallel degree, as in "
+                    "Megatron-LM.");
+    params_.add_int("first_stage_layers", domains_[kFirstStage], domains_[kFirstStage].front(), "layers",
+                    "Decoder layers of the first pipeline rank; 0: an even split (counting the embedding and loss as "
+                    "layers where that makes it even).");
+    params_.add_int("last_stage_layers", domains_[kLastStage], domains_[kLastStage].front(), "layers",
+                    "Decoder layers of the last pipeline rank; 0: as first_stage_layers.");
+    std::vector<std::string> module_sets;
+    for (uint32_t m : module_masks_) module_sets.push_back(recompute_modules_text(m));
+    params_.add_categorical("recompute_modules", {module_sets.begin(), module_sets.end()}, 0,
+                            "What selective recomputation rebuilds (Megatron-LM's --recompute-modules).");
+    // Added after configurations of this space were stored: left out at their defaults.
+    for (size_t p : {size_t(kEtp), size_t(kFirstStage), size_t(kLastStage), size_t(kRecomputeModules)})
+      params_.add_flags(p, COTUNE_PARAM_OPTIONAL);
   }
 
   static std::vector<double> restrict_numbers(const json& oj, const char* name, std::vector<double> fallback) {
@@ -359,10 +417,14 @@ class LlmSpace {
     if (!l.is_array() || l.empty()) bad(at + ": expected a non-empty list of positive integers");
     std::vector<double> v;
     for (const json& x : l) {
-      const bool zero_ok = std::string(name) == "zero";
+      const std::string n(name);
+      const bool stage = n == "zero";
+      const bool zero_ok = stage || n == "etp" || n == "first_stage_layers" || n == "last_stage_layers";
       if (!x.is_number() || x.get<double>() != std::floor(x.get<double>()) || x.get<double>() < (zero_ok ? 0 : 1) ||
-          (zero_ok && x.get<double>() > 3))
-        bad(at + ": " + x.dump() + (zero_ok ? " is not a ZeRO stage (0-3)" : " is not a positive integer"));
+          (stage && x.get<double>() > 3))
+        bad(at + ": " + x.dump() +
+            (stage ? " is not a ZeRO stage (0-3)" : zero_ok ? " is not a whole number (0: the default rule)"
+                                                           : " is not a positive integer"));
       if (!contains(v, x.get<double>())) v.push_back(x.get<double>());
     }
     std::sort(v.begin(), v.end());
@@ -400,7 +462,7 @@ class LlmSpace {
     f[7] = comm[COTUNE_NET_ISLAND];
     f[8] = (mem.weights + mem.gradients + mem.optimizer + mem.activations + mem.buffers) / 1073741824.0;
     f[9] = bytes_moved > 0 ? hw_flops / bytes_moved : 0;
-    f[10] = hw.peak_flops[w_.training.dtype] / 1e12;
+    f[10] = dtype_peak(hw, w_.training.dtype) / 1e12;
     f[11] = hw.hbm_bytes / 1073741824.0;
   }
 
@@ -410,6 +472,7 @@ class LlmSpace {
   cotune::ParamList params_;
   std::vector<std::vector<double>> domains_;
   std::vector<std::string> features_;
+  std::vector<uint32_t> module_masks_;  // the recompute_modules choices
   std::vector<cotune_op> ops_, scratch_ops_;
   cotune_trace trace_{}, scratch_trace_{};
 };

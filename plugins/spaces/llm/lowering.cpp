@@ -1,230 +1,229 @@
-// The step trace of one configuration (see lowering.hpp). Shapes follow Megatron-LM: column- and
-// row-parallel linear layers, all-reduce (or all-gather / reduce-scatter with sequence
-// parallelism) twice per layer and direction, explicit data- and weight-gradient GEMMs.
+// The step trace of one configuration (see lowering.hpp): pipeline transfers, embedding, the
+// layers of the busiest pipeline rank (layer_ops.hpp), output layer and loss, recomputation, FSDP
+// gathers, and the step phase (gradient synchronisation, optimizer, parameter gather).
 #include "lowering.hpp"
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <stdexcept>
 
 #include "estimate.hpp"
+#include "layer_ops.hpp"
 
 namespace cotune_llm {
-
-GroupPlacement place_group(double stride, double size, const cotune_hardware& hw) {
-  const double gpn = hw.gpus_per_node;
-  GroupPlacement p{COTUNE_NET_NODE, size};
-  const double span = stride * size;
-  if (span <= gpn) return p;
-  p.ranks_per_node = stride >= gpn ? 1 : std::min(size, std::floor(gpn / stride));
-  const double nodes = std::ceil(span / gpn);
-  p.level = (hw.nodes_per_island > 0 && nodes > hw.nodes_per_island) ? COTUNE_NET_ISLAND : COTUNE_NET_CLUSTER;
-  return p;
-}
-
 namespace {
 
-class Builder {
- public:
-  Builder(std::vector<cotune_op>& ops, int32_t dtype) : ops_(ops), dtype_(dtype) { ops_.clear(); }
+constexpr int32_t F = COTUNE_PHASE_FORWARD, BW = COTUNE_PHASE_BACKWARD, S = COTUNE_PHASE_STEP;
+// Communication streams: 1 carries tensor/context-parallel overlap and gradient reduction, 2 the
+// FSDP weight traffic and the parameter gather, so that neither queues behind the other.
+constexpr int32_t kCommStream = 1, kShardStream = 2;
 
-  int32_t gemm(int32_t phase, const char* label, double m, double n, double k, double count, uint32_t flags = 0) {
-    cotune_op& o = next(phase, COTUNE_OP_GEMM, label, count, flags);
-    o.m = m, o.n = n, o.k = k;
-    o.dtype = dtype_;
-    return last();
+// The layers of each kind on the lowered rank.
+struct Counts {
+  double attention = 0;  // decoder and MTP layers
+  double dense_mlp = 0;
+  double moe_mlp = 0;
+  double mtp = 0;
+  bool embedding = false, output = false;
+};
+
+Counts counts_of(const Model& m, const RankLayers& r) {
+  Counts n;
+  n.attention = r.layers + r.mtp_layers;
+  n.moe_mlp = r.moe_layers + (m.moe() ? r.mtp_layers : 0);
+  n.dense_mlp = n.attention - n.moe_mlp;
+  n.mtp = r.mtp_layers;
+  n.embedding = r.embedding;
+  n.output = r.output;
+  return n;
+}
+
+// FSDP (ZeRO-3) gathers each layer's weights ahead of use: the first layer's gather waits, the rest
+// are prefetched under compute on their own stream.
+void fsdp_gather(TraceBuilder& B, const Config& c, const Shape& s, const Counts& n, int32_t phase) {
+  if (c.zero < 3) return;
+  const double dense = (n.attention * s.attention_params + n.dense_mlp * s.dense_mlp_params +
+                        n.moe_mlp * s.moe_dense_params) / std::max(1.0, n.attention);
+  const double grad_stride = c.tp, grad_ranks = c.dp * c.cp;
+  B.collective(phase, 0, "fsdp_allgather_first", COTUNE_COLL_ALL_GATHER, COTUNE_GROUP_DP, dense * kWeightBytes,
+               grad_stride, grad_ranks, 1);
+  B.collective(phase, kShardStream, "fsdp_allgather", COTUNE_COLL_ALL_GATHER, COTUNE_GROUP_DP, dense * kWeightBytes,
+               grad_stride, grad_ranks, n.attention - 1);
+  if (n.moe_mlp > 0)
+    B.collective(phase, kShardStream, "fsdp_expert_allgather", COTUNE_COLL_ALL_GATHER, COTUNE_GROUP_DP,
+                 s.expert_params * kWeightBytes, c.etp * c.ep, s.expert_replicas, n.moe_mlp);
+}
+
+// ... and reduce-scatters each layer's gradients as soon as they are ready; the last one waits.
+void fsdp_reduce(TraceBuilder& B, const Config& c, const Shape& s, const Counts& n, bool frozen) {
+  if (c.zero < 3 || frozen) return;
+  const double dense = (n.attention * s.attention_params + n.dense_mlp * s.dense_mlp_params +
+                        n.moe_mlp * s.moe_dense_params) / std::max(1.0, n.attention);
+  const double grad_stride = c.tp, grad_ranks = c.dp * c.cp;
+  B.collective(BW, kShardStream, "fsdp_reducescatter", COTUNE_COLL_REDUCE_SCATTER, COTUNE_GROUP_DP,
+               dense * kGradBytes, grad_stride, grad_ranks, n.attention - 1);
+  if (n.moe_mlp > 0)
+    B.collective(BW, kShardStream, "fsdp_expert_reducescatter", COTUNE_COLL_REDUCE_SCATTER, COTUNE_GROUP_DP,
+                 s.expert_params * kGradBytes, c.etp * c.ep, s.expert_replicas, n.moe_mlp);
+  B.collective(BW, 0, "fsdp_reducescatter_last", COTUNE_COLL_REDUCE_SCATTER, COTUNE_GROUP_DP, dense * kGradBytes,
+               grad_stride, grad_ranks, 1);
+}
+
+void forward_layers(TraceBuilder& B, const Workload& w, const Config& c, const Dims& d, const Counts& n, int32_t phase,
+                    uint32_t flags) {
+  attention_forward(B, w, c, d, phase, n.attention, flags);
+  dense_mlp_forward(B, w, c, d, phase, n.dense_mlp, flags);
+  moe_mlp_forward(B, w, c, d, phase, n.moe_mlp, flags);
+}
+
+void output_forward(TraceBuilder& B, const Workload& w, const Config& c, const Dims& d, const Counts& n) {
+  const Model& m = w.model;
+  if (n.mtp > 0) {  // each MTP layer joins the decoder's output with the next token's embedding
+    B.memory(F, "mtp_norms", d.Tl * d.h * kAct * 4, n.mtp, 0, 3);
+    B.gemm(F, "mtp_projection", d.T, d.h / c.tp, 2 * d.h, n.mtp, GemmRole::kForward);
   }
-  int32_t attention(int32_t phase, double b, double heads, double sq, double skv, double d, double count,
-                    uint32_t flags = 0) {
-    cotune_op& o = next(phase, COTUNE_OP_ATTENTION, flags & COTUNE_OP_RECOMPUTE ? "attention_recompute" : "attention",
-                        count, flags | COTUNE_OP_CAUSAL);
-    o.batch = b, o.heads = heads, o.seq_q = sq, o.seq_kv = skv, o.head_dim = d;
-    o.dtype = dtype_ == COTUNE_DTYPE_FP8 ? COTUNE_DTYPE_BF16 : dtype_;
-    return last();
+  const double heads = 1 + n.mtp;  // output layers: the model's and one per MTP layer
+  B.memory(F, "final_layernorm", d.Tl * d.h * kAct * 2, heads);
+  if (c.sp) B.collective(F, 0, "tp_allgather", COTUNE_COLL_ALL_GATHER, COTUNE_GROUP_TP, d.T * d.h * kAct, 1, c.tp, heads);
+  // The output layer is Megatron-LM's own column-parallel linear: bf16 even in FP8 training.
+  B.gemm_bf16(F, "output_layer", d.T, m.vocab / c.tp, d.h, heads);
+  B.memory(F, "cross_entropy", d.T * m.vocab / c.tp * 4 * 2, heads, 0, 4);
+  // Vocabulary-parallel cross entropy: the logits' max, the sum and the target logit across ranks.
+  B.collective(F, 0, "tp_cross_entropy", COTUNE_COLL_ALL_REDUCE, COTUNE_GROUP_TP, d.T * 4 * 3, 1, c.tp, heads);
+}
+
+void output_backward(TraceBuilder& B, const Workload& w, const Config& c, const Dims& d, const Counts& n) {
+  const Model& m = w.model;
+  const double heads = 1 + n.mtp;
+  B.memory(BW, "cross_entropy_grad", d.T * m.vocab / c.tp * 4 * 2, heads, 0, 2);
+  B.gemm_bf16(BW, "output_layer_dgrad", d.T, d.h, m.vocab / c.tp, heads);
+  B.gemm_bf16(BW, "output_layer_wgrad", d.h, m.vocab / c.tp, d.T, heads, 0, 1, GemmRole::kWgrad);
+  B.collective(BW, 0, c.sp ? "tp_reducescatter" : "tp_allreduce",
+               c.sp ? COTUNE_COLL_REDUCE_SCATTER : COTUNE_COLL_ALL_REDUCE, COTUNE_GROUP_TP, d.T * d.h * kAct, 1, c.tp,
+               heads);
+  if (n.mtp > 0) {
+    B.gemm(BW, "mtp_projection_dgrad", d.T, 2 * d.h, d.h / c.tp, n.mtp, GemmRole::kDgrad);
+    B.gemm(BW, "mtp_projection_wgrad", 2 * d.h, d.h / c.tp, d.T, n.mtp, GemmRole::kWgrad);
   }
-  int32_t memory(int32_t phase, const char* label, double bytes, double count, uint32_t flags = 0) {
-    cotune_op& o = next(phase, COTUNE_OP_MEMORY, label, count, flags);
-    o.bytes = bytes;
-    o.dtype = COTUNE_DTYPE_BF16;
-    return last();
+}
+
+void recompute(TraceBuilder& B, const Workload& w, const Config& c, const Dims& d, const Counts& n) {
+  if (c.recompute == kRecomputeFull) {
+    forward_layers(B, w, c, d, n, BW, COTUNE_OP_RECOMPUTE);
+    return;
   }
-  // A collective over `size` ranks placed `stride` apart; across nodes it is hierarchical: the
-  // ranks inside a node first, then one rank in ranks_per_node of the data across nodes.
-  // Returns the last op emitted (or `depends_on` when the group has a single rank).
-  int32_t collective(int32_t phase, int32_t stream, const char* label, int32_t coll, int32_t group, double bytes,
-                     double stride, double size, const cotune_hardware& hw, double count, int32_t depends_on = -1,
-                     uint32_t flags = 0) {
-    if (size <= 1 || bytes <= 0 || count <= 0) return depends_on;
-    const GroupPlacement p = place_group(stride, size, hw);
-    int32_t dep = depends_on;
-    if (p.level != COTUNE_NET_NODE && p.ranks_per_node > 1 && coll != COTUNE_COLL_SEND_RECV) {
-      dep = one(phase, stream, label, coll, group, bytes, p.ranks_per_node, COTUNE_NET_NODE, count, dep, flags);
-      return one(phase, stream, label, coll, group, bytes / p.ranks_per_node, size / p.ranks_per_node, p.level, count,
-                 dep, flags);
+  if (c.recompute != kRecomputeSelective) return;
+  const Model& m = w.model;
+  const uint32_t rebuilt = c.recompute_modules;
+  const uint32_t R = COTUNE_OP_RECOMPUTE;
+  if (rebuilt & kLayernorm) B.memory(BW, "layernorm_recompute", d.Tl * d.h * kAct * 2 * 2, n.attention, R);
+  if ((rebuilt & kMlaUpProj) && m.mla.on()) {
+    B.begin_block(BW, n.attention, R);
+    if (m.mla.q_lora_rank > 0) B.gemm(BW, "q_up_recompute", d.T, d.q_local, m.mla.q_lora_rank, n.attention, GemmRole::kForward, R);
+    B.gemm(BW, "kv_up_recompute", d.T, d.heads_local * (m.mla.qk_nope_head_dim + m.mla.v_head_dim), m.mla.kv_lora_rank,
+           n.attention, GemmRole::kForward, R);
+    B.end_block();
+  }
+  if (rebuilt & kCoreAttn) {
+    const double hd = (m.qk_head_dim() + m.v_head_dim()) / 2;
+    if (w.training.attention == Attention::kFlash) {
+      // The fused kernel keeps no score matrix: recomputing the core reruns the kernel.
+      const double chunks = c.cp > 1 ? c.cp : 1;
+      B.attention(BW, d.b, d.heads_local, d.s / chunks, d.s / chunks, hd, n.attention * chunks, R, 2);
+    } else {
+      const double rows = d.b * d.heads_local * d.s;
+      B.gemm_bf16(BW, "attention_scores_recompute", rows, d.s, m.qk_head_dim(), n.attention, R);
+      B.memory(BW, "softmax_recompute", rows * d.s * (w.training.dropout ? 9 : 4), n.attention, R);
+      B.gemm_bf16(BW, "attention_values_recompute", rows, m.v_head_dim(), d.s, n.attention, R);
     }
-    return one(phase, stream, label, coll, group, bytes, coll == COTUNE_COLL_SEND_RECV ? 2 : size, p.level, count,
-               dep, flags);
   }
-  int32_t last() const { return static_cast<int32_t>(ops_.size()) - 1; }
-  void depend(int32_t op, int32_t on) { ops_[op].depends_on = on; }
-
- private:
-  cotune_op& next(int32_t phase, int32_t kind, const char* label, double count, uint32_t flags) {
-    // Capacity is reserved at kMaxOps and the trace never needs more, so this never reallocates.
-    if (ops_.size() >= kMaxOps) throw std::logic_error("llm space: step trace exceeds kMaxOps");
-    ops_.emplace_back();
-    cotune_op& o = ops_.back();
-    o.struct_size = COTUNE_STRUCT_SIZE(cotune_op, label);
-    o.kind = kind;
-    o.phase = phase;
-    o.stream = COTUNE_STREAM_COMPUTE;
-    o.depends_on = -1;
-    o.flags = flags;
-    o.count = count;
-    o.label = cotune_str{label, std::strlen(label)};
-    return o;
-  }
-  int32_t one(int32_t phase, int32_t stream, const char* label, int32_t coll, int32_t group, double bytes, double size,
-              int32_t level, double count, int32_t dep, uint32_t flags) {
-    cotune_op& o = next(phase, COTUNE_OP_COLLECTIVE, label, count, flags);
-    o.stream = stream;
-    o.collective = coll;
-    o.group = group;
-    o.bytes = bytes;
-    o.group_size = size;
-    o.net_level = level;
-    o.depends_on = dep;
-    return last();
-  }
-  std::vector<cotune_op>& ops_;
-  int32_t dtype_;
-};
-
-constexpr double kAct = 2;  // bytes per activation element (bf16)
-
-struct Dims {
-  double b, s, T, Tl, h, t, hd, heads_local, kvd, ffn_local, L, V;
-};
-
-// The forward of the transformer layers of this GPU (count = layers on the device).
-void forward_layers(Builder& B, const Workload& w, const Config& c, const Dims& d, const cotune_hardware& hw,
-                    int32_t phase, uint32_t flags) {
-  const Model& m = w.model;
-  const double n = d.L;
-  const bool drop = w.training.dropout;
-  const int32_t tp_out = c.sp ? COTUNE_COLL_REDUCE_SCATTER : COTUNE_COLL_ALL_REDUCE;
-  const double act_bytes = d.T * d.h * kAct;
-
-  B.memory(phase, "layernorm", d.Tl * d.h * kAct * 2, n, flags);
-  if (c.sp) B.collective(phase, 0, "tp_allgather", COTUNE_COLL_ALL_GATHER, COTUNE_GROUP_TP, act_bytes, 1, c.tp, hw, n, -1, flags);
-  if (c.cp > 1)  // K and V of the whole sequence, exchanged while attention runs
-    B.collective(phase, 1, "cp_kv_exchange", COTUNE_COLL_ALL_GATHER, COTUNE_GROUP_CP,
-                 c.micro_batch * m.seq_len * 2 * m.kv_dim() / c.tp * kAct, c.tp, c.cp, hw, n, -1, flags);
-  B.gemm(phase, "qkv", d.T, (d.h + 2 * d.kvd) / d.t, d.h, n, flags);
-  if (w.training.attention == Attention::kFlash) {
-    B.attention(phase, d.b, d.heads_local, d.s / c.cp, d.s, d.hd, n, flags);
+  if (rebuilt & kMlp) dense_mlp_forward(B, w, c, d, BW, n.dense_mlp, R);
+  if (rebuilt & kMoe) {
+    moe_mlp_forward(B, w, c, d, BW, n.moe_mlp, R);
   } else {
-    const double rows = d.b * d.heads_local * d.s / c.cp;
-    // Q, K, V into per-head batches and the context back: copies the fused kernels do not need.
-    B.memory(phase, "attention_layout", d.T * (2 * d.h + 2 * d.kvd) / d.t * kAct * 2, n, flags);
-    B.gemm(phase, "attention_scores", rows, d.s, d.hd, n, flags);
-    B.memory(phase, "softmax", rows * d.s * (drop ? 9 : 4), n, flags);
-    B.gemm(phase, "attention_values", rows, d.hd, d.s, n, flags);
+    if ((rebuilt & kMoeAct) && n.moe_mlp > 0) {
+      const double routed = tokens_per_local_expert(w, c) * m.experts / c.ep;
+      B.memory(BW, "expert_activation_recompute", routed * m.expert_ffn_hidden / c.etp * kAct * ((m.gated_mlp ? 2 : 1) + 1),
+               n.moe_mlp, R);
+    }
+    if ((rebuilt & kSharedExperts) && n.moe_mlp > 0 && m.shared_experts > 0) {
+      const double up = m.gated_mlp ? 2 : 1, ffn = m.shared_experts * m.shared_expert_ffn_hidden / c.tp;
+      B.begin_block(BW, n.moe_mlp, R);
+      B.gemm(BW, "shared_up_recompute", d.T, up * ffn, d.h, n.moe_mlp, GemmRole::kForward, R);
+      B.memory(BW, "shared_activation_recompute", d.T * ffn * kAct * (up + 1), n.moe_mlp, R);
+      B.end_block();
+    }
   }
-  B.gemm(phase, "attention_proj", d.T, d.h, d.h / d.t, n, flags);
-  B.collective(phase, 0, c.sp ? "tp_reducescatter" : "tp_allreduce", tp_out, COTUNE_GROUP_TP, act_bytes, 1, c.tp, hw, n,
-               -1, flags);
-  B.memory(phase, "residual_layernorm", d.Tl * d.h * kAct * (drop ? 6.5 : 5), n, flags);
-  if (c.sp) B.collective(phase, 0, "tp_allgather", COTUNE_COLL_ALL_GATHER, COTUNE_GROUP_TP, act_bytes, 1, c.tp, hw, n, -1, flags);
-  const double up = m.gated_mlp ? 2 : 1;
-  if (!m.moe()) {
-    B.gemm(phase, "mlp_up", d.T, up * d.ffn_local, d.h, n, flags);
-    B.memory(phase, "mlp_activation", d.T * d.ffn_local * kAct * (up + 1), n, flags);
-    B.gemm(phase, "mlp_down", d.T, d.h, d.ffn_local, n, flags);
-  } else {
-    const double local_experts = m.experts / c.ep;
-    const double tokens_per_expert = d.T * m.top_k / local_experts;
-    const double ffn = m.expert_ffn_hidden / d.t;
-    B.gemm(phase, "router", d.Tl, m.experts, d.h, n, flags);
-    const double routed = d.Tl * m.top_k * d.h * kAct;
-    B.collective(phase, 0, "ep_dispatch", COTUNE_COLL_ALL_TO_ALL, COTUNE_GROUP_EP, routed, c.tp * c.cp, c.ep, hw, n, -1, flags);
-    B.gemm(phase, "expert_up", tokens_per_expert, up * ffn, d.h, n * local_experts, flags);
-    B.memory(phase, "expert_activation", d.T * m.top_k * ffn * kAct * (up + 1), n, flags);
-    B.gemm(phase, "expert_down", tokens_per_expert, d.h, ffn, n * local_experts, flags);
-    B.collective(phase, 0, "ep_combine", COTUNE_COLL_ALL_TO_ALL, COTUNE_GROUP_EP, routed, c.tp * c.cp, c.ep, hw, n, -1, flags);
-  }
-  B.collective(phase, 0, c.sp ? "tp_reducescatter" : "tp_allreduce", tp_out, COTUNE_GROUP_TP, act_bytes, 1, c.tp, hw, n,
-               -1, flags);
-  B.memory(phase, "residual", d.Tl * d.h * kAct * (drop ? 4.5 : 3), n, flags);
 }
 
-// With sequence parallelism the input of a column-parallel layer is gathered again for its weight
-// gradient (Megatron-LM does not keep the gathered copy), overlapped with the data gradient.
-int32_t wgrad_input(Builder& B, const Config& c, double act_bytes, const cotune_hardware& hw, double n) {
-  if (!c.sp) return -1;
-  return B.collective(COTUNE_PHASE_BACKWARD, 1, "tp_allgather_wgrad", COTUNE_COLL_ALL_GATHER, COTUNE_GROUP_TP, act_bytes,
-                      1, c.tp, hw, n);
+// Activations to the next pipeline rank and gradients back, per virtual chunk. Megatron-LM's
+// scatter/gather optimisation: each tensor-parallel rank sends 1/tp of the activations across the
+// pipeline link and the stage re-gathers them over NVLink (with sp the shard is what it holds).
+// The interleaved schedule overlaps the transfers with compute; 1F1B waits for them.
+void pipeline_transfer(TraceBuilder& B, const Config& c, const Dims& d, double rank, int32_t phase) {
+  if (c.pp <= 1) return;
+  const bool forward = phase == F;
+  const double from_prev = c.vpp - (rank == 0 ? 1 : 0);
+  const double to_next = c.vpp - (rank == c.pp - 1 ? 1 : 0);
+  const double receives = forward ? from_prev : to_next, sends = forward ? to_next : from_prev;
+  const double bytes = d.T * d.h * kAct / c.tp;
+  const double stride = c.tp * c.cp * c.dp;
+  const int32_t stream = c.vpp > 1 ? kCommStream : 0;
+  B.collective(phase, stream, forward ? "pp_recv_activations" : "pp_recv_gradients", COTUNE_COLL_SEND_RECV,
+               COTUNE_GROUP_PP, bytes, stride, 2, receives);
+  if (!c.sp)
+    B.collective(phase, 0, "pp_gather", COTUNE_COLL_ALL_GATHER, COTUNE_GROUP_PP, d.T * d.h * kAct, 1, c.tp, receives);
+  B.collective(phase, stream, forward ? "pp_send_activations" : "pp_send_gradients", COTUNE_COLL_SEND_RECV,
+               COTUNE_GROUP_PP, bytes, stride, 2, sends);
 }
 
-// The backward of the transformer layers (data- and weight-gradient GEMMs, in reverse order).
-void backward_layers(Builder& B, const Workload& w, const Config& c, const Dims& d, const cotune_hardware& hw) {
+void step_phase(TraceBuilder& B, const Workload& w, const Config& c, const Shape& s, const Counts& n,
+                const RankLayers& r) {
   const Model& m = w.model;
-  const int32_t P = COTUNE_PHASE_BACKWARD;
-  const double n = d.L;
-  const bool drop = w.training.dropout;
-  const double act_bytes = d.T * d.h * kAct;
-  const int32_t tp_in = c.sp ? COTUNE_COLL_REDUCE_SCATTER : COTUNE_COLL_ALL_REDUCE;
-  const char* tp_in_label = c.sp ? "tp_reducescatter" : "tp_allreduce";
-  const double up = m.gated_mlp ? 2 : 1;
-
-  B.memory(P, "residual_grad", d.Tl * d.h * kAct * (drop ? 3.5 : 2), n);
-  if (c.sp) B.collective(P, 0, "tp_allgather", COTUNE_COLL_ALL_GATHER, COTUNE_GROUP_TP, act_bytes, 1, c.tp, hw, n);
-  if (!m.moe()) {
-    B.gemm(P, "mlp_down_dgrad", d.T, d.ffn_local, d.h, n);
-    B.gemm(P, "mlp_down_wgrad", d.ffn_local, d.h, d.T, n);
-    B.memory(P, "mlp_activation_grad", d.T * d.ffn_local * kAct * (2 * up + 1), n);
-    const int32_t gathered = wgrad_input(B, c, act_bytes, hw, n);
-    B.gemm(P, "mlp_up_dgrad", d.T, d.h, up * d.ffn_local, n);
-    B.depend(B.gemm(P, "mlp_up_wgrad", d.h, up * d.ffn_local, d.T, n), gathered);
-  } else {
-    const double local_experts = m.experts / c.ep;
-    const double tokens_per_expert = d.T * m.top_k / local_experts;
-    const double ffn = m.expert_ffn_hidden / d.t;
-    const double routed = d.Tl * m.top_k * d.h * kAct;
-    B.collective(P, 0, "ep_combine_grad", COTUNE_COLL_ALL_TO_ALL, COTUNE_GROUP_EP, routed, c.tp * c.cp, c.ep, hw, n);
-    B.gemm(P, "expert_down_dgrad", tokens_per_expert, ffn, d.h, n * local_experts);
-    B.gemm(P, "expert_down_wgrad", ffn, d.h, tokens_per_expert, n * local_experts);
-    B.memory(P, "expert_activation_grad", d.T * m.top_k * ffn * kAct * (2 * up + 1), n);
-    B.gemm(P, "expert_up_dgrad", tokens_per_expert, d.h, up * ffn, n * local_experts);
-    B.gemm(P, "expert_up_wgrad", d.h, up * ffn, tokens_per_expert, n * local_experts);
-    B.collective(P, 0, "ep_dispatch_grad", COTUNE_COLL_ALL_TO_ALL, COTUNE_GROUP_EP, routed, c.tp * c.cp, c.ep, hw, n);
-    B.gemm(P, "router_dgrad", d.Tl, d.h, m.experts, n);
+  const RankParams p = rank_params(w, s, r);
+  const double grad_stride = c.tp;  // data- and context-parallel ranks share the same weights
+  const double grad_ranks = s.dense_replicas;
+  const double expert_stride = c.etp * c.ep, expert_ranks = s.expert_replicas;
+  const bool overlap = w.training.overlap_grad_reduce;
+  const int32_t grad_stream = overlap ? kCommStream : 0;
+  int32_t synced = -1;
+  double optimizer_params = p.dense + p.expert;
+  if (w.training.lora) {
+    // The adapters' few million parameters: their sync and update cost next to nothing.
+    B.host(S, "adapter_update", 1, 4, COTUNE_OP_OPTIMIZER);
+    return;
   }
-  B.collective(P, 0, tp_in_label, tp_in, COTUNE_GROUP_TP, act_bytes, 1, c.tp, hw, n);
-  B.memory(P, "residual_layernorm_grad", d.Tl * d.h * kAct * (drop ? 7.5 : 6), n);
-  if (c.sp) B.collective(P, 0, "tp_allgather", COTUNE_COLL_ALL_GATHER, COTUNE_GROUP_TP, act_bytes, 1, c.tp, hw, n);
-  B.gemm(P, "attention_proj_dgrad", d.T, d.h / d.t, d.h, n);
-  B.gemm(P, "attention_proj_wgrad", d.h / d.t, d.h, d.T, n);
-  if (w.training.attention == Attention::kFlash) {
-    B.attention(P, d.b, d.heads_local, d.s / c.cp, d.s, d.hd, n);
+  if (c.zero == 0) {
+    synced = B.collective(S, grad_stream, "dp_grad_allreduce", COTUNE_COLL_ALL_REDUCE, COTUNE_GROUP_DP,
+                          p.dense * kGradBytes, grad_stride, grad_ranks, 1);
+    synced = B.collective(S, grad_stream, "dp_expert_grad_allreduce", COTUNE_COLL_ALL_REDUCE, COTUNE_GROUP_DP,
+                          p.expert * kGradBytes, expert_stride, expert_ranks, 1, synced);
   } else {
-    const double rows = d.b * d.heads_local * d.s / c.cp;
-    B.memory(P, "attention_layout_grad", d.T * (2 * d.h + 2 * d.kvd) / d.t * kAct * 2, n);
-    B.gemm(P, "attention_values_dgrad", rows, d.s, d.hd, n);
-    B.gemm(P, "attention_values_wgrad", rows, d.hd, d.s, n);
-    B.memory(P, "softmax_grad", rows * d.s * (drop ? 11 : 6), n);
-    B.gemm(P, "attention_scores_dgrad", rows, d.hd, d.s, n);
-    B.gemm(P, "attention_scores_wgrad", rows, d.hd, d.s, n);
+    if (c.zero <= 2) {
+      synced = B.collective(S, grad_stream, "dp_grad_reducescatter", COTUNE_COLL_REDUCE_SCATTER, COTUNE_GROUP_DP,
+                            p.dense * kGradBytes, grad_stride, grad_ranks, 1);
+      synced = B.collective(S, grad_stream, "dp_expert_grad_reducescatter", COTUNE_COLL_REDUCE_SCATTER,
+                            COTUNE_GROUP_DP, p.expert * kGradBytes, expert_stride, expert_ranks, 1, synced);
+    }
+    optimizer_params = p.dense / grad_ranks + p.expert / expert_ranks;
   }
-  if (c.cp > 1)  // gradients of K and V go back to their owners
-    B.collective(P, 1, "cp_kv_grad_exchange", COTUNE_COLL_REDUCE_SCATTER, COTUNE_GROUP_CP,
-                 c.micro_batch * m.seq_len * 2 * m.kv_dim() / c.tp * kAct, c.tp, c.cp, hw, n);
-  const int32_t gathered = wgrad_input(B, c, act_bytes, hw, n);
-  B.gemm(P, "qkv_dgrad", d.T, d.h, (d.h + 2 * d.kvd) / d.t, n);
-  B.depend(B.gemm(P, "qkv_wgrad", d.h, (d.h + 2 * d.kvd) / d.t, d.T, n), gathered);
-  B.collective(P, 0, tp_in_label, tp_in, COTUNE_GROUP_TP, act_bytes, 1, c.tp, hw, n);
-  B.memory(P, "layernorm_grad", d.Tl * d.h * kAct * 4, n);
+  if (c.pp > 1 && m.tie_embeddings && (r.embedding || r.output))  // first and last stage share the embedding's gradient
+    B.collective(S, 0, "embedding_grad_allreduce", COTUNE_COLL_ALL_REDUCE, COTUNE_GROUP_PP,
+                 s.embedding_params * kGradBytes, c.tp * c.cp * c.dp * (c.pp - 1), 2, 1);
+  // Gradient clipping reads every gradient once; Adam reads fp32 master weights, both moments and
+  // the gradient, writes them back and the bf16 copy (multi-tensor kernels, a few per layer).
+  B.memory(S, "grad_norm", optimizer_params * kGradBytes, 1, COTUNE_OP_OPTIMIZER, 2 + n.attention);
+  const int32_t opt = B.memory(S, "adam", optimizer_params * 30, 1, COTUNE_OP_OPTIMIZER, 2 + 2 * n.attention);
+  B.depend(opt, synced);
+  if (c.zero == 1 || c.zero == 2) {
+    // The updated shards come back to every rank; overlapped with the next step's forward when the
+    // gradient reduction is overlapped too (Megatron-LM's overlap_param_gather).
+    const int32_t stream = overlap ? kShardStream : 0;
+    B.collective(S, stream, "dp_param_allgather", COTUNE_COLL_ALL_GATHER, COTUNE_GROUP_DP, p.dense * kWeightBytes,
+                 grad_stride, grad_ranks, 1);
+    B.collective(S, stream, "dp_expert_param_allgather", COTUNE_COLL_ALL_GATHER, COTUNE_GROUP_DP,
+                 p.expert * kWeightBytes, expert_stride, expert_ranks, 1);
+  }
 }
 
 }  // namespace
@@ -232,115 +231,39 @@ void backward_layers(Builder& B, const Workload& w, const Config& c, const Dims&
 void lower_config(const Workload& w, const Config& c, const cotune_hardware& hw, std::vector<cotune_op>& ops,
                   cotune_trace& trace) {
   const Model& m = w.model;
-  const Shape shape = shape_of(w, c);
-  Dims d;
-  d.b = c.micro_batch;
-  d.s = m.seq_len;
-  d.T = shape.tokens;
-  d.t = c.tp;
-  d.Tl = c.sp ? d.T / d.t : d.T;
-  d.h = m.hidden;
-  d.hd = m.head_dim();
-  d.heads_local = m.heads / c.tp;
-  d.kvd = m.kv_dim();
-  d.ffn_local = m.ffn_hidden / c.tp;
-  d.L = shape.layers_per_device;
-  d.V = m.vocab;
+  Shape s;
+  const std::string why = shape_of(w, c, &s);
+  if (!why.empty()) throw std::invalid_argument(why);
+  const double rank = busiest_rank(w, c, s);
+  const RankLayers r = rank_layers(m, s.split, c.pp, rank);
+  const Counts n = counts_of(m, r);
+  const Dims d = dims_of(w, c);
+  TraceBuilder B(ops, hw, w.training.dtype, w.training.lora);
 
-  Builder B(ops, w.training.dtype);
-  const int32_t F = COTUNE_PHASE_FORWARD, BW = COTUNE_PHASE_BACKWARD, S = COTUNE_PHASE_STEP;
-  const double act_bytes = d.T * d.h * kAct;
-  // Megatron-LM's scatter/gather optimisation: each tensor-parallel rank sends 1/tp of the
-  // activations across the pipeline link and the stage re-gathers them over NVLink.
-  const double p2p_bytes = d.T * d.h * kAct / d.t;
-  const double pp_stride = c.tp * c.cp * c.dp;
-  const double grad_stride = c.tp;  // data- and context-parallel ranks share the same weights
-  const double grad_ranks = c.dp * c.cp;
-  const double layer_params = shape.dense_params_per_gpu_layer + shape.expert_params_per_gpu_layer;
-
-  // ---- forward of one micro-batch (all virtual chunks of the last stage)
-  if (c.pp > 1) {
-    B.collective(F, 0, "pp_recv_activations", COTUNE_COLL_SEND_RECV, COTUNE_GROUP_PP, p2p_bytes, pp_stride, 2, hw, c.vpp);
-    if (!c.sp)
-      B.collective(F, 0, "pp_gather_activations", COTUNE_COLL_ALL_GATHER, COTUNE_GROUP_PP, act_bytes, 1, c.tp, hw, c.vpp);
-  } else {
-    B.memory(F, "embedding", d.T * d.h * kAct * 2, 1);
-    B.collective(F, 0, c.sp ? "tp_reducescatter" : "tp_allreduce",
-                 c.sp ? COTUNE_COLL_REDUCE_SCATTER : COTUNE_COLL_ALL_REDUCE, COTUNE_GROUP_TP, act_bytes, 1, c.tp, hw, 1);
+  // ---- forward of one micro-batch (all virtual chunks of this rank)
+  pipeline_transfer(B, c, d, rank, F);
+  if (n.embedding) {
+    B.memory(F, "embedding", d.T * d.h * kAct * 2, 1, 0, 2);
+    B.collective(F, 0, c.sp ? "tp_reducescatter" : "tp_allreduce", c.sp ? COTUNE_COLL_REDUCE_SCATTER : COTUNE_COLL_ALL_REDUCE,
+                 COTUNE_GROUP_TP, d.T * d.h * kAct, 1, c.tp, 1);
   }
-  if (c.zero >= 3)  // FSDP gathers each layer's weights ahead of use
-    B.collective(F, 1, "fsdp_allgather", COTUNE_COLL_ALL_GATHER, COTUNE_GROUP_DP, layer_params * kWeightBytes * grad_ranks,
-                 grad_stride, grad_ranks, hw, d.L);
-  forward_layers(B, w, c, d, hw, F, 0);
-  B.memory(F, "final_layernorm", d.Tl * d.h * kAct * 2, 1);
-  if (c.sp) B.collective(F, 0, "tp_allgather", COTUNE_COLL_ALL_GATHER, COTUNE_GROUP_TP, act_bytes, 1, c.tp, hw, 1);
-  B.gemm(F, "output_layer", d.T, d.V / d.t, d.h, 1);
-  B.memory(F, "cross_entropy", d.T * d.V / d.t * 4 * 2, 1);
+  fsdp_gather(B, c, s, n, F);
+  forward_layers(B, w, c, d, n, F, 0);
+  if (n.output) output_forward(B, w, c, d, n);
 
   // ---- backward of one micro-batch, with recomputation
-  B.memory(BW, "cross_entropy_grad", d.T * d.V / d.t * 4 * 2, 1);
-  B.gemm(BW, "output_layer_dgrad", d.T, d.h, d.V / d.t, 1);
-  B.gemm(BW, "output_layer_wgrad", d.h, d.V / d.t, d.T, 1);
-  B.collective(BW, 0, c.sp ? "tp_reducescatter" : "tp_allreduce",
-               c.sp ? COTUNE_COLL_REDUCE_SCATTER : COTUNE_COLL_ALL_REDUCE, COTUNE_GROUP_TP, act_bytes, 1, c.tp, hw, 1);
-  if (c.zero >= 3)
-    B.collective(BW, 1, "fsdp_allgather", COTUNE_COLL_ALL_GATHER, COTUNE_GROUP_DP, layer_params * kWeightBytes * grad_ranks,
-                 grad_stride, grad_ranks, hw, d.L);
-  if (c.recompute == kRecomputeFull) {
-    forward_layers(B, w, c, d, hw, BW, COTUNE_OP_RECOMPUTE);
-  } else if (c.recompute == kRecomputeSelective) {
-    if (w.training.attention == Attention::kFlash) {
-      B.attention(BW, d.b, d.heads_local, d.s / c.cp, d.s, d.hd, d.L, COTUNE_OP_RECOMPUTE);
-    } else {
-      const double rows = d.b * d.heads_local * d.s / c.cp;
-      B.gemm(BW, "attention_scores_recompute", rows, d.s, d.hd, d.L, COTUNE_OP_RECOMPUTE);
-      B.memory(BW, "softmax_recompute", rows * d.s * (w.training.dropout ? 9 : 4), d.L, COTUNE_OP_RECOMPUTE);
-      B.gemm(BW, "attention_values_recompute", rows, d.hd, d.s, d.L, COTUNE_OP_RECOMPUTE);
-    }
-  }
-  backward_layers(B, w, c, d, hw);
-  if (c.zero >= 3)  // each layer's gradients are reduce-scattered as soon as they are ready
-    B.collective(BW, 1, "fsdp_reducescatter", COTUNE_COLL_REDUCE_SCATTER, COTUNE_GROUP_DP,
-                 layer_params * kGradBytes * grad_ranks, grad_stride, grad_ranks, hw, d.L);
-  if (c.pp > 1) {
-    B.collective(BW, 0, "pp_send_gradients", COTUNE_COLL_SEND_RECV, COTUNE_GROUP_PP, p2p_bytes, pp_stride, 2, hw, c.vpp);
-  } else
-    B.memory(BW, "embedding_grad", d.T * d.h * kAct * 3, 1);
+  pipeline_transfer(B, c, d, rank, BW);
+  if (n.output) output_backward(B, w, c, d, n);
+  fsdp_gather(B, c, s, n, BW);
+  recompute(B, w, c, d, n);
+  moe_mlp_backward(B, w, c, d, n.moe_mlp);
+  dense_mlp_backward(B, w, c, d, n.dense_mlp);
+  attention_backward(B, w, c, d, n.attention);
+  fsdp_reduce(B, c, s, n, w.training.lora);
+  if (n.embedding) B.memory(BW, "embedding_grad", d.T * d.h * kAct * 3, 1, 0, 2);
 
   // ---- once per step: gradient synchronisation, optimizer, parameter gather
-  const double dense_params = d.L * shape.dense_params_per_gpu_layer + shape.embedding_params_per_gpu * (c.pp == 1 && !m.tie_embeddings ? 2 : 1);
-  const double expert_params = d.L * shape.expert_params_per_gpu_layer;
-  const double expert_ranks = std::max(1.0, grad_ranks / c.ep);
-  const int32_t grad_stream = w.training.overlap_grad_reduce ? 1 : 0;
-  int32_t synced = -1;
-  double optimizer_params = dense_params + expert_params;
-  if (c.zero == 0) {
-    synced = B.collective(S, grad_stream, "dp_grad_allreduce", COTUNE_COLL_ALL_REDUCE, COTUNE_GROUP_DP,
-                          dense_params * kGradBytes, grad_stride, grad_ranks, hw, 1);
-    const int32_t e = B.collective(S, grad_stream, "dp_expert_grad_allreduce", COTUNE_COLL_ALL_REDUCE, COTUNE_GROUP_DP,
-                                   expert_params * kGradBytes, grad_stride * c.ep, expert_ranks, hw, 1, synced);
-    synced = e;
-  } else {
-    if (c.zero <= 2) {
-      synced = B.collective(S, grad_stream, "dp_grad_reducescatter", COTUNE_COLL_REDUCE_SCATTER, COTUNE_GROUP_DP,
-                            dense_params * kGradBytes, grad_stride, grad_ranks, hw, 1);
-      synced = B.collective(S, grad_stream, "dp_expert_grad_reducescatter", COTUNE_COLL_REDUCE_SCATTER, COTUNE_GROUP_DP,
-                            expert_params * kGradBytes, grad_stride * c.ep, expert_ranks, hw, 1, synced);
-    }
-    optimizer_params = dense_params / grad_ranks + expert_params / expert_ranks;
-  }
-  if (c.pp > 1 && m.tie_embeddings)  // the first and last stages share the embedding's gradient
-    B.collective(S, 0, "embedding_grad_allreduce", COTUNE_COLL_ALL_REDUCE, COTUNE_GROUP_PP,
-                 shape.embedding_params_per_gpu * kGradBytes, pp_stride * (c.pp - 1), 2, hw, 1);
-  // Adam reads fp32 master weights, both moments and the gradient, writes them back and the bf16 copy.
-  const int32_t opt = B.memory(S, "adam", optimizer_params * 30, 1, COTUNE_OP_OPTIMIZER);
-  ops[opt].depends_on = synced;
-  if (c.zero == 1 || c.zero == 2) {
-    B.collective(S, 0, "dp_param_allgather", COTUNE_COLL_ALL_GATHER, COTUNE_GROUP_DP, dense_params * kWeightBytes,
-                 grad_stride, grad_ranks, hw, 1);
-    B.collective(S, 0, "dp_expert_param_allgather", COTUNE_COLL_ALL_GATHER, COTUNE_GROUP_DP,
-                 expert_params * kWeightBytes, grad_stride * c.ep, expert_ranks, hw, 1);
-  }
+  step_phase(B, w, c, s, n, r);
 
   trace = cotune_trace{};
   trace.struct_size = COTUNE_STRUCT_SIZE(cotune_trace, hardware);
@@ -350,7 +273,7 @@ void lower_config(const Workload& w, const Config& c, const cotune_hardware& hw,
   trace.schedule = c.vpp > 1 ? COTUNE_SCHEDULE_INTERLEAVED : COTUNE_SCHEDULE_1F1B;
   trace.pipeline_stages = static_cast<int32_t>(c.pp);
   trace.virtual_stages = static_cast<int32_t>(c.vpp);
-  trace.micro_batches = static_cast<int32_t>(shape.micro_batches);
+  trace.micro_batches = static_cast<int32_t>(s.micro_batches);
   trace.tokens_per_step = w.training.global_batch * m.seq_len;
   trace.model_flops_per_gpu = model_flops_per_gpu(w, c);
   trace.gpus = c.gpus;

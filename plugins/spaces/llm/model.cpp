@@ -1,6 +1,9 @@
-// Model presets (published architectures) and the parser of the workload's "model" object.
+// Model presets (published architectures), the parser of the workload's "model" object and the
+// parameter and FLOP counts of a model.
 #include "model.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
@@ -10,37 +13,63 @@ namespace {
 
 using nlohmann::json;
 
-struct Preset {
-  const char* name;
-  double layers, hidden, heads, kv_heads, ffn_hidden, vocab, seq_len, experts, top_k, expert_ffn;
-  bool gated, tied;
-};
+// Each preset is the model object it stands for; docs/workloads.md cites the source of each.
+// GPT-3 (Brown et al. 2020, vocab padded to 51200 as in Megatron-LM); the GPT models of Megatron-LM
+// SC'21 Table 1 and Korthikanti et al. MLSys'23; NeMo's GPT-3 5B/20B and Nemotron configs; MPT
+// (MosaicML llm-foundry); Llama 2/3/3.1 (Meta); Mixtral (Mistral AI); Qwen3 (Alibaba); DeepSeek-V3;
+// Kimi K2 (Moonshot AI); gpt-oss (OpenAI).
+constexpr const char* kPresetsJson = R"json([
+ {"preset": "gpt3-175b", "layers": 96, "hidden": 12288, "heads": 96, "ffn_hidden": 49152, "vocab": 51200, "seq_len": 2048, "tie_embeddings": true},
+ {"preset": "gpt3-5b", "layers": 24, "hidden": 4096, "heads": 32, "ffn_hidden": 16384, "vocab": 50304, "seq_len": 2048, "tie_embeddings": true},
+ {"preset": "gpt3-20b", "layers": 44, "hidden": 6144, "heads": 48, "ffn_hidden": 24576, "vocab": 50304, "seq_len": 2048, "tie_embeddings": true},
+ {"preset": "llama2-7b", "layers": 32, "hidden": 4096, "heads": 32, "ffn_hidden": 11008, "vocab": 32000, "seq_len": 4096, "gated_mlp": true},
+ {"preset": "llama2-13b", "layers": 40, "hidden": 5120, "heads": 40, "ffn_hidden": 13824, "vocab": 32000, "seq_len": 4096, "gated_mlp": true},
+ {"preset": "llama2-70b", "layers": 80, "hidden": 8192, "heads": 64, "kv_heads": 8, "ffn_hidden": 28672, "vocab": 32000, "seq_len": 4096, "gated_mlp": true},
+ {"preset": "llama3-8b", "layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 8, "ffn_hidden": 14336, "vocab": 128256, "seq_len": 8192, "gated_mlp": true},
+ {"preset": "llama3-70b", "layers": 80, "hidden": 8192, "heads": 64, "kv_heads": 8, "ffn_hidden": 28672, "vocab": 128256, "seq_len": 8192, "gated_mlp": true},
+ {"preset": "llama3-405b", "layers": 126, "hidden": 16384, "heads": 128, "kv_heads": 8, "ffn_hidden": 53248, "vocab": 128256, "seq_len": 8192, "gated_mlp": true},
+ {"preset": "llama3.1-8b", "layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 8, "ffn_hidden": 14336, "vocab": 128256, "seq_len": 8192, "gated_mlp": true},
+ {"preset": "llama3.1-70b", "layers": 80, "hidden": 8192, "heads": 64, "kv_heads": 8, "ffn_hidden": 28672, "vocab": 128256, "seq_len": 8192, "gated_mlp": true},
+ {"preset": "llama3.1-405b", "layers": 126, "hidden": 16384, "heads": 128, "kv_heads": 8, "ffn_hidden": 53248, "vocab": 128256, "seq_len": 8192, "gated_mlp": true},
+ {"preset": "mixtral-8x7b", "layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 8, "ffn_hidden": 14336, "vocab": 32000, "seq_len": 4096, "experts": 8, "top_k": 2, "gated_mlp": true},
+ {"preset": "mixtral-8x22b", "layers": 56, "hidden": 6144, "heads": 48, "kv_heads": 8, "ffn_hidden": 16384, "vocab": 32768, "seq_len": 4096, "experts": 8, "top_k": 2, "gated_mlp": true},
+ {"preset": "qwen3-30b-a3b", "layers": 48, "hidden": 2048, "heads": 32, "kv_heads": 4, "head_dim": 128, "ffn_hidden": 6144, "vocab": 151936, "seq_len": 4096, "experts": 128, "top_k": 8, "expert_ffn_hidden": 768, "gated_mlp": true},
+ {"preset": "qwen3-235b-a22b", "layers": 94, "hidden": 4096, "heads": 64, "kv_heads": 4, "head_dim": 128, "ffn_hidden": 12288, "vocab": 151936, "seq_len": 4096, "experts": 128, "top_k": 8, "expert_ffn_hidden": 1536, "gated_mlp": true},
+ {"preset": "deepseek-v3", "layers": 61, "hidden": 7168, "heads": 128, "ffn_hidden": 18432, "vocab": 129280, "seq_len": 4096, "experts": 256, "top_k": 8, "expert_ffn_hidden": 2048, "shared_experts": 1, "shared_expert_ffn_hidden": 2048, "dense_layers_first": 3, "mtp_layers": 1, "gated_mlp": true,
+  "mla": {"q_lora_rank": 1536, "kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128}},
+ {"preset": "kimi-k2", "layers": 61, "hidden": 7168, "heads": 64, "ffn_hidden": 18432, "vocab": 163840, "seq_len": 4096, "experts": 384, "top_k": 8, "expert_ffn_hidden": 2048, "shared_experts": 1, "shared_expert_ffn_hidden": 2048, "dense_layers_first": 1, "gated_mlp": true,
+  "mla": {"q_lora_rank": 1536, "kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128}},
+ {"preset": "gpt-oss-120b", "layers": 36, "hidden": 2880, "heads": 64, "kv_heads": 8, "head_dim": 64, "ffn_hidden": 2880, "vocab": 201088, "seq_len": 4096, "experts": 128, "top_k": 4, "expert_ffn_hidden": 2880, "gated_mlp": true},
+ {"preset": "nemotron-8b", "layers": 32, "hidden": 4096, "heads": 32, "ffn_hidden": 16384, "vocab": 256000, "seq_len": 4096},
+ {"preset": "nemotron-22b", "layers": 40, "hidden": 6144, "heads": 48, "ffn_hidden": 24576, "vocab": 256000, "seq_len": 4096},
+ {"preset": "nemotron-4-340b", "layers": 96, "hidden": 18432, "heads": 96, "kv_heads": 8, "ffn_hidden": 73728, "vocab": 256000, "seq_len": 4096},
+ {"preset": "gpt-1.7b", "layers": 24, "hidden": 2304, "heads": 24, "ffn_hidden": 9216, "vocab": 51200, "seq_len": 2048, "tie_embeddings": true},
+ {"preset": "gpt-3.6b", "layers": 30, "hidden": 3072, "heads": 32, "ffn_hidden": 12288, "vocab": 51200, "seq_len": 2048, "tie_embeddings": true},
+ {"preset": "gpt-7.5b", "layers": 36, "hidden": 4096, "heads": 32, "ffn_hidden": 16384, "vocab": 51200, "seq_len": 2048, "tie_embeddings": true},
+ {"preset": "gpt-18.4b", "layers": 40, "hidden": 6144, "heads": 48, "ffn_hidden": 24576, "vocab": 51200, "seq_len": 2048, "tie_embeddings": true},
+ {"preset": "gpt-22b", "layers": 48, "hidden": 6144, "heads": 64, "ffn_hidden": 24576, "vocab": 51200, "seq_len": 2048, "tie_embeddings": true},
+ {"preset": "gpt-39.1b", "layers": 48, "hidden": 8192, "heads": 64, "ffn_hidden": 32768, "vocab": 51200, "seq_len": 2048, "tie_embeddings": true},
+ {"preset": "gpt-76.1b", "layers": 60, "hidden": 10240, "heads": 80, "ffn_hidden": 40960, "vocab": 51200, "seq_len": 2048, "tie_embeddings": true},
+ {"preset": "gpt-145.6b", "layers": 80, "hidden": 12288, "heads": 96, "ffn_hidden": 49152, "vocab": 51200, "seq_len": 2048, "tie_embeddings": true},
+ {"preset": "gpt-310.1b", "layers": 96, "hidden": 16384, "heads": 128, "ffn_hidden": 65536, "vocab": 51200, "seq_len": 2048, "tie_embeddings": true},
+ {"preset": "gpt-529.6b", "layers": 105, "hidden": 20480, "heads": 128, "ffn_hidden": 81920, "vocab": 51200, "seq_len": 2048, "tie_embeddings": true},
+ {"preset": "gpt-1t", "layers": 128, "hidden": 25600, "heads": 160, "ffn_hidden": 102400, "vocab": 51200, "seq_len": 2048, "tie_embeddings": true},
+ {"preset": "mpt-1b", "layers": 24, "hidden": 2048, "heads": 16, "ffn_hidden": 8192, "vocab": 50432, "seq_len": 2048, "tie_embeddings": true},
+ {"preset": "mpt-7b", "layers": 32, "hidden": 4096, "heads": 32, "ffn_hidden": 16384, "vocab": 50432, "seq_len": 2048, "tie_embeddings": true},
+ {"preset": "mpt-30b", "layers": 48, "hidden": 7168, "heads": 64, "ffn_hidden": 28672, "vocab": 50432, "seq_len": 8192, "tie_embeddings": true},
+ {"preset": "mpt-70b", "layers": 80, "hidden": 8192, "heads": 64, "ffn_hidden": 32768, "vocab": 50432, "seq_len": 2048, "tie_embeddings": true}
+])json";
 
-// GPT-3 (Brown et al. 2020, vocab padded to 51200 as in Megatron-LM); Llama 3 (Meta 2024);
-// Mixtral 8x7B (Mistral 2024); the GPT models of Megatron-LM SC'21 Table 1 and Korthikanti et al.
-// MLSys'23; MPT (MosaicML llm-foundry).
-const Preset kPresets[] = {
-    {"gpt3-175b", 96, 12288, 96, 96, 49152, 51200, 2048, 1, 1, 0, false, true},
-    {"llama3-8b", 32, 4096, 32, 8, 14336, 128256, 8192, 1, 1, 0, true, false},
-    {"llama3-70b", 80, 8192, 64, 8, 28672, 128256, 8192, 1, 1, 0, true, false},
-    {"llama3-405b", 126, 16384, 128, 8, 53248, 128256, 8192, 1, 1, 0, true, false},
-    {"mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000, 4096, 8, 2, 14336, true, false},
-    {"gpt-1.7b", 24, 2304, 24, 24, 9216, 51200, 2048, 1, 1, 0, false, true},
-    {"gpt-3.6b", 30, 3072, 32, 32, 12288, 51200, 2048, 1, 1, 0, false, true},
-    {"gpt-7.5b", 36, 4096, 32, 32, 16384, 51200, 2048, 1, 1, 0, false, true},
-    {"gpt-18.4b", 40, 6144, 48, 48, 24576, 51200, 2048, 1, 1, 0, false, true},
-    {"gpt-22b", 48, 6144, 64, 64, 24576, 51200, 2048, 1, 1, 0, false, true},
-    {"gpt-39.1b", 48, 8192, 64, 64, 32768, 51200, 2048, 1, 1, 0, false, true},
-    {"gpt-76.1b", 60, 10240, 80, 80, 40960, 51200, 2048, 1, 1, 0, false, true},
-    {"gpt-145.6b", 80, 12288, 96, 96, 49152, 51200, 2048, 1, 1, 0, false, true},
-    {"gpt-310.1b", 96, 16384, 128, 128, 65536, 51200, 2048, 1, 1, 0, false, true},
-    {"gpt-529.6b", 105, 20480, 128, 128, 81920, 51200, 2048, 1, 1, 0, false, true},
-    {"gpt-1t", 128, 25600, 160, 160, 102400, 51200, 2048, 1, 1, 0, false, true},
-    {"mpt-1b", 24, 2048, 16, 16, 8192, 50432, 2048, 1, 1, 0, false, true},
-    {"mpt-7b", 32, 4096, 32, 32, 16384, 50432, 2048, 1, 1, 0, false, true},
-    {"mpt-30b", 48, 7168, 64, 64, 28672, 50432, 8192, 1, 1, 0, false, true},
-    {"mpt-70b", 80, 8192, 64, 64, 32768, 50432, 2048, 1, 1, 0, false, true},
-};
+const json& presets() {
+  static const json p = json::parse(kPresetsJson);
+  return p;
+}
+
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.15g", v);
+  return buf;
+}
 
 double positive_int(const json& v, const std::string& at) {
   if (!v.is_number()) throw std::invalid_argument(at + ": expected a positive integer, got " + v.dump());
@@ -50,10 +79,12 @@ double positive_int(const json& v, const std::string& at) {
   return d;
 }
 
-std::string num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.15g", v);
-  return buf;
+double whole(const json& v, const std::string& at) {  // 0 allowed
+  if (!v.is_number()) throw std::invalid_argument(at + ": expected a whole number, got " + v.dump());
+  const double d = v.get<double>();
+  if (!(d >= 0) || d != std::floor(d) || d > 1e12)
+    throw std::invalid_argument(at + ": expected a whole number (0 or more), got " + v.dump());
+  return d;
 }
 
 bool boolean(const json& v, const std::string& at) {
@@ -61,18 +92,154 @@ bool boolean(const json& v, const std::string& at) {
   return v.get<bool>();
 }
 
+Mla parse_mla(const json& j, const std::string& where) {
+  if (!j.is_object())
+    throw std::invalid_argument(where + ": expected an object with q_lora_rank, kv_lora_rank, qk_rope_head_dim, "
+                                "qk_nope_head_dim, v_head_dim");
+  Mla m;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string at = where + "/" + it.key();
+    if (it.key() == "q_lora_rank") m.q_lora_rank = whole(it.value(), at);
+    else if (it.key() == "kv_lora_rank") m.kv_lora_rank = positive_int(it.value(), at);
+    else if (it.key() == "qk_rope_head_dim") m.qk_rope_head_dim = whole(it.value(), at);
+    else if (it.key() == "qk_nope_head_dim") m.qk_nope_head_dim = positive_int(it.value(), at);
+    else if (it.key() == "v_head_dim") m.v_head_dim = positive_int(it.value(), at);
+    else
+      throw std::invalid_argument(at + ": unknown field (expected q_lora_rank, kv_lora_rank, qk_rope_head_dim, "
+                                  "qk_nope_head_dim, v_head_dim)");
+  }
+  for (const char* r : {"kv_lora_rank", "qk_nope_head_dim", "v_head_dim"})
+    if (!j.contains(r)) throw std::invalid_argument(where + "/" + r + ": missing (multi-latent attention needs it)");
+  return m;
+}
+
+// A name in lower case without punctuation ("Llama-3.1 405B" -> "llama31405b"), and its words
+// ("llama", "3", "1", "405b").
+std::string squeezed(const std::string& name) {
+  std::string s;
+  for (char ch : name)
+    if (std::isalnum(static_cast<unsigned char>(ch))) s += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+
+std::vector<std::string> words(const std::string& name) {
+  std::vector<std::string> w(1);
+  for (char ch : name) {
+    if (std::isalnum(static_cast<unsigned char>(ch))) w.back() += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    else if (!w.back().empty()) w.emplace_back();
+  }
+  if (w.back().empty()) w.pop_back();
+  return w;
+}
+
+// The preset a name stands for: the exact name; else the only preset equal to it without case and
+// punctuation ("LLAMA3_70B", "DeepSeekV3"); else the only preset that has every word of it
+// ("Nemotron-340B" is nemotron-4-340b). nullptr when none or several.
+const json* find_preset(const std::string& name) {
+  for (const json& pr : presets())
+    if (pr["preset"] == name) return &pr;
+  const json* found = nullptr;
+  int matches = 0;
+  for (const json& pr : presets())
+    if (squeezed(pr["preset"].get<std::string>()) == squeezed(name)) found = &pr, ++matches;
+  if (matches == 1) return found;
+  if (matches > 1) return nullptr;
+  const std::vector<std::string> want = words(name);
+  if (want.empty()) return nullptr;
+  for (const json& pr : presets()) {
+    const std::vector<std::string> have = words(pr["preset"].get<std::string>());
+    bool all = true;
+    for (const std::string& w : want) all = all && std::find(have.begin(), have.end(), w) != have.end();
+    if (all) found = &pr, ++matches;
+  }
+  return matches == 1 ? found : nullptr;
+}
+
+// The model fields as one merged object: the preset's, then the object's own.
+json merged_fields(const json& j, const std::string& where, std::string* preset_name) {
+  if (!j.contains("preset")) return j;
+  const json& p = j["preset"];
+  if (!p.is_string()) throw std::invalid_argument(where + "/preset: expected a preset name (string)");
+  if (const json* pr = find_preset(p.get<std::string>())) {
+    *preset_name = (*pr)["preset"].get<std::string>();
+    json m = *pr;
+    for (auto it = j.begin(); it != j.end(); ++it)
+      if (it.key() != "preset") m[it.key()] = it.value();
+    return m;
+  }
+  std::string list;
+  for (const auto& n : preset_names()) list += (list.empty() ? "" : ", ") + n;
+  throw std::invalid_argument(where + "/preset: unknown preset '" + p.get<std::string>() + "' (expected one of " +
+                              list + ")");
+}
+
 }  // namespace
 
-double Model::forward_flops_per_token() const {
-  const double attn = 2 * attention_params() + 4 * seq_len * hidden;
-  const double mlp = moe() ? top_k * 2 * mlp_matrices() * hidden * expert_ffn_hidden + 2 * hidden * experts
-                           : 2 * mlp_matrices() * hidden * ffn_hidden;
-  return layers * (attn + mlp) + 2 * hidden * vocab;
+bool Model::moe_layer(double i) const {
+  if (!moe() || i < dense_layers_first) return false;
+  return std::fmod(i - dense_layers_first, moe_layer_freq) == 0;
 }
+
+double Model::moe_layers() const {
+  if (!moe()) return 0;
+  const double routed = layers - dense_layers_first;
+  return routed <= 0 ? 0 : std::ceil(routed / moe_layer_freq);
+}
+
+double Model::attention_params() const {
+  if (!mla.on()) return hidden * (q_dim() + 2 * kv_dim()) + q_dim() * hidden;
+  const double q_head = qk_head_dim();
+  const double q = mla.q_lora_rank > 0 ? hidden * mla.q_lora_rank + mla.q_lora_rank + mla.q_lora_rank * heads * q_head
+                                       : hidden * heads * q_head;
+  const double kv = hidden * (mla.kv_lora_rank + mla.qk_rope_head_dim) + mla.kv_lora_rank +
+                    mla.kv_lora_rank * heads * (mla.qk_nope_head_dim + mla.v_head_dim);
+  return q + kv + heads * mla.v_head_dim * hidden;
+}
+
+double Model::mtp_layer_params() const {
+  const double mlp = moe() ? moe_mlp_params() : dense_mlp_params();
+  return attention_params() + mlp + 2 * hidden + 2 * hidden * hidden + 2 * hidden;
+}
+
+double Model::total_params() const {
+  const double n_moe = moe_layers();
+  const double per_layer = attention_params() + 2 * hidden;
+  const double mlps = n_moe * moe_mlp_params() + (layers - n_moe) * dense_mlp_params();
+  return layers * per_layer + mlps + embedding_params() * (tie_embeddings ? 1 : 2) + hidden +
+         mtp_layers * mtp_layer_params();
+}
+
+double Model::active_params() const {
+  const double n_moe = moe_layers();
+  const double active_moe = top_k * routed_expert_params() + shared_mlp_params() + hidden * experts;
+  return layers * (attention_params() + 2 * hidden) + n_moe * active_moe + (layers - n_moe) * dense_mlp_params() +
+         embedding_params() * (tie_embeddings ? 1 : 2);
+}
+
+namespace {
+
+// Forward FLOPs per token with the attention core over `keys` keys per query.
+double flops_per_token(const Model& m, double keys) {
+  const double core = 2 * keys * m.heads * (m.qk_head_dim() + m.v_head_dim());
+  const double attention = 2 * m.attention_params() + core;
+  const double dense = 2 * m.dense_mlp_params();
+  const double moe = m.top_k * 2 * m.routed_expert_params() + 2 * m.shared_mlp_params() + 2 * m.hidden * m.experts;
+  const double n_moe = m.moe_layers();
+  const double decoder = m.layers * attention + n_moe * moe + (m.layers - n_moe) * dense;
+  const double mtp = m.mtp_layers * (attention + (m.moe() ? moe : dense) + 2 * 2 * m.hidden * m.hidden +
+                                     2 * m.hidden * m.vocab);
+  return decoder + 2 * m.hidden * m.vocab + mtp;
+}
+
+}  // namespace
+
+double Model::forward_flops_per_token() const { return flops_per_token(*this, seq_len / 2); }
+
+double Model::forward_flops_per_token_full_attention() const { return flops_per_token(*this, seq_len); }
 
 std::vector<std::string> preset_names() {
   std::vector<std::string> names;
-  for (const Preset& p : kPresets) names.push_back(p.name);
+  for (const json& p : presets()) names.push_back(p["preset"].get<std::string>());
   return names;
 }
 
@@ -80,28 +247,10 @@ Model parse_model(const json& j, const std::string& where) {
   if (!j.is_object()) throw std::invalid_argument(where + ": expected an object with \"preset\" or explicit dimensions");
   Model m;
   m.name = "custom";
-  bool have_preset = false;
-  if (j.contains("preset")) {
-    const json& p = j["preset"];
-    if (!p.is_string()) throw std::invalid_argument(where + "/preset: expected a preset name (string)");
-    const std::string name = p.get<std::string>();
-    for (const Preset& pr : kPresets) {
-      if (name != pr.name) continue;
-      have_preset = true;
-      m.name = pr.name;
-      m.layers = pr.layers, m.hidden = pr.hidden, m.heads = pr.heads, m.kv_heads = pr.kv_heads;
-      m.ffn_hidden = pr.ffn_hidden, m.vocab = pr.vocab, m.seq_len = pr.seq_len;
-      m.experts = pr.experts, m.top_k = pr.top_k, m.expert_ffn_hidden = pr.expert_ffn;
-      m.gated_mlp = pr.gated, m.tie_embeddings = pr.tied;
-    }
-    if (!have_preset) {
-      std::string list;
-      for (const auto& n : preset_names()) list += (list.empty() ? "" : ", ") + n;
-      throw std::invalid_argument(where + "/preset: unknown preset '" + name + "' (expected one of " + list + ")");
-    }
-  }
+  std::string preset;
+  const json fields = merged_fields(j, where, &preset);
   bool kv_given = false, ffn_given = false;
-  for (auto it = j.begin(); it != j.end(); ++it) {
+  for (auto it = fields.begin(); it != fields.end(); ++it) {
     const std::string& k = it.key();
     const std::string at = where + "/" + k;
     const json& v = it.value();
@@ -110,40 +259,61 @@ Model parse_model(const json& j, const std::string& where) {
     else if (k == "hidden") m.hidden = positive_int(v, at);
     else if (k == "heads") m.heads = positive_int(v, at);
     else if (k == "kv_heads") m.kv_heads = positive_int(v, at), kv_given = true;
+    else if (k == "head_dim") m.head_dim_given = positive_int(v, at);
     else if (k == "ffn_hidden") m.ffn_hidden = positive_int(v, at), ffn_given = true;
     else if (k == "vocab") m.vocab = positive_int(v, at);
     else if (k == "seq_len") m.seq_len = positive_int(v, at);
     else if (k == "experts") m.experts = positive_int(v, at);
     else if (k == "top_k") m.top_k = positive_int(v, at);
     else if (k == "expert_ffn_hidden") m.expert_ffn_hidden = positive_int(v, at);
+    else if (k == "shared_experts") m.shared_experts = whole(v, at);
+    else if (k == "shared_expert_ffn_hidden") m.shared_expert_ffn_hidden = positive_int(v, at);
+    else if (k == "moe_layer_freq") m.moe_layer_freq = positive_int(v, at);
+    else if (k == "dense_layers_first") m.dense_layers_first = whole(v, at);
+    else if (k == "capacity_factor") {
+      if (!v.is_number() || !(v.get<double>() >= 0) || v.get<double>() > 64)
+        throw std::invalid_argument(at + ": expected a number in [0, 64] (0: dropless), got " + v.dump());
+      m.capacity_factor = v.get<double>();
+    } else if (k == "mtp_layers") m.mtp_layers = whole(v, at);
+    else if (k == "mla") m.mla = parse_mla(v, at);
     else if (k == "gated_mlp") m.gated_mlp = boolean(v, at);
     else if (k == "tie_embeddings") m.tie_embeddings = boolean(v, at);
     else
       throw std::invalid_argument(at + ": unknown model field (expected preset, layers, hidden, heads, kv_heads, "
-                                  "ffn_hidden, vocab, seq_len, experts, top_k, expert_ffn_hidden, gated_mlp, "
-                                  "tie_embeddings)");
+                                  "head_dim, ffn_hidden, vocab, seq_len, experts, top_k, expert_ffn_hidden, "
+                                  "shared_experts, shared_expert_ffn_hidden, moe_layer_freq, dense_layers_first, "
+                                  "capacity_factor, mla, mtp_layers, gated_mlp, tie_embeddings)");
   }
-  if (have_preset && j.size() > 1) m.name += "+overrides";
-  if (!have_preset) {
-    const char* required[] = {"layers", "hidden", "heads", "vocab", "seq_len"};
-    for (const char* r : required)
+  if (!preset.empty()) m.name = j.size() > 1 ? preset + "+overrides" : preset;
+  if (preset.empty()) {
+    for (const char* r : {"layers", "hidden", "heads", "vocab", "seq_len"})
       if (!j.contains(r)) throw std::invalid_argument(where + "/" + r + ": missing (needed without a preset)");
-    if (!kv_given) m.kv_heads = m.heads;
-    if (!ffn_given) m.ffn_hidden = 4 * m.hidden;
   }
-  if (std::fmod(m.hidden, m.heads) != 0)
+  if (!kv_given) m.kv_heads = m.heads;
+  if (!ffn_given) m.ffn_hidden = 4 * m.hidden;
+  if (m.head_dim_given == 0 && !m.mla.on() && std::fmod(m.hidden, m.heads) != 0)
     throw std::invalid_argument(where + "/heads: hidden (" + num(m.hidden) + ") must be divisible by heads (" +
-                                num(m.heads) + ")");
+                                num(m.heads) + "), or give head_dim");
   if (m.kv_heads > m.heads || std::fmod(m.heads, m.kv_heads) != 0)
-    throw std::invalid_argument(where + "/kv_heads: must divide heads (" + num(m.heads) + "), got " +
-                                num(m.kv_heads));
+    throw std::invalid_argument(where + "/kv_heads: must divide heads (" + num(m.heads) + "), got " + num(m.kv_heads));
+  if (m.mla.on() && kv_given && m.kv_heads != m.heads)
+    throw std::invalid_argument(where + "/kv_heads: multi-latent attention has one key/value head per query head");
   if (m.moe()) {
     if (m.expert_ffn_hidden == 0) m.expert_ffn_hidden = m.ffn_hidden;
     if (m.top_k > m.experts)
       throw std::invalid_argument(where + "/top_k: must not exceed experts (" + num(m.experts) + ")");
-  } else if (m.top_k != 1) {
-    throw std::invalid_argument(where + "/top_k: only a mixture of experts (experts > 1) routes to top_k experts");
+    if (m.dense_layers_first >= m.layers)
+      throw std::invalid_argument(where + "/dense_layers_first: must be below layers (" + num(m.layers) +
+                                  "), or the model has no MoE layer");
+  } else {
+    if (m.top_k != 1)
+      throw std::invalid_argument(where + "/top_k: only a mixture of experts (experts > 1) routes to top_k experts");
+    for (const char* f : {"shared_experts", "moe_layer_freq", "dense_layers_first", "capacity_factor"})
+      if (j.contains(f)) throw std::invalid_argument(where + "/" + f + ": only a mixture of experts (experts > 1) has it");
   }
+  if (m.shared_experts > 0 && m.shared_expert_ffn_hidden == 0) m.shared_expert_ffn_hidden = m.expert_ffn_hidden;
+  if (m.shared_experts == 0 && j.contains("shared_expert_ffn_hidden"))
+    throw std::invalid_argument(where + "/shared_expert_ffn_hidden: set shared_experts too (how many shared experts)");
   return m;
 }
 

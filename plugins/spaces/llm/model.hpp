@@ -1,4 +1,7 @@
 // A decoder-only transformer: its dimensions, the presets, and counts derived from them.
+// Dense and mixture-of-experts layers may alternate (dense_layers_first, moe_layer_freq), attention
+// is multi-head, grouped-query or multi-latent (DeepSeek's MLA), and multi-token-prediction layers
+// may follow the decoder.
 #ifndef COTUNE_PLUGINS_SPACES_LLM_MODEL_HPP_
 #define COTUNE_PLUGINS_SPACES_LLM_MODEL_HPP_
 
@@ -9,29 +12,65 @@
 
 namespace cotune_llm {
 
+// Multi-latent attention (DeepSeek-V2/V3): queries through an optional low-rank bottleneck, keys and
+// values through a shared low-rank latent; a rotary part of the query/key head kept apart.
+struct Mla {
+  double q_lora_rank = 0;  // 0: queries projected directly from the hidden state
+  double kv_lora_rank = 0;
+  double qk_rope_head_dim = 0;
+  double qk_nope_head_dim = 0;
+  double v_head_dim = 0;
+  bool on() const { return kv_lora_rank > 0; }
+};
+
 struct Model {
-  std::string name;        // the preset name, or "custom"
+  std::string name;  // the preset name, or "custom"
   double layers = 0, hidden = 0, heads = 0, kv_heads = 0, ffn_hidden = 0, vocab = 0, seq_len = 0;
+  double head_dim_given = 0;  // 0: hidden / heads
   double experts = 1, top_k = 1, expert_ffn_hidden = 0;  // experts > 1: mixture of experts
+  double shared_experts = 0, shared_expert_ffn_hidden = 0;  // dense experts every token visits
+  double moe_layer_freq = 1;      // every k-th layer (after dense_layers_first) is a MoE layer
+  double dense_layers_first = 0;  // the first n layers keep a dense MLP (ffn_hidden)
+  double capacity_factor = 0;     // 0: dropless; else tokens per expert are capped (and padded) to it
+  double mtp_layers = 0;          // multi-token-prediction layers after the decoder (last stage)
+  Mla mla;
   bool gated_mlp = false;       // SwiGLU-style MLP (three weight matrices)
   bool tie_embeddings = false;  // the output layer shares the input embedding
 
   bool moe() const { return experts > 1; }
-  double head_dim() const { return hidden / heads; }
-  double kv_dim() const { return kv_heads * head_dim(); }
+  double head_dim() const { return head_dim_given > 0 ? head_dim_given : hidden / heads; }
+  // Per-head widths of queries/keys and of values (different under MLA).
+  double qk_head_dim() const { return mla.on() ? mla.qk_nope_head_dim + mla.qk_rope_head_dim : head_dim(); }
+  double v_head_dim() const { return mla.on() ? mla.v_head_dim : head_dim(); }
+  double q_dim() const { return heads * qk_head_dim(); }  // all query heads
+  double kv_dim() const { return kv_heads * head_dim(); }  // key (or value) heads, without MLA
   double mlp_matrices() const { return gated_mlp ? 3 : 2; }
-  // Parameters of one layer's attention (QKV + output projection) and MLP (all experts + router).
-  double attention_params() const { return hidden * (hidden + 2 * kv_dim()) + hidden * hidden; }
-  double mlp_params() const {
-    return moe() ? experts * mlp_matrices() * hidden * expert_ffn_hidden + hidden * experts
-                 : mlp_matrices() * hidden * ffn_hidden;
-  }
-  double total_params() const {
-    return layers * (attention_params() + mlp_params() + 2 * hidden) + vocab * hidden * (tie_embeddings ? 1 : 2);
-  }
-  // Model FLOPs of one token's forward pass (Megatron-LM convention: attention scores counted in
-  // full, 2 FLOPs per multiply-add; the MoE counts the top_k experts a token visits).
+
+  // Whether decoder layer i (0-based) has a MoE MLP, and how many of the model's layers do.
+  bool moe_layer(double i) const;
+  double moe_layers() const;
+
+  // Parameters of one layer's attention, of a dense MLP, of one MoE MLP (routed and shared experts,
+  // router) and of a layer's norms.
+  double attention_params() const;
+  double dense_mlp_params() const { return mlp_matrices() * hidden * ffn_hidden; }
+  double routed_expert_params() const { return mlp_matrices() * hidden * expert_ffn_hidden; }  // one expert
+  double shared_mlp_params() const { return shared_experts * mlp_matrices() * hidden * shared_expert_ffn_hidden; }
+  double moe_mlp_params() const { return experts * routed_expert_params() + shared_mlp_params() + hidden * experts; }
+  double embedding_params() const { return vocab * hidden; }
+  // One multi-token-prediction layer: a decoder layer plus its input projection (2h -> h) and norms.
+  double mtp_layer_params() const;
+  double total_params() const;
+  // Parameters one token goes through (all of a dense model; top_k experts of a MoE layer).
+  double active_params() const;
+
+  // Model FLOPs of one token's forward pass, counted as Megatron-LM and NeMo count them: 2 per
+  // multiply-add, attention scores and values over the causal half of the sequence, the MoE's
+  // top_k (and shared) experts, the output layer (and one per MTP layer).
   double forward_flops_per_token() const;
+  // The same with the attention scores counted over the whole sequence (NeMo's formulas before
+  // 2025, Megatron-LM's before causal counting): for tables that published TFLOP/s that way.
+  double forward_flops_per_token_full_attention() const;
 };
 
 // Names of the built-in presets.

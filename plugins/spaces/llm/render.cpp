@@ -5,6 +5,8 @@
 
 #include <cstdio>
 
+#include "pipeline.hpp"
+
 namespace cotune_llm {
 
 const char* const kRecomputeNames[3] = {"none", "selective", "full"};
@@ -17,7 +19,7 @@ std::string n(double v) {
 }
 }  // namespace
 
-std::string render_json(const Config& c, const std::string& gpu_name) {
+std::string render_json(const Config& c, double etp_param, const std::string& modules, const std::string& gpu_name) {
   nlohmann::ordered_json j;
   j["tp"] = static_cast<int64_t>(c.tp);
   j["pp"] = static_cast<int64_t>(c.pp);
@@ -31,6 +33,12 @@ std::string render_json(const Config& c, const std::string& gpu_name) {
   j["sp"] = c.sp;
   j["gpus"] = static_cast<int64_t>(c.gpus);
   j["gpu"] = gpu_name;
+  // Left out at their default (0: the rule decides), so configurations from before they existed
+  // render as they did.
+  if (etp_param > 0) j["etp"] = static_cast<int64_t>(etp_param);
+  if (c.first_stage > 0) j["first_stage_layers"] = static_cast<int64_t>(c.first_stage);
+  if (c.last_stage > 0) j["last_stage_layers"] = static_cast<int64_t>(c.last_stage);
+  if (!modules.empty()) j["recompute_modules"] = modules;
   return j.dump();
 }
 
@@ -51,11 +59,34 @@ std::string render_megatron(const Workload& w, const Config& c) {
   arg("--micro-batch-size " + n(c.micro_batch));
   arg("--tensor-model-parallel-size " + n(c.tp));
   arg("--pipeline-model-parallel-size " + n(c.pp));
-  if (c.vpp > 1) arg("--num-layers-per-virtual-pipeline-stage " + n(m.layers / (c.pp * c.vpp)));
+  PipelineSplit split;
+  split_layers(m.layers, c.pp, c.vpp, c.first_stage, c.last_stage, &split);
+  if (split.rule == SplitRule::kEven) {
+    if (c.vpp > 1) arg("--num-layers-per-virtual-pipeline-stage " + n(m.layers / (c.pp * c.vpp)));
+  } else {
+    if (c.vpp > 1 && split.rule != SplitRule::kLayout) arg("--num-virtual-stages-per-pipeline-rank " + n(c.vpp));
+    if (split.rule == SplitRule::kAccountEmbedding)
+      arg("--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split");
+    if (split.rule == SplitRule::kAccountLoss) arg("--account-for-loss-in-pipeline-split");
+    if (split.rule == SplitRule::kExplicit) {
+      arg("--decoder-first-pipeline-num-layers " + n(split.first_stage));
+      arg("--decoder-last-pipeline-num-layers " + n(split.last_stage));
+    }
+    if (split.rule == SplitRule::kLayout) arg("--pipeline-model-parallel-layout '" + layout_string(split, m.mtp_layers) + "'");
+  }
   if (c.cp > 1) arg("--context-parallel-size " + n(c.cp));
   if (c.ep > 1) arg("--expert-model-parallel-size " + n(c.ep));
+  if (m.moe() && c.etp != c.tp) arg("--expert-tensor-parallel-size " + n(c.etp));
   if (c.sp) arg("--sequence-parallel");
-  if (c.recompute == kRecomputeSelective) arg("--recompute-granularity selective");
+  if (c.recompute == kRecomputeSelective) {
+    arg("--recompute-granularity selective");
+    if (c.recompute_modules != kCoreAttn) {
+      std::string modules = recompute_modules_text(c.recompute_modules);
+      for (char& ch : modules)
+        if (ch == ',') ch = ' ';
+      arg("--recompute-modules " + modules);
+    }
+  }
   if (c.recompute == kRecomputeFull) arg("--recompute-granularity full --recompute-method uniform --recompute-num-layers 1");
   if (c.zero == 1 || c.zero == 2) arg("--use-distributed-optimizer");
   if (c.zero == 3) arg("--use-torch-fsdp2");

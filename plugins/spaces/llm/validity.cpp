@@ -41,11 +41,16 @@ bool check_config(const Workload& w, const Config& c, const cotune_hardware& hw,
     return why ? fail(why, "heads (" + num(m.heads) + ") are not divisible by tp (" + num(c.tp) + ")") : false;
   if (!divides(c.tp, m.kv_heads))
     return why ? fail(why, "kv_heads (" + num(m.kv_heads) + ") are not divisible by tp (" + num(c.tp) + ")") : false;
-  if (!divides(c.pp * c.vpp, m.layers))
-    return why ? fail(why, "layers (" + num(m.layers) + ") are not divisible by pp*vpp (" + num(c.pp) + "*" +
-                               num(c.vpp) + ")")
-               : false;
   if (c.vpp > 1 && c.pp == 1) return why ? fail(why, "vpp > 1 (interleaving) needs pp > 1") : false;
+  if (c.pp * c.vpp > m.layers + 2)
+    return why ? fail(why, "pp*vpp (" + num(c.pp) + "*" + num(c.vpp) + ") exceeds the layers (" + num(m.layers) +
+                               ") with the embedding and the loss")
+               : false;
+  Shape shape;
+  {
+    const std::string split = shape_of(w, c, &shape);
+    if (!split.empty()) return why ? fail(why, split) : false;
+  }
   if (!divides(c.dp * c.micro_batch, w.training.global_batch))
     return why ? fail(why, "global_batch (" + num(w.training.global_batch) + ") is not divisible by dp*micro_batch (" +
                                num(c.dp) + "*" + num(c.micro_batch) + ")")
@@ -58,18 +63,41 @@ bool check_config(const Workload& w, const Config& c, const cotune_hardware& hw,
   if (!m.moe() && c.ep != 1) return why ? fail(why, "ep > 1 needs a mixture-of-experts model (experts > 1)") : false;
   if (m.moe() && !divides(c.ep, m.experts))
     return why ? fail(why, "experts (" + num(m.experts) + ") are not divisible by ep (" + num(c.ep) + ")") : false;
-  if (m.moe() && !divides(c.ep, c.dp * c.cp))
-    return why ? fail(why, "ep (" + num(c.ep) + ") must divide dp*cp (" + num(c.dp * c.cp) +
-                               "): expert parallelism is carved out of data parallelism")
+  if (m.moe() && !divides(c.ep * c.etp, c.tp * c.cp * c.dp))
+    return why ? fail(why, "ep*etp (" + num(c.ep) + "*" + num(c.etp) + ") must divide tp*cp*dp (" +
+                               num(c.tp * c.cp * c.dp) +
+                               "): the expert grid is carved out of the tensor, context and data ranks (Megatron-LM)")
                : false;
+  if (m.moe() && !divides(c.etp, m.expert_ffn_hidden))
+    return why ? fail(why, "expert_ffn_hidden (" + num(m.expert_ffn_hidden) + ") is not divisible by etp (" +
+                               num(c.etp) + ")")
+               : false;
+  if (!m.moe() && c.etp != c.tp && c.etp != 1)
+    return why ? fail(why, "etp (expert tensor parallelism) needs a mixture-of-experts model") : false;
   if (c.sp && c.tp == 1) return why ? fail(why, "sp (sequence parallelism) needs tp > 1") : false;
+  if (c.recompute_modules != kCoreAttn) {
+    if (c.recompute != kRecomputeSelective)
+      return why ? fail(why, "recompute_modules (" + recompute_modules_text(c.recompute_modules) +
+                                 ") applies to selective recomputation only")
+                 : false;
+    if ((c.recompute_modules & kMlaUpProj) && !m.mla.on())
+      return why ? fail(why, "recompute module mla_up_proj needs multi-latent attention (model.mla)") : false;
+    if ((c.recompute_modules & (kMoe | kMoeAct)) && !m.moe())
+      return why ? fail(why, "recompute modules moe and moe_act need a mixture-of-experts model") : false;
+    if ((c.recompute_modules & kSharedExperts) && m.shared_experts == 0)
+      return why ? fail(why, "recompute module shared_experts needs shared experts (model.shared_experts)") : false;
+  }
+  if (c.cp > 1 && w.training.attention != Attention::kFlash)
+    return why ? fail(why, "cp > 1 needs fused attention (context parallelism runs in Transformer Engine's "
+                               "attention kernels)")
+               : false;
   if (c.cp > 1 && !divides(2 * c.cp, m.seq_len))
     return why ? fail(why, "seq_len (" + num(m.seq_len) + ") is not divisible by 2*cp (" + num(2 * c.cp) +
                                ", load-balanced causal chunks)")
                : false;
   if (c.sp && !divides(c.tp, c.micro_batch * m.seq_len / c.cp))
     return why ? fail(why, "sequence parallelism needs micro_batch*seq_len/cp divisible by tp") : false;
-  if (hw.peak_flops[w.training.dtype] <= 0)
+  if (dtype_peak(hw, w.training.dtype) <= 0)
     return why ? fail(why, std::string("the GPU ") + std::string(hw.gpu_name.data, hw.gpu_name.len) + " has no " +
                                dtype_name(w.training.dtype) + " support")
                : false;

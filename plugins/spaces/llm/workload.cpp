@@ -13,9 +13,16 @@ const char* dtype_name(int32_t dtype) {
     case COTUNE_DTYPE_BF16: return "bf16";
     case COTUNE_DTYPE_FP16: return "fp16";
     case COTUNE_DTYPE_FP8: return "fp8";
+    case COTUNE_DTYPE_FP4: return "fp4";
     case COTUNE_DTYPE_FP32: return "fp32";
     default: return "tf32";
   }
+}
+
+double dtype_peak(const cotune_hardware& hw, int32_t dtype) {
+  if (dtype == COTUNE_DTYPE_FP4)
+    return hw.struct_size >= COTUNE_STRUCT_SIZE(cotune_hardware, peak_flops_fp4) ? hw.peak_flops_fp4 : 0;
+  return dtype >= 0 && dtype < COTUNE_DTYPE_COUNT ? hw.peak_flops[dtype] : 0;
 }
 
 namespace {
@@ -48,7 +55,8 @@ Training parse_training(const json& j) {
       if (d == "bf16") t.dtype = COTUNE_DTYPE_BF16;
       else if (d == "fp16") t.dtype = COTUNE_DTYPE_FP16;
       else if (d == "fp8") t.dtype = COTUNE_DTYPE_FP8;
-      else throw std::invalid_argument(at + ": expected bf16, fp16 or fp8, got '" + d + "'");
+      else if (d == "fp4") t.dtype = COTUNE_DTYPE_FP4;
+      else throw std::invalid_argument(at + ": expected bf16, fp16, fp8 or fp4, got '" + d + "'");
     } else if (k == "optimizer") {
       const std::string o = text(v, at);
       if (o != "adam" && o != "adamw")
@@ -62,9 +70,13 @@ Training parse_training(const json& j) {
       t.dropout = boolean(v, at);
     } else if (k == "overlap_grad_reduce") {
       t.overlap_grad_reduce = boolean(v, at);
+    } else if (k == "peft") {
+      const std::string p = text(v, at);
+      if (p == "lora") t.lora = true;
+      else if (p != "none") throw std::invalid_argument(at + ": expected none or lora, got '" + p + "'");
     } else {
       throw std::invalid_argument(at + ": unknown training field (expected global_batch, dtype, optimizer, attention, "
-                                  "dropout, overlap_grad_reduce)");
+                                  "dropout, overlap_grad_reduce, peft)");
     }
   }
   return t;

@@ -17,10 +17,12 @@ enum class Attention { kFlash, kUnfused };
 
 struct Training {
   double global_batch = 0;        // sequences per step
-  int32_t dtype = COTUNE_DTYPE_BF16;  // of the GEMMs (bf16, fp16 or fp8)
+  int32_t dtype = COTUNE_DTYPE_BF16;  // of the GEMMs (bf16, fp16, fp8 or fp4)
   Attention attention = Attention::kFlash;
   bool dropout = false;             // dropout layers (extra elementwise work and masks)
   bool overlap_grad_reduce = true;  // data-parallel gradient reduction overlaps the last backward
+  bool lora = false;  // parameter-efficient fine-tuning: the base weights are frozen (no weight
+                      // gradients, gradient buffers, optimizer state or gradient sync for them)
 };
 
 // Its implicit move constructor cannot throw (nlohmann::json's is noexcept); clang-tidy 14 follows
@@ -35,6 +37,10 @@ struct Workload {  // NOLINT(bugprone-exception-escape): see above
 Workload parse_workload(const nlohmann::json& j);
 
 const char* dtype_name(int32_t dtype);
+
+// The hardware's dense peak FLOP/s for a GEMM dtype (fp4 from the ABI 1.2 field; 0 when the GPU, or
+// a host older than 1.2, has none).
+double dtype_peak(const cotune_hardware& hw, int32_t dtype);
 
 }  // namespace cotune_llm
 
