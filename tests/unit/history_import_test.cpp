@@ -139,12 +139,17 @@ TEST(LlmCsvRow, DefaultsAndInverse) {
   EXPECT_EQ(back.at("tp"), "2");
   EXPECT_EQ(back.at("gpus"), "8");
 
-  // A model preset has no column: the cells come back with what is lost named, not an error
-  // about the dimensions the preset stands for.
+  // A model preset has its column: the cells say the same workload.
   json preset = row.workload;
   preset["model"] = {{"preset", "llama3-8b"}};
-  EXPECT_NO_THROW(llm_cells_from_json(preset, row.config, &inexact));
-  EXPECT_EQ(inexact, "no column for workload/model/preset");
+  const auto preset_cells = llm_cells_from_json(preset, row.config, &inexact);
+  EXPECT_EQ(inexact, "");
+  EXPECT_EQ(preset_cells.at("preset"), "llama3-8b");
+  // A field without a column is named.
+  json priced = row.workload;
+  priced["cluster"]["price_per_gpu_hour"] = 2.5;
+  EXPECT_NO_THROW(llm_cells_from_json(priced, row.config, &inexact));
+  EXPECT_EQ(inexact, "no column for workload/cluster/price_per_gpu_hour");
 
   cells["tp"] = "two";
   try {

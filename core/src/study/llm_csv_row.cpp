@@ -1,7 +1,10 @@
+// The llm CSV schema (docs/simulate.md): which column feeds which workload or configuration field,
+// its defaults, and the inverse for export.
 #include <cotune/core/errors.hpp>
 #include <cotune/core/llm_csv_row.hpp>
 #include <cotune/core/perfmodel.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
@@ -17,12 +20,67 @@ std::string fmt(double v) {
   return buf;
 }
 
+enum class Kind { kWhole, kNumber, kBool };
+
+// A model column and the model field (under "mla" when `mla`) it sets.
+struct ModelColumn {
+  const char* column;
+  const char* field;
+  Kind kind;
+  bool mla;
+};
+
+const ModelColumn kModelColumns[] = {
+    {"hidden", "hidden", Kind::kWhole, false},
+    {"layers", "layers", Kind::kWhole, false},
+    {"heads", "heads", Kind::kWhole, false},
+    {"kv_heads", "kv_heads", Kind::kWhole, false},
+    {"head_dim", "head_dim", Kind::kWhole, false},
+    {"ffn_hidden", "ffn_hidden", Kind::kWhole, false},
+    {"vocab", "vocab", Kind::kWhole, false},
+    {"seq_len", "seq_len", Kind::kWhole, false},
+    {"experts", "experts", Kind::kWhole, false},
+    {"top_k", "top_k", Kind::kWhole, false},
+    {"expert_ffn_hidden", "expert_ffn_hidden", Kind::kWhole, false},
+    {"shared_experts", "shared_experts", Kind::kWhole, false},
+    {"shared_expert_ffn_hidden", "shared_expert_ffn_hidden", Kind::kWhole, false},
+    {"moe_layer_freq", "moe_layer_freq", Kind::kWhole, false},
+    {"dense_layers_first", "dense_layers_first", Kind::kWhole, false},
+    {"capacity_factor", "capacity_factor", Kind::kNumber, false},
+    {"mtp_layers", "mtp_layers", Kind::kWhole, false},
+    {"q_lora_rank", "q_lora_rank", Kind::kWhole, true},
+    {"kv_lora_rank", "kv_lora_rank", Kind::kWhole, true},
+    {"qk_rope_head_dim", "qk_rope_head_dim", Kind::kWhole, true},
+    {"qk_nope_head_dim", "qk_nope_head_dim", Kind::kWhole, true},
+    {"v_head_dim", "v_head_dim", Kind::kWhole, true},
+    {"gated_mlp", "gated_mlp", Kind::kBool, false},
+    {"tie_embeddings", "tie_embeddings", Kind::kBool, false},
+};
+
+// Other names of a column, as published tables and logs write them.
+const std::pair<const char*, const char*> kAliases[] = {{"moe_ffn_hidden", "expert_ffn_hidden"}};
+
+// Per-GPU bandwidths a row may give for its cluster (cluster.gpu_spec fields).
+const char* const kBandwidthColumns[] = {"nvlink_GBps", "network_GBps", "island_GBps"};
+
+const char* const kTrainingColumns[] = {"global_batch", "dtype", "attention", "dropout", "overlap_grad_reduce", "peft"};
+
+// Configuration columns a configuration JSON may leave out (their default is the space's rule).
+const char* const kOptionalConfig[] = {"etp", "first_stage_layers", "last_stage_layers"};
+
 class Cells {
  public:
   explicit Cells(const CsvCellLookup& cell) : cell_(cell) {}
 
-  bool has(const std::string& col) const { return cell_(col) != nullptr; }
-  const std::string& text(const std::string& col) const { return *cell_(col); }
+  const std::string* get(const std::string& col) const {
+    if (const std::string* t = cell_(col)) return t;
+    for (const auto& [alias, name] : kAliases)
+      if (col == name)
+        if (const std::string* t = cell_(alias)) return t;
+    return nullptr;
+  }
+  bool has(const std::string& col) const { return get(col) != nullptr; }
+  const std::string& text(const std::string& col) const { return *get(col); }
   double number(const std::string& col) const {
     const std::string& t = text(col);
     try {
@@ -60,36 +118,70 @@ std::string cell_text(const json& v) {
   throw std::invalid_argument("expected a number, string or boolean, got " + v.dump());
 }
 
+json model_of(const Cells& r) {
+  json model = json::object();
+  const bool preset = r.has("preset");
+  if (preset) model["preset"] = r.text("preset");
+  for (const ModelColumn& c : kModelColumns) {
+    if (!r.has(c.column)) continue;
+    json v;
+    if (c.kind == Kind::kBool) v = r.boolean(c.column, false);
+    else if (c.kind == Kind::kNumber) v = r.number(c.column);
+    else v = r.integer(c.column, 0);
+    if (c.mla) model["mla"][c.field] = v;
+    else model[c.field] = v;
+  }
+  if (!preset) {
+    for (const char* col : {"hidden", "layers", "heads"})
+      if (!r.has(col)) throw std::invalid_argument(std::string("column ") + col + ": missing (required without preset)");
+    if (!model.contains("vocab")) model["vocab"] = 51200;
+    if (!model.contains("seq_len")) model["seq_len"] = 2048;
+  }
+  // A dense model may say experts = 1; a mixture of experts routes to 2 unless told.
+  if (model.contains("experts") && model["experts"].get<double>() <= 1) {
+    model.erase("experts");
+    if (model.contains("top_k") && model["top_k"].get<double>() <= 1) model.erase("top_k");
+  } else if (model.contains("experts") && !model.contains("top_k") && !preset) {
+    model["top_k"] = 2;
+  }
+  return model;
+}
+
 }  // namespace
 
 const std::vector<std::string>& llm_config_columns() {
-  static const std::vector<std::string> c = {"tp", "pp", "dp", "cp", "ep", "micro_batch", "vpp",
-                                             "zero", "recompute", "sp", "gpus", "gpu"};
+  static const std::vector<std::string> c = {"tp",   "pp",  "dp",  "cp",  "ep", "micro_batch", "vpp", "zero",
+                                             "recompute", "sp", "gpus", "gpu", "etp", "first_stage_layers",
+                                             "last_stage_layers"};
   return c;
 }
 
 const std::vector<std::string>& llm_csv_columns() {
-  static const std::vector<std::string> c = {
-      "hidden", "layers", "heads", "kv_heads", "ffn_hidden", "vocab", "seq_len", "experts", "top_k", "gated_mlp",
-      "global_batch", "dtype", "attention", "dropout", "overlap_grad_reduce", "gpu", "gpus", "gpus_per_node",
-      "tp", "pp", "cp", "ep", "micro_batch", "vpp", "dp", "zero", "recompute", "sp"};
+  static const std::vector<std::string> c = [] {
+    std::vector<std::string> cols = {"preset"};
+    for (const ModelColumn& m : kModelColumns) cols.push_back(m.column);
+    for (const char* t : kTrainingColumns) cols.push_back(t);
+    for (const char* k : {"gpu", "gpus", "gpus_per_node", "nodes_per_island"}) cols.push_back(k);
+    for (const char* b : kBandwidthColumns) cols.push_back(b);
+    for (const char* k : {"tp", "pp", "cp", "ep", "etp", "micro_batch", "vpp", "dp", "zero", "recompute", "sp",
+                          "first_stage_layers", "last_stage_layers"})
+      cols.push_back(k);
+    return cols;
+  }();
   return c;
+}
+
+bool llm_csv_reads(const std::string& column) {
+  const auto& cols = llm_csv_columns();
+  if (std::find(cols.begin(), cols.end(), column) != cols.end()) return true;
+  for (const auto& alias : kAliases)
+    if (column == alias.first) return true;
+  return column == "fsdp";
 }
 
 LlmCsvRow llm_row_from_cells(const CsvCellLookup& cell) {
   const Cells r(cell);
-  for (const char* col : {"hidden", "layers", "heads"})
-    if (!r.has(col)) throw std::invalid_argument(std::string("column ") + col + ": missing (required)");
-  json model = {{"hidden", r.integer("hidden", 0)}, {"layers", r.integer("layers", 0)}, {"heads", r.integer("heads", 0)},
-                {"vocab", r.integer("vocab", 51200)}, {"seq_len", r.integer("seq_len", 2048)}};
-  if (r.has("kv_heads")) model["kv_heads"] = r.integer("kv_heads", 0);
-  if (r.has("ffn_hidden")) model["ffn_hidden"] = r.integer("ffn_hidden", 0);
-  const double experts = r.integer("experts", 1);
-  if (experts > 1) {
-    model["experts"] = experts;
-    model["top_k"] = r.integer("top_k", 2);
-  }
-  if (r.has("gated_mlp")) model["gated_mlp"] = r.boolean("gated_mlp", false);
+  json model = model_of(r);
 
   const double tp = r.integer("tp", 1), pp = r.integer("pp", 1), cp = r.integer("cp", 1);
   for (const char* col : {"tp", "pp", "cp"})
@@ -108,14 +200,21 @@ LlmCsvRow llm_row_from_cells(const CsvCellLookup& cell) {
   const std::string gpu = r.string("gpu", "h100-sxm");
   json cluster = {{"gpu", gpu}};
   if (r.has("gpus_per_node")) cluster["gpus_per_node"] = r.integer("gpus_per_node", 8);
+  if (r.has("nodes_per_island")) cluster["nodes_per_island"] = r.integer("nodes_per_island", 0);
+  for (const char* b : kBandwidthColumns)
+    if (r.has(b)) {
+      const double v = r.number(b);
+      if (!(v > 0)) throw std::invalid_argument(std::string("column ") + b + ": expected GB/s > 0, got '" + r.text(b) + "'");
+      cluster["gpu_spec"][b] = v;
+    }
   cotune_hardware hw{};
-  hw.struct_size = COTUNE_STRUCT_SIZE(cotune_hardware, host_bytes_per_node);
+  hw.struct_size = COTUNE_STRUCT_SIZE(cotune_hardware, net_efficiency);
   json probe = cluster;
   probe["nodes"] = 1;
   try {
     perf::resolve_hardware(probe, &hw, "cluster");
   } catch (const UserError& e) {
-    throw std::invalid_argument(std::string("column gpu or gpus_per_node: ") + e.what());
+    throw std::invalid_argument(std::string("column gpu, gpus_per_node or a bandwidth: ") + e.what());
   }
   if (hw.gpus_per_node < 1) throw std::invalid_argument("column gpus_per_node: expected at least 1");
   cluster["nodes"] = std::ceil(gpus / hw.gpus_per_node);
@@ -123,6 +222,11 @@ LlmCsvRow llm_row_from_cells(const CsvCellLookup& cell) {
   json training = {{"global_batch", r.integer("global_batch", 0)}, {"dtype", r.string("dtype", "bf16")},
                    {"attention", r.string("attention", "flash")}, {"dropout", r.boolean("dropout", false)}};
   if (r.has("overlap_grad_reduce")) training["overlap_grad_reduce"] = r.boolean("overlap_grad_reduce", true);
+  if (r.has("peft")) training["peft"] = r.text("peft");
+
+  // zero, or a published table's fsdp column (> 0: FSDP over that many ranks, ZeRO-3).
+  double zero = r.integer("zero", 0);
+  if (!r.has("zero") && r.has("fsdp") && r.integer("fsdp", 0) > 0) zero = 3;
 
   LlmCsvRow row;
   row.workload = {{"model", model}, {"training", training}, {"cluster", cluster}};
@@ -130,12 +234,16 @@ LlmCsvRow llm_row_from_cells(const CsvCellLookup& cell) {
   const bool sp = r.boolean("sp", false);
   row.config = {{"tp", tp}, {"pp", pp}, {"dp", dp}, {"cp", cp}, {"ep", r.integer("ep", 1)},
                 {"micro_batch", r.integer("micro_batch", 1)}, {"vpp", r.integer("vpp", 1)},
-                {"zero", r.integer("zero", 0)}, {"recompute", recompute}, {"sp", sp}, {"gpus", gpus}, {"gpu", gpu}};
+                {"zero", zero}, {"recompute", recompute}, {"sp", sp}, {"gpus", gpus}, {"gpu", gpu}};
+  for (const char* o : kOptionalConfig)
+    if (r.has(o)) row.config[o] = r.integer(o, 0);
   // The row's values are the whole domain, so that any value (micro_batch 3, pp 35) is accepted by
   // the space and only its constraints judge the row.
   row.space_options = json::object();
   for (const char* p : {"tp", "pp", "dp", "cp", "ep", "micro_batch", "vpp", "zero", "gpus"})
     row.space_options[p] = {row.config[p]};
+  for (const char* o : kOptionalConfig)
+    if (row.config.contains(o)) row.space_options[o] = {row.config[o]};
   row.space_options["recompute"] = {recompute};
   row.space_options["sp"] = {sp};
   return row;
@@ -153,25 +261,55 @@ std::map<std::string, std::string> llm_cells_from_json(const json& workload, con
   const json& model = section("model");
   const json& training = section("training");
   const json& cluster = section("cluster");
-  static const char* const model_cols[] = {"hidden", "layers", "heads", "kv_heads", "ffn_hidden",
-                                           "vocab", "seq_len", "experts", "top_k", "gated_mlp"};
-  static const char* const training_cols[] = {"global_batch", "dtype", "attention", "dropout", "overlap_grad_reduce"};
-  auto copy = [&](const json& obj, const char* where, const char* const* cols, size_t n) {
-    for (auto it = obj.begin(); it != obj.end(); ++it) {
-      bool known = false;
-      for (size_t i = 0; i < n; ++i) known = known || it.key() == cols[i];
-      if (known) cells[it.key()] = cell_text(it.value());
-      else lost.push_back(std::string("workload/") + where + "/" + it.key());
+  for (auto it = model.begin(); it != model.end(); ++it) {
+    const std::string& key = it.key();
+    if (key == "preset") {
+      cells["preset"] = cell_text(it.value());
+      continue;
     }
-  };
-  copy(model, "model", model_cols, std::size(model_cols));
-  copy(training, "training", training_cols, std::size(training_cols));
-  for (auto it = cluster.begin(); it != cluster.end(); ++it)
-    if (it.key() != "gpu" && it.key() != "gpus_per_node" && it.key() != "nodes")
-      lost.push_back("workload/cluster/" + it.key());
-  if (cluster.contains("gpus_per_node")) cells["gpus_per_node"] = cell_text(cluster["gpus_per_node"]);
+    if (key == "mla" && it.value().is_object()) {
+      for (auto f = it.value().begin(); f != it.value().end(); ++f) {
+        bool known = false;
+        for (const ModelColumn& c : kModelColumns)
+          if (c.mla && f.key() == c.field) known = true, cells[c.column] = cell_text(f.value());
+        if (!known) lost.push_back("workload/model/mla/" + f.key());
+      }
+      continue;
+    }
+    bool known = false;
+    for (const ModelColumn& c : kModelColumns)
+      if (!c.mla && key == c.field) known = true, cells[c.column] = cell_text(it.value());
+    if (!known) lost.push_back("workload/model/" + key);
+  }
+  for (auto it = training.begin(); it != training.end(); ++it) {
+    bool known = false;
+    for (const char* t : kTrainingColumns) known = known || it.key() == t;
+    if (known) cells[it.key()] = cell_text(it.value());
+    else lost.push_back("workload/training/" + it.key());
+  }
+  for (auto it = cluster.begin(); it != cluster.end(); ++it) {
+    const std::string& key = it.key();
+    if (key == "gpu" || key == "nodes") continue;
+    if (key == "gpus_per_node" || key == "nodes_per_island") {
+      cells[key] = cell_text(it.value());
+    } else if (key == "gpu_spec" && it.value().is_object()) {
+      for (auto f = it.value().begin(); f != it.value().end(); ++f) {
+        bool known = false;
+        for (const char* b : kBandwidthColumns) known = known || f.key() == b;
+        if (known) cells[f.key()] = cell_text(f.value());
+        else lost.push_back("workload/cluster/gpu_spec/" + f.key());
+      }
+    } else {
+      lost.push_back("workload/cluster/" + key);
+    }
+  }
   for (const std::string& c : llm_config_columns()) {
-    if (!config.contains(c)) throw std::invalid_argument("configuration: missing '" + c + "'");
+    bool optional = false;
+    for (const char* o : kOptionalConfig) optional = optional || c == o;
+    if (!config.contains(c)) {
+      if (optional) continue;
+      throw std::invalid_argument("configuration: missing '" + c + "'");
+    }
     cells[c] = cell_text(config[c]);
   }
   // A cluster gpu that is not the configuration's would not survive the trip (one gpu column).
@@ -180,8 +318,8 @@ std::map<std::string, std::string> llm_cells_from_json(const json& workload, con
                                 "' differs from the configuration's gpu '" + cells["gpu"] + "'");
   std::string why;
   if (!lost.empty()) {
-    // Fields without a column (a model preset, a network description): the cells cannot say this
-    // workload, and without them reading back may not even parse (a preset leaves out hidden).
+    // Fields without a column (a network description, a price): the cells cannot say this
+    // workload.
     why = "no column for";
     for (const std::string& l : lost) why += " " + l;
   } else {

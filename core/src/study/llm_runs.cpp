@@ -65,10 +65,7 @@ bool valid_utf8(const std::string& s) {
   }
 }
 
-bool is_schema_column(const std::string& c) {
-  const auto& cols = llm_csv_columns();
-  return std::find(cols.begin(), cols.end(), c) != cols.end();
-}
+bool is_schema_column(const std::string& c) { return llm_csv_reads(c); }
 
 // The header after the mapping, checked.
 std::vector<std::string> mapped_header(const CsvTable& table,

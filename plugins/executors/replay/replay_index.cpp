@@ -67,6 +67,23 @@ const char* kind_name(ValueKind kind) {
 
 }  // namespace
 
+// The canonical text of value `x` of parameter `p` (as a table cell would say it).
+std::string canonical_value(const cotune_param& p, double x, const std::string& name) {
+  if (p.type == COTUNE_PARAM_CATEGORICAL) {
+    if (!(x >= 0) || x != std::floor(x) || x >= double(p.num_choices))
+      bad("replay executor: parameter " + name + ": " + number_key(x) + " is not a choice index");
+    return std::string(cotune::view(p.choices[static_cast<size_t>(x)]));
+  }
+  if (p.type == COTUNE_PARAM_BOOL) return x != 0 ? "true" : "false";
+  if (!std::isfinite(x)) bad("replay executor: parameter " + name + " is not a finite number");
+  return number_key(x);
+}
+
+std::optional<std::string> optional_default(const cotune_param& p, const std::string& name) {
+  if (!(p.flags & COTUNE_PARAM_OPTIONAL)) return std::nullopt;
+  return canonical_value(p, p.default_value, name);
+}
+
 std::vector<TrialParam> trial_params(const cotune_trial& trial) {
   std::vector<TrialParam> out;
   if (trial.params != nullptr && trial.config != nullptr && trial.num_params > 0) {
@@ -75,19 +92,11 @@ std::vector<TrialParam> trial_params(const cotune_trial& trial) {
       const double x = trial.config[i];
       TrialParam t;
       t.name = std::string(cotune::view(p.name));
-      if (p.type == COTUNE_PARAM_CATEGORICAL) {
-        if (!(x >= 0) || x != std::floor(x) || x >= double(p.num_choices))
-          bad("replay executor: parameter " + t.name + ": " + number_key(x) + " is not a choice index");
-        t.kind = ValueKind::text;
-        t.value = std::string(cotune::view(p.choices[static_cast<size_t>(x)]));
-      } else if (p.type == COTUNE_PARAM_BOOL) {
-        t.kind = ValueKind::boolean;
-        t.value = x != 0 ? "true" : "false";
-      } else {
-        if (!std::isfinite(x)) bad("replay executor: parameter " + t.name + " is not a finite number");
-        t.kind = ValueKind::number;
-        t.value = number_key(x);
-      }
+      t.kind = p.type == COTUNE_PARAM_CATEGORICAL ? ValueKind::text
+               : p.type == COTUNE_PARAM_BOOL      ? ValueKind::boolean
+                                                  : ValueKind::number;
+      t.value = canonical_value(p, x, t.name);
+      t.optional_default = optional_default(p, t.name);
       out.push_back(std::move(t));
     }
     return out;
@@ -132,6 +141,7 @@ std::vector<TrialParam> study_params(const cotune_trial& study) {
     t.kind = p.type == COTUNE_PARAM_CATEGORICAL ? ValueKind::text
              : p.type == COTUNE_PARAM_BOOL      ? ValueKind::boolean
                                                 : ValueKind::number;
+    t.optional_default = optional_default(p, t.name);
     out.push_back(std::move(t));
   }
   return out;
@@ -221,6 +231,7 @@ ReplayIndex::ReplayIndex(const RunTable& table, const ReplayOptions& options, st
       if (!ok) bad("replay executor options/defaults/" + name + ": expected " + kind_name(p.kind) + ", got " + value.dump());
       sources[i].fallback = v;
     }
+    if (!sources[i].column && !sources[i].fallback && p.optional_default) sources[i].fallback = *p.optional_default;
     if (!sources[i].column && !sources[i].fallback)
       bad("replay executor: " + file + " has no column '" + p.name + "' for the parameter " + p.name +
           " (its columns: " + all_columns + "); add the column, or give the parameter's value for every row with "

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -32,6 +33,9 @@ struct TrialParam {
   std::string name;
   ValueKind kind = ValueKind::text;
   std::string value;
+  // The canonical default of a parameter the space added later (COTUNE_PARAM_OPTIONAL): a table
+  // without its column holds runs at that value.
+  std::optional<std::string> optional_default;
 };
 
 // The trial's parameters: from params/config when the host gives them, else from the flat

@@ -17,7 +17,8 @@ namespace cotune::core {
 // calls into noexcept functions and reports an exception escaping it all the same.
 struct LlmCsvRow {  // NOLINT(bugprone-exception-escape): see above
   nlohmann::json workload;       // {"model", "training", "cluster"} (docs/workloads.md)
-  nlohmann::json config;         // tp, pp, dp, cp, ep, micro_batch, vpp, zero, recompute, sp, gpus, gpu
+  nlohmann::json config;         // tp, pp, dp, cp, ep, micro_batch, vpp, zero, recompute, sp, gpus, gpu (+ etp,
+                                 // first_stage_layers, last_stage_layers when given)
   nlohmann::json space_options;  // the row's own values as each parameter's domain
 };
 
@@ -30,6 +31,9 @@ LlmCsvRow llm_row_from_cells(const CsvCellLookup& cell);
 
 // Every column name of the schema (inputs only), in the documented order.
 const std::vector<std::string>& llm_csv_columns();
+// True for a column the row reader reads: a schema column, or another name published tables use
+// for one (moe_ffn_hidden for expert_ffn_hidden; fsdp, whose value > 0 means zero 3).
+bool llm_csv_reads(const std::string& column);
 // The configuration columns (the space's parameters).
 const std::vector<std::string>& llm_config_columns();
 
