@@ -1,32 +1,154 @@
-// Accuracy of the performance model on published measurements: prints every row of Megatron-LM
-// SC'21 Table 1 (TFLOP/s per GPU) and Korthikanti et al. MLSys'23 Table 5 (iteration time), the
-// error of each, the mean absolute percentage error and the pairwise ordering.
-//   build-perf/bin/perfmodel_accuracy_bench [DATA_DIR]
+// Accuracy of the performance model on published measurements: Megatron-LM SC'21 Table 1 and
+// Korthikanti et al. MLSys'23 Table 5 row by row, then every table of DATA_DIR/published/ per slice
+// (GPU x dtype x dense/MoE): rows simulated, refused (with the reason counted), predicted out of
+// memory, MAPE, median APE and signed mean error of the step time, and Kendall's tau of throughput
+// within each model/GPU/dtype group, and the MAPE after calibrating on 5 % and on 20 % of each
+// table's rows, judged on the rest (mean of 5 seeded draws; docs/benchmarks/perfmodel.md).
+//   build/bin/perfmodel_accuracy_bench [DATA_DIR] [--rows] [--table NAME]
 #include <cotune/core/registry.hpp>
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <exception>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "perfmodel/published_runs.hpp"
+#include "perfmodel/published_table.hpp"
+
+namespace {
+
+using cotune::core::perf::Accuracy;
+using cotune::core::perf::PublishedRow;
+using cotune::core::perf::PublishedTable;
+using cotune::core::perf::RowPrediction;
+
+std::string pct(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f%%", 100 * v);
+  return buf;
+}
+
+std::string tau_text(const Accuracy& a) {
+  if (!std::isfinite(a.tau)) return "-";
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), "%.2f (%d)", a.tau, a.tau_pairs);
+  return buf;
+}
+
+void print_header() {
+  std::printf("| slice | rows | simulated | refused | OOM flagged | MAPE | median APE | signed mean | tau (pairs) | "
+              "MAPE cal. 5%% | MAPE cal. 20%% |\n");
+  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+}
+
+struct Scored {
+  std::vector<const PublishedRow*> rows;
+  std::vector<RowPrediction> predictions;
+  void add(const PublishedRow* r, const RowPrediction& p) {
+    rows.push_back(r);
+    predictions.push_back(p);
+  }
+};
+
+// Calibrated on `fraction` of the table's rows, judged on the rest of this slice's rows.
+std::string calibrated_mape(const Scored& table, const std::string& slice, double fraction) {
+  constexpr int kRepeats = 5;
+  const auto held = cotune::core::perf::calibrated_held_out(table.rows, table.predictions, fraction, kRepeats);
+  Scored in_slice;
+  for (size_t i = 0; i < held.rows.size(); ++i)
+    if (slice.empty() || held.rows[i]->slice() == slice) in_slice.add(held.rows[i], held.predictions[i]);
+  const Accuracy a = cotune::core::perf::accuracy_of(in_slice.rows, in_slice.predictions);
+  return a.simulated ? pct(a.mape) : "-";
+}
+
+void print_line(const std::string& name, const Accuracy& a, const Scored* table = nullptr, const std::string& slice = "") {
+  int refused = 0;
+  for (const auto& [why, n] : a.refused) refused += n;
+  const std::string cal5 = table ? calibrated_mape(*table, slice, 0.05) : "-";
+  const std::string cal20 = table ? calibrated_mape(*table, slice, 0.20) : "-";
+  std::printf("| %s | %d | %d | %d | %d | %s | %s | %s | %s | %s | %s |\n", name.c_str(), a.rows, a.simulated, refused,
+              a.oom, a.simulated ? pct(a.mape).c_str() : "-", a.simulated ? pct(a.median_ape).c_str() : "-",
+              a.simulated ? pct(a.signed_mean).c_str() : "-", tau_text(a).c_str(), cal5.c_str(), cal20.c_str());
+}
+
+void old_tables(const cotune::core::Registry& registry, const std::string& dir) {
+  for (const auto& t : cotune::core::perf::check_published_runs(registry, dir)) {
+    std::printf("\n## %s (%s)\n\n", t.table.c_str(), t.metric.c_str());
+    std::printf("| row | measured | predicted | error | configuration simulated |\n|---|---:|---:|---:|---|\n");
+    for (const auto& r : t.rows)
+      std::printf("| %s | %.2f | %.2f | %+.1f%% | `%s` |\n", r.label.c_str(), r.measured, r.predicted,
+                  100 * r.error(), r.config.c_str());
+    std::printf("\nMAPE %.1f%%; pairs more than 5%% apart ordered right: %d of %d\n", 100 * t.mape, t.pairs_ordered,
+                t.pairs);
+  }
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   try {
-    const std::string dir = argc > 1 ? argv[1] : COTUNE_SHARED_DIR "/data";
+    std::string dir = COTUNE_SHARED_DIR "/data";
+    std::string only;
+    bool rows = false;
+    for (int i = 1; i < argc; ++i) {
+      if (std::strcmp(argv[i], "--rows") == 0) rows = true;
+      else if (std::strcmp(argv[i], "--table") == 0 && i + 1 < argc) only = argv[++i];
+      else dir = argv[i];
+    }
     cotune::core::Registry registry;
     if (!registry.load_file(COTUNE_PLUGIN_DIR "/libcotune-space-llm.so")) {
       std::fprintf(stderr, "cannot load the llm space from %s\n", COTUNE_PLUGIN_DIR);
       return 1;
     }
-    for (const auto& t : cotune::core::perf::check_published_runs(registry, dir)) {
-      std::printf("\n%s (%s)\n", t.table.c_str(), t.metric.c_str());
-      std::printf("| row | measured | predicted | error | configuration simulated |\n|---|---:|---:|---:|---|\n");
-      for (const auto& r : t.rows)
-        std::printf("| %s | %.2f | %.2f | %+.1f%% | `%s` |\n", r.label.c_str(), r.measured, r.predicted,
-                    100 * r.error(), r.config.c_str());
-      std::printf("MAPE %.1f%%; pairs more than 5%% apart ordered right: %d of %d\n", 100 * t.mape, t.pairs_ordered,
-                  t.pairs);
+    if (only.empty()) old_tables(registry, dir);
+
+    std::map<std::string, Scored> all_slices;
+    const std::vector<PublishedTable> tables = cotune::core::perf::read_published_tables(dir + "/published");
+    for (const PublishedTable& t : tables) {
+      if (!only.empty() && t.name != only) continue;
+      Scored table;
+      std::map<std::string, Scored> slices;
+      for (const PublishedRow& r : t.rows) {
+        const RowPrediction p = cotune::core::perf::predict_published_row(registry, r);
+        table.add(&r, p);
+        slices[r.slice()].add(&r, p);
+        all_slices[r.slice()].add(&r, p);
+      }
+      std::printf("\n## published/%s (%zu rows; TFLOP/s counted with %s)\n\n", t.name.c_str(), t.rows.size(),
+                  t.convention_note.c_str());
+      print_header();
+      for (const auto& [name, s] : slices)
+        print_line(name, cotune::core::perf::accuracy_of(s.rows, s.predictions), &table, name);
+      const Accuracy whole = cotune::core::perf::accuracy_of(table.rows, table.predictions);
+      print_line("**all**", whole, &table);
+      if (!whole.refused.empty()) {
+        std::printf("\nRefused:\n");
+        for (const auto& [why, n] : whole.refused) std::printf("- %d: %s\n", n, why.c_str());
+      }
+      if (rows) {
+        std::printf("\n| line | model | slice | measured step s | predicted | error | configuration |\n"
+                    "|---:|---|---|---:|---:|---:|---|\n");
+        for (size_t i = 0; i < table.rows.size(); ++i) {
+          const PublishedRow& r = *table.rows[i];
+          const RowPrediction& p = table.predictions[i];
+          if (!p.refused.empty()) continue;
+          std::printf("| %zu | %s | %s | %.3f | %.3f | %+.1f%%%s | `%s` |\n", r.line, r.model.c_str(),
+                      r.slice().c_str(), p.measured_step_s, p.step_s, 100 * (p.step_s / p.measured_step_s - 1),
+                      p.oom ? " (OOM)" : "", p.config.c_str());
+        }
+      }
     }
+    std::printf("\n## All published tables, per slice\n\n");
+    print_header();
+    Scored everything;
+    for (const auto& [name, s] : all_slices) {
+      print_line(name, cotune::core::perf::accuracy_of(s.rows, s.predictions));
+      for (size_t i = 0; i < s.rows.size(); ++i) everything.add(s.rows[i], s.predictions[i]);
+    }
+    print_line("**all**", cotune::core::perf::accuracy_of(everything.rows, everything.predictions));
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

@@ -2,10 +2,15 @@
 #include "perfmodel/published_runs.hpp"
 
 #include <cotune/core/errors.hpp>
+#include <cotune/core/llm_csv_row.hpp>
 #include <cotune/core/perfmodel.hpp>
+#include <cotune/core/ranking_metrics.hpp>
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <memory>
+#include <random>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -146,10 +151,236 @@ TableAccuracy korthikanti_table5(const Registry& registry, const std::string& di
   return t;
 }
 
+struct Candidate {
+  double step = 0;
+  bool fits = false;
+  std::string config;
+  double model_flops_per_gpu = 0;
+  std::shared_ptr<const TraceCopy> trace;
+};
+
+// The fastest of the unstated choices (see predict_published_row).
+RowPrediction predict_row(const Registry& registry, const PublishedRow& row, const json* calibration,
+                          const std::map<std::string, std::string>& cells) {
+  RowPrediction out;
+  LlmCsvRow r;
+  try {
+    r = llm_row_from_cells([&](const std::string& col) -> const std::string* {
+      auto it = cells.find(col);
+      return it == cells.end() || it->second.empty() ? nullptr : &it->second;
+    });
+  } catch (const std::exception& e) {
+    out.refused = e.what();
+    return out;
+  }
+  if (calibration != nullptr) r.workload["cluster"]["calibration"] = *calibration;
+  const std::vector<double> micro_batches =
+      row.micro_batch_unstated ? std::vector<double>{1, 2, 4, 8} : std::vector<double>{r.config["micro_batch"].get<double>()};
+  const std::vector<double> vpps = row.vpp_unstated ? std::vector<double>{1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20}
+                                                    : std::vector<double>{r.config["vpp"].get<double>()};
+  // Unstated recomputation: none (what nearly every recipe runs), else the lightest set of cheap
+  // modules whose memory estimate fits, else none (flagged out of memory: the run did fit); a
+  // stated one as given.
+  struct Recompute {
+    std::string granularity, modules;
+  };
+  std::vector<Recompute> recomputes = {{r.config["recompute"].get<std::string>(), ""}};
+  if (row.recompute_unstated)
+    recomputes = {{"none", ""},
+                  {"selective", "core_attn"},
+                  {"selective", "core_attn,layernorm"},
+                  {"selective", "core_attn,mla_up_proj"},
+                  {"selective", "core_attn,layernorm,mla_up_proj,moe_act"}};
+  std::vector<std::string> granularities, module_sets;
+  for (const Recompute& rc : recomputes) {
+    if (std::find(granularities.begin(), granularities.end(), rc.granularity) == granularities.end())
+      granularities.push_back(rc.granularity);
+    if (!rc.modules.empty()) module_sets.push_back(rc.modules);
+  }
+  std::vector<double> etps = {r.config.contains("etp") ? r.config["etp"].get<double>() : 0.0};
+  if (row.etp_unstated && row.moe) etps = {0, 1};  // 0: the tensor-parallel degree
+  r.space_options["micro_batch"] = micro_batches;
+  r.space_options["vpp"] = vpps;
+  r.space_options["recompute"] = granularities;
+  if (!module_sets.empty()) r.space_options["recompute_modules"] = module_sets;
+  r.space_options["etp"] = etps;
+  std::unique_ptr<Space> space;
+  try {
+    space = registry.make_space("llm", r.workload.dump(), r.space_options.dump());
+  } catch (const std::exception& e) {
+    out.refused = e.what();
+    return out;
+  }
+  Candidate best;
+  std::string first_reason;
+  for (double mb : micro_batches)
+    for (double vpp : vpps) {
+      Candidate c;
+      for (const Recompute& rc : recomputes) {  // the lightest recomputation that fits
+        json config = r.config;
+        config["micro_batch"] = mb, config["vpp"] = vpp, config["recompute"] = rc.granularity;
+        if (!rc.modules.empty()) config["recompute_modules"] = rc.modules;
+        else if (!module_sets.empty()) config["recompute_modules"] = module_sets.front();
+        std::vector<double> v;
+        std::string why;
+        for (double etp : etps) {  // the first expert grid the framework accepts
+          config["etp"] = etp;
+          v = space->parse(config.dump());
+          why = space->explain(v.data());
+          if (why.find("ep*etp") == std::string::npos) break;
+        }
+        const bool oom = why.rfind("out of memory", 0) == 0;
+        if (why.find("recompute module") != std::string::npos || why.find("recompute_modules") != std::string::npos)
+          continue;  // modules this model has not (mla_up_proj without MLA, ...)
+        if (!why.empty() && !oom) {
+          if (first_reason.empty()) first_reason = why;
+          break;  // a layout rule: another recomputation will not help
+        }
+        cotune_sim_result res{};
+        res.struct_size = sizeof res;
+        const cotune_trace& trace = space->lower(v.data());
+        simulate(trace, &res);
+        if (c.step == 0 || !oom)  // the first (lightest) when nothing fits
+          c = {res.step_time_s, !oom, space->render(v.data(), COTUNE_RENDER_JSON), trace.model_flops_per_gpu,
+               std::make_shared<const TraceCopy>(trace)};
+        if (!oom) break;
+      }
+      if (c.step == 0) continue;
+      const bool better = best.step == 0 || (c.fits && !best.fits) || (c.fits == best.fits && c.step < best.step);
+      if (better) best = c;
+    }
+  if (best.step == 0) {
+    out.refused = first_reason.empty() ? "no valid configuration" : first_reason;
+    return out;
+  }
+  out.step_s = best.step;
+  out.config = best.config;
+  out.oom = !best.fits;
+  out.trace = best.trace;
+  out.measured_step_s = row.measured_step_s;
+  if (out.measured_step_s <= 0 && row.published_tflops > 0)
+    out.measured_step_s = best.model_flops_per_gpu / (row.published_tflops * 1e12);
+  return out;
+}
+
 }  // namespace
 
 std::vector<TableAccuracy> check_published_runs(const Registry& registry, const std::string& data_dir) {
   return {megatron_table1(registry, data_dir), korthikanti_table5(registry, data_dir)};
+}
+
+RowPrediction predict_published_row(const Registry& registry, const PublishedRow& row, const json* calibration) {
+  if (!row.refused.empty()) return RowPrediction{0, 0, "", row.refused, false, nullptr};
+  RowPrediction p = predict_row(registry, row, calibration, row.cells);
+  if (p.refused.find("unknown preset") != std::string::npos) {
+    // The table's model is no preset: its own dimensions, and SwiGLU by family.
+    std::map<std::string, std::string> cells = row.cells;
+    cells.erase("preset");
+    if (cells.count("gated_mlp_fallback")) cells["gated_mlp"] = cells["gated_mlp_fallback"];
+    if (!cells.count("hidden")) return RowPrediction{0, 0, "", "model dimensions unknown", false, nullptr};
+    p = predict_row(registry, row, calibration, cells);
+  }
+  return p;
+}
+
+Accuracy accuracy_of(const std::vector<const PublishedRow*>& rows, const std::vector<RowPrediction>& predictions) {
+  Accuracy a;
+  a.rows = static_cast<int>(rows.size());
+  std::vector<double> ape;
+  double signed_sum = 0;
+  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> groups;  // predicted, measured throughput
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const RowPrediction& p = predictions[i];
+    if (!p.refused.empty() || p.step_s <= 0) {
+      ++a.refused[p.refused.empty() ? "not simulated" : p.refused];
+      continue;
+    }
+    ++a.simulated;
+    if (p.oom) ++a.oom;
+    const double measured = p.measured_step_s;
+    const double e = p.step_s / measured - 1;
+    ape.push_back(std::fabs(e));
+    signed_sum += e;
+    // Throughput per GPU: tokens per step over (step time x GPUs); the tokens cancel within a group
+    // only when they are the same, so compare tokens/s/GPU.
+    double gbs = 0, seq = 0, gpus = 0;
+    try {
+      gbs = std::stod(rows[i]->cells.at("global_batch"));
+      seq = rows[i]->cells.count("seq_len") ? std::stod(rows[i]->cells.at("seq_len")) : 0;
+      gpus = std::stod(rows[i]->cells.at("gpus"));
+    } catch (const std::exception&) {
+      continue;
+    }
+    if (seq <= 0) continue;
+    auto& g = groups[rows[i]->group()];
+    g.first.push_back(gbs * seq / (p.step_s * gpus));
+    g.second.push_back(gbs * seq / (measured * gpus));
+  }
+  if (!ape.empty()) {
+    double sum = 0;
+    for (double v : ape) sum += v;
+    a.mape = sum / ape.size();
+    a.signed_mean = signed_sum / ape.size();
+    std::vector<double> sorted = ape;
+    std::sort(sorted.begin(), sorted.end());
+    const size_t n = sorted.size();
+    a.median_ape = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+  }
+  double weighted = 0;
+  for (const auto& [name, g] : groups) {
+    const double tau = kendall_tau(g.first, g.second);
+    if (!std::isfinite(tau)) continue;
+    const int pairs = static_cast<int>(g.first.size() * (g.first.size() - 1) / 2);
+    weighted += tau * pairs;
+    a.tau_pairs += pairs;
+  }
+  if (a.tau_pairs > 0) a.tau = weighted / a.tau_pairs;
+  return a;
+}
+
+HeldOutPredictions calibrated_held_out(const std::vector<const PublishedRow*>& rows,
+                                       const std::vector<RowPrediction>& predictions, double fraction, int repeats) {
+  HeldOutPredictions out;
+  std::vector<size_t> usable;
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (predictions[i].refused.empty() && predictions[i].trace && predictions[i].measured_step_s > 0) usable.push_back(i);
+  if (usable.size() < 2) return out;
+  const size_t drawn = std::max<size_t>(1, size_t(std::lround(fraction * double(usable.size()))));
+  CalibrationOptions options;
+  options.held_out = false;
+  for (int rep = 0; rep < repeats; ++rep) {
+    std::vector<size_t> order = usable;
+    std::shuffle(order.begin(), order.end(), std::mt19937(1000 + rep));
+    std::map<std::string, std::vector<CalibrationRun>> by_gpu;
+    for (size_t k = 0; k < drawn && k < order.size(); ++k) {
+      const size_t i = order[k];
+      by_gpu[rows[i]->gpu].push_back({"line " + std::to_string(rows[i]->line), *predictions[i].trace,
+                                      predictions[i].measured_step_s});
+    }
+    std::map<std::string, json> constants;
+    for (const auto& [gpu, runs] : by_gpu) {
+      if (runs.size() < 2) continue;
+      try {
+        constants[gpu] = calibrate(runs, options).constants();
+        ++out.fitted_gpus;
+      } catch (const UserError&) {
+        // the drawn rows are one configuration: this GPU stays uncalibrated in this draw
+      }
+    }
+    for (size_t k = drawn; k < order.size(); ++k) {
+      const size_t i = order[k];
+      RowPrediction p = predictions[i];
+      auto c = constants.find(rows[i]->gpu);
+      if (c != constants.end()) {
+        std::vector<CalibrationRun> one = {{"", *p.trace, p.measured_step_s}};
+        p.step_s = calibrated_step_times(one, c->second).front();
+      }
+      out.rows.push_back(rows[i]);
+      out.predictions.push_back(std::move(p));
+    }
+    ++out.draws;
+  }
+  return out;
 }
 
 }  // namespace cotune::core::perf

@@ -1,13 +1,21 @@
-// The accuracy check of the performance model against published measurements
-// (/work/shared/data: Megatron-LM SC'21 Table 1, Korthikanti et al. MLSys'23 Table 5). Used by
-// bench/perfmodel_accuracy_bench.cpp and tests/unit/perf_accuracy_test.cpp.
+// The accuracy check of the performance model against published measurements (../shared/data:
+// Megatron-LM SC'21 Table 1, Korthikanti et al. MLSys'23 Table 5, and the recipe tables under
+// published/). Used by bench/perfmodel_accuracy_bench.cpp and tests/unit/perf_accuracy_test.cpp.
 #ifndef COTUNE_CORE_PERFMODEL_PUBLISHED_RUNS_HPP_
 #define COTUNE_CORE_PERFMODEL_PUBLISHED_RUNS_HPP_
 
+#include <cotune/core/calibration.hpp>
 #include <cotune/core/registry.hpp>
 
+#include <nlohmann/json.hpp>
+
+#include <limits>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "perfmodel/published_table.hpp"
 
 namespace cotune::core::perf {
 
@@ -35,6 +43,48 @@ struct TableAccuracy {
 // the paper tuned them, so each row takes the fastest valid micro_batch in {1, 2, 4, 8} and
 // vpp (as the model ranks them) with full recomputation.
 std::vector<TableAccuracy> check_published_runs(const Registry& registry, const std::string& data_dir);
+
+// The model's step time for one row of a published table (published_table.hpp). What the row
+// leaves unstated is what its recipe tuned: micro_batch in {1, 2, 4, 8} and vpp among those the
+// pipeline allows, the fastest as the model ranks them, each with the lightest recomputation
+// (none, selective, full) whose memory estimate fits; an unstated etp is Megatron-LM's default
+// (tp), or 1 where the expert grid needs it. `calibration`, when not null, is set as the
+// workload's cluster.calibration (docs/calibration.md).
+struct RowPrediction {
+  double step_s = 0;    // 0 when refused
+  double measured_step_s = 0;  // the row's, or from its TFLOP/s and the model's FLOPs
+  std::string config;   // the configuration simulated, as JSON
+  std::string refused;  // why it was not simulated: the rule the layout breaks
+  bool oom = false;     // simulated, but the memory estimate exceeds the GPU's
+  std::shared_ptr<const TraceCopy> trace;  // of the configuration simulated (for calibration)
+};
+RowPrediction predict_published_row(const Registry& registry, const PublishedRow& row,
+                                    const nlohmann::json* calibration = nullptr);
+
+// The accuracy of a set of rows: counts, refusals by reason, errors of the step time (predicted /
+// measured - 1) and Kendall's tau-b of throughput within each group (published_table.hpp's
+// group(): one model on one GPU type in one dtype), averaged with each group weighted by its pairs.
+struct Accuracy {
+  int rows = 0, simulated = 0, oom = 0;
+  std::map<std::string, int> refused;  // reason -> rows
+  double mape = 0, median_ape = 0, signed_mean = 0;  // fractions
+  double tau = std::numeric_limits<double>::quiet_NaN();
+  int tau_pairs = 0;
+};
+Accuracy accuracy_of(const std::vector<const PublishedRow*>& rows, const std::vector<RowPrediction>& predictions);
+
+// Calibrated on a fraction of the rows, judged on the rest: `repeats` draws (seeded) of
+// max(1, round(fraction x rows)) simulated rows; the constants of each GPU type with at least two
+// drawn rows are fitted on them (calibrate() with its defaults, no held-out folds) and applied to
+// that GPU's other rows. Returns the predictions of every draw's other rows (a GPU without a fit
+// keeps the uncalibrated prediction), pooled, with `rows` to score them by.
+struct HeldOutPredictions {
+  std::vector<const PublishedRow*> rows;
+  std::vector<RowPrediction> predictions;
+  int fitted_gpus = 0, draws = 0;  // GPU types calibrated, summed over draws
+};
+HeldOutPredictions calibrated_held_out(const std::vector<const PublishedRow*>& rows,
+                                       const std::vector<RowPrediction>& predictions, double fraction, int repeats);
 
 }  // namespace cotune::core::perf
 

@@ -1,0 +1,227 @@
+// Reading tables of published runs (see published_table.hpp).
+#include "perfmodel/published_table.hpp"
+
+#include <cotune/core/csv.hpp>
+#include <cotune/core/errors.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+namespace cotune::core::perf {
+namespace {
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool contains_word(const std::string& text, const char* word) { return lower(text).find(word) != std::string::npos; }
+
+bool number(const std::string& text, double* out) {
+  if (text.empty()) return false;
+  try {
+    size_t used = 0;
+    const double v = std::stod(text, &used);
+    if (used != text.size() || !std::isfinite(v)) return false;
+    *out = v;
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+// SwiGLU by model family (see the header), or nullopt when the name says nothing.
+int gated_by_family(const std::string& model) {
+  for (const char* g : {"llama", "qwen", "mistral", "mixtral", "deepseek", "kimi", "gpt-oss", "gpt oss", "gpt_oss",
+                        "gptoss", "gemma", "olmo", "yi-"})
+    if (contains_word(model, g)) return 1;
+  for (const char* n : {"gpt", "mpt", "nemotron", "opt-", "bloom", "falcon", "starcoder"})
+    if (contains_word(model, n)) return 0;
+  return -1;
+}
+
+// The catalogue name of a GPU as tables write it.
+std::string catalogue_gpu(const std::string& gpu) {
+  const std::string g = lower(gpu);
+  if (g == "h100" || g == "h100-80gb" || g == "h100 sxm" || g == "h100_sxm" || g == "dgx-h100") return "h100-sxm";
+  if (g == "a100" || g == "a100-sxm" || g == "a100 80gb" || g == "a100-80g") return "a100-80gb";
+  if (g == "a100-40g" || g == "a100 40gb") return "a100-40gb";
+  return g;
+}
+
+std::string dtype_of(const std::string& dtype) {
+  const std::string d = lower(dtype);
+  if (d.rfind("fp8", 0) == 0 || d.find("mxfp8") != std::string::npos) return "fp8";
+  if (d.rfind("fp4", 0) == 0 || d.find("nvfp4") != std::string::npos) return "fp4";
+  if (d == "fp16") return "fp16";
+  return d.empty() ? "bf16" : d;
+}
+
+// Dense transformer FLOPs per token (forward x 3) as Megatron-LM and NeMo count them, from the
+// row's cells; 0 when the row is not a plain dense model.
+double dense_flops_per_token(const std::map<std::string, std::string>& c, FlopsConvention conv) {
+  auto get = [&](const char* k, double fallback) {
+    double v = fallback;
+    auto it = c.find(k);
+    if (it != c.end()) number(it->second, &v);
+    return v;
+  };
+  const double h = get("hidden", 0), L = get("layers", 0), a = get("heads", 0), s = get("seq_len", 0),
+               V = get("vocab", 0);
+  if (h <= 0 || L <= 0 || a <= 0 || s <= 0 || V <= 0 || get("experts", 1) > 1) return 0;
+  const double kv = get("kv_heads", a), ffn = get("ffn_hidden", 4 * h), hd = get("head_dim", h / a);
+  const double mats = c.count("gated_mlp") && c.at("gated_mlp") == "true" ? 3 : 2;
+  const double params = L * (h * (a * hd + 2 * kv * hd) + a * hd * h + mats * h * ffn) + V * h;
+  const double keys = conv == FlopsConvention::kCausal ? s / 2 : s;
+  return 3 * (2 * params + L * 4 * keys * a * hd);
+}
+
+PublishedRow read_row(const CsvTable& t, const CsvRecord& rec) {
+  auto cell = [&](const char* name) -> std::string {
+    const long i = t.column(name);
+    return i < 0 ? std::string() : rec.fields[size_t(i)];
+  };
+  PublishedRow r;
+  r.line = rec.line;
+  r.model = cell("model");
+  r.gpu = catalogue_gpu(cell("gpu"));
+  r.dtype = dtype_of(cell("dtype"));
+  double experts = 1, ep = 1;
+  r.moe = (number(cell("experts"), &experts) && experts > 1) || (number(cell("ep"), &ep) && ep > 1);
+  auto& c = r.cells;
+  for (const char* k : {"hidden", "layers", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab", "seq_len",
+                        "global_batch", "gpus", "tp", "pp", "cp", "gated_mlp", "tie_embeddings", "zero", "sp",
+                        "shared_experts", "shared_expert_ffn_hidden", "dense_layers_first", "moe_layer_freq",
+                        "capacity_factor", "mtp_layers", "first_stage_layers", "last_stage_layers"})
+    if (!cell(k).empty()) c[k] = cell(k);
+  if (r.moe) {
+    if (!cell("experts").empty()) c["experts"] = cell("experts");
+    for (const char* k : {"top_k", "ep", "etp"})
+      if (!cell(k).empty()) c[k] = cell(k);
+    r.etp_unstated = cell("etp").empty();
+    const std::string expert_ffn = !cell("expert_ffn_hidden").empty() ? cell("expert_ffn_hidden") : cell("moe_ffn_hidden");
+    if (!expert_ffn.empty()) c["expert_ffn_hidden"] = expert_ffn;
+  }
+  if (!r.model.empty()) c["preset"] = r.model;
+  if (!c.count("gated_mlp")) {
+    int gated = gated_by_family(r.model);
+    if (gated < 0) {
+      double h = 0, f = 0;
+      gated = number(cell("hidden"), &h) && number(cell("ffn_hidden"), &f) && f == 4 * h ? 0 : 1;
+    }
+    c["gated_mlp_fallback"] = gated ? "true" : "false";  // used when the name is no preset
+  }
+  c["gpu"] = r.gpu;
+  c["dtype"] = r.dtype;
+  if (lower(cell("task")) == "lora") c["peft"] = "lora";  // frozen base weights; sft and pretrain train them all
+  c["attention"] = "flash";
+  c["dropout"] = "false";
+  double fsdp = 0;
+  if (!c.count("zero")) c["zero"] = number(cell("fsdp"), &fsdp) && fsdp > 0 ? "3" : "1";
+  double tp = 1;
+  number(cell("tp"), &tp);
+  if (!c.count("sp")) c["sp"] = tp > 1 ? "true" : "false";
+  if (!cell("micro_batch").empty()) c["micro_batch"] = cell("micro_batch");
+  else r.micro_batch_unstated = true;
+  if (!cell("vpp").empty()) c["vpp"] = cell("vpp");
+  else r.vpp_unstated = true;
+  const std::string recompute = lower(cell("recompute"));
+  if (recompute.empty()) r.recompute_unstated = true;
+  else c["recompute"] = recompute;
+
+  if (!c.count("hidden") && r.model.empty()) r.refused = "model dimensions unknown";
+
+  // The measurement, as a step time.
+  double gbs = 0, seq = 0, gpus = 0, v = 0;
+  number(cell("global_batch"), &gbs);
+  number(cell("seq_len"), &seq);
+  number(cell("gpus"), &gpus);
+  if (number(cell("step_time_s"), &v) && v > 0) {
+    r.measured_step_s = v, r.measured_from = "step_time_s";
+  } else if (number(cell("tokens_per_s_per_gpu"), &v) && v > 0 && gbs > 0 && seq > 0 && gpus > 0) {
+    r.measured_step_s = gbs * seq / (v * gpus), r.measured_from = "tokens_per_s_per_gpu";
+  } else if (number(cell("tokens_per_s"), &v) && v > 0 && gbs > 0 && seq > 0) {
+    r.measured_step_s = gbs * seq / v, r.measured_from = "tokens_per_s";
+  } else if (number(cell("tflops_per_gpu"), &v) && v > 0) {
+    r.measured_from = "tflops_per_gpu";  // converted once the table's convention is known
+    r.published_tflops = v;
+  } else if (r.refused.empty()) {
+    r.refused = "no measurement (step time, tokens/s or TFLOP/s)";
+  }
+  return r;
+}
+
+}  // namespace
+
+std::string PublishedRow::slice() const { return gpu + " " + dtype + (moe ? " moe" : " dense"); }
+
+std::string PublishedRow::group() const { return model + " " + gpu + " " + dtype; }
+
+PublishedTable read_published_table(const std::string& path) {
+  const CsvTable t = read_csv_file(path);
+  for (const char* k : {"model", "gpu", "gpus", "tp", "pp", "global_batch", "seq_len"})
+    if (t.column(k) < 0) throw UserError(path + ": no column '" + std::string(k) + "' (the published schema)");
+  PublishedTable table;
+  table.name = std::filesystem::path(path).stem().string();
+  for (const CsvRecord& rec : t.rows) table.rows.push_back(read_row(t, rec));
+
+  // The table's FLOP convention: from the rows that give both tokens/s per GPU and TFLOP/s.
+  const long tflops_col = t.column("tflops_per_gpu"), tokens_col = t.column("tokens_per_s_per_gpu");
+  int causal = 0, full = 0;
+  for (size_t i = 0; i < t.rows.size() && tflops_col >= 0 && tokens_col >= 0; ++i) {
+    double tf = 0, tok = 0;
+    if (!number(t.rows[i].fields[size_t(tflops_col)], &tf) || !number(t.rows[i].fields[size_t(tokens_col)], &tok))
+      continue;
+    std::map<std::string, std::string> c = table.rows[i].cells;
+    if (c.count("gated_mlp_fallback") && !c.count("gated_mlp")) c["gated_mlp"] = c["gated_mlp_fallback"];
+    const double fc = dense_flops_per_token(c, FlopsConvention::kCausal);
+    const double ff = dense_flops_per_token(c, FlopsConvention::kFullAttention);
+    if (fc <= 0) continue;
+    const double implied = tf * 1e12 / tok;
+    (std::fabs(implied / fc - 1) < std::fabs(implied / ff - 1) ? causal : full) += 1;
+  }
+  if (causal + full > 0) {
+    table.convention = causal > full ? FlopsConvention::kCausal : FlopsConvention::kFullAttention;
+    table.convention_note = std::string(causal > full ? "causal" : "full attention") + " (" +
+                            std::to_string(std::max(causal, full)) + " of " + std::to_string(causal + full) +
+                            " dense rows with tokens/s and TFLOP/s agree)";
+  } else {
+    table.convention = FlopsConvention::kFullAttention;
+    table.convention_note = "full attention (no row gives both tokens/s and TFLOP/s: Megatron-LM's and NeMo's "
+                            "formula before 2025)";
+  }
+  for (PublishedRow& r : table.rows) {
+    if (r.measured_from != "tflops_per_gpu" || !r.refused.empty()) continue;
+    std::map<std::string, std::string> c = r.cells;
+    if (c.count("gated_mlp_fallback") && !c.count("gated_mlp")) c["gated_mlp"] = c["gated_mlp_fallback"];
+    if (table.convention == FlopsConvention::kCausal) continue;  // the model's own count, once simulated
+    const double per_token = dense_flops_per_token(c, table.convention);
+    double gbs = 0, seq = 0, gpus = 0;
+    number(c["global_batch"], &gbs);
+    number(c["seq_len"], &seq);
+    number(c["gpus"], &gpus);
+    if (per_token <= 0) {
+      r.refused = "only TFLOP/s published, counted with full attention: known for dense models only";
+      continue;
+    }
+    r.measured_step_s = per_token * gbs * seq / (r.published_tflops * 1e12 * gpus);
+  }
+  return table;
+}
+
+std::vector<PublishedTable> read_published_tables(const std::string& dir) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+    if (e.is_regular_file() && e.path().extension() == ".csv") files.push_back(e.path().string());
+  if (ec) throw UserError(dir + ": cannot list it (" + ec.message() + ")");
+  std::sort(files.begin(), files.end());
+  std::vector<PublishedTable> tables;
+  for (const std::string& f : files) tables.push_back(read_published_table(f));
+  return tables;
+}
+
+}  // namespace cotune::core::perf

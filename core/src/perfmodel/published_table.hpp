@@ -1,0 +1,62 @@
+// Tables of published training runs (../shared/data/published/, schema in its README): each row
+// as the llm CSV schema's cells (docs/simulate.md), with what the table leaves unstated and the
+// measured step time. Used by bench/perfmodel_accuracy_bench and tests/unit/perf_accuracy_test.
+//
+// The rules, the same for every row and table (no per-row constant):
+//  - the model: the dimensions the row gives; a row whose `model` names a preset (its name with
+//    punctuation and case ignored, or all of its words) takes the preset's architecture for what
+//    the table has no column for (head_dim, MLA, shared experts, dense first layers, MTP); a row
+//    with neither dimensions nor a preset is refused ("model dimensions unknown");
+//  - SwiGLU: the preset's, else by family (Llama, Qwen, Mistral/Mixtral, DeepSeek, Kimi, gpt-oss,
+//    Gemma: gated; GPT, MPT, Nemotron, OPT, BLOOM, Falcon: not), else gated unless ffn = 4 hidden;
+//  - the layout as printed; dp = gpus / (tp pp cp); fsdp > 0 is ZeRO-3 (FSDP), otherwise the
+//    distributed optimizer (ZeRO-1: Megatron-Bridge's and NeMo's default); sp when tp > 1 (their
+//    recipes' default); etp unstated is Megatron's default (tp);
+//  - unstated micro_batch, vpp or recompute are left to the caller (the recipe tuned them).
+#ifndef COTUNE_CORE_PERFMODEL_PUBLISHED_TABLE_HPP_
+#define COTUNE_CORE_PERFMODEL_PUBLISHED_TABLE_HPP_
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace cotune::core::perf {
+
+// How a table counted its TFLOP/s: attention scores over the causal half (Megatron-LM and NeMo
+// since 2025) or over the whole sequence (their formulas before).
+enum class FlopsConvention { kCausal, kFullAttention };
+
+struct PublishedRow {
+  size_t line = 0;
+  std::string model, gpu, dtype;  // as the table names them (gpu: the catalogue name it maps to)
+  bool moe = false;
+  std::map<std::string, std::string> cells;  // the llm CSV schema's cells
+  bool micro_batch_unstated = false, vpp_unstated = false, recompute_unstated = false, etp_unstated = false;
+  double measured_step_s = 0;  // from step_time_s or tokens/s (per GPU); or TFLOP/s (below)
+  std::string measured_from;   // which column it came from
+  // TFLOP/s when that is all the row gives. Counted with full attention, the step time follows from
+  // the dense formula (measured_step_s is set); counted causally, from the model's own FLOPs
+  // (Megatron-LM's count, MoE and MLA included: measured_step_s stays 0 until simulated).
+  double published_tflops = 0;
+  std::string refused;         // why the row cannot be described ("" when it can)
+
+  std::string slice() const;   // "gpu dtype dense|moe"
+  std::string group() const;   // "model gpu dtype": rows whose throughput is ranked together
+};
+
+struct PublishedTable {
+  std::string name;  // the file's stem
+  FlopsConvention convention = FlopsConvention::kFullAttention;
+  std::string convention_note;  // how the convention was found
+  std::vector<PublishedRow> rows;
+};
+
+// Reads one table. Throws UserError when the file cannot be read or lacks the schema's columns.
+PublishedTable read_published_table(const std::string& path);
+
+// The tables of a folder (every *.csv, sorted by name).
+std::vector<PublishedTable> read_published_tables(const std::string& dir);
+
+}  // namespace cotune::core::perf
+
+#endif  // COTUNE_CORE_PERFMODEL_PUBLISHED_TABLE_HPP_
