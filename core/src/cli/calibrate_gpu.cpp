@@ -1,7 +1,7 @@
-// `cotune calibrate --gpu --base NAME [--out FILE]`: measures GEMM efficiency over a grid of sizes
-// and dtypes, memory bandwidth and attention on the local GPU through the cuda executor plugin (the
-// core never links CUDA), fits the performance model's efficiency curve and writes a GPU description
-// that a study can use as cluster.gpu_spec instead of the catalogue entry.
+// `cotune calibrate --gpu --base NAME`: measures GEMM efficiency over a grid of sizes and dtypes,
+// memory bandwidth and attention on the local GPU through the cuda executor plugin (the core never
+// links CUDA), fits the performance model's efficiency curve and returns the constants for the
+// calibration file (cli/calibrate.cpp writes it), the same format `calibrate --runs` writes.
 //
 // Each measurement is a single-op step trace submitted to the executor; its measured time comes
 // back in the metrics (measured_gemm_s, measured_memory_s, measured_attention_s).
@@ -11,7 +11,6 @@
 #include <cotune/core/perfmodel.hpp>
 #include <cotune/core/registry.hpp>
 
-#include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -22,11 +21,10 @@
 #include <string>
 #include <vector>
 
-#include "cli/command.hpp"
+#include "cli/calibrate.hpp"
 
 namespace cotune::cli {
 namespace {
-namespace po = boost::program_options;
 using nlohmann::json;
 
 const char* const kDtypes[COTUNE_DTYPE_COUNT] = {"fp32", "tf32", "bf16", "fp16", "fp8"};
@@ -119,35 +117,9 @@ std::string today() {
   return buf;
 }
 
-int run_calibrate(int argc, char** argv) {
-  std::string base, out_path, executor_options = "{}";
-  po::options_description desc(
-      "usage: cotune calibrate --gpu --base NAME [--out FILE] [--executor-options JSON]\n\n"
-      "Measures GEMM efficiency (sizes 256..8192, every dtype the GPU has), memory bandwidth and attention\n"
-      "on the local GPU with the cuda executor plugin, fits the performance model's efficiency curve\n"
-      "against the peaks of the catalogue GPU NAME, and writes a GPU description usable as\n"
-      "cluster.gpu_spec. Exit status: 0 ok, 1 no usable GPU or a failed measurement, 2 bad input.\n\noptions");
-  desc.add_options()
-      ("help,h", "this help")
-      ("gpu", "calibrate on the local GPU (the only calibration source so far)")
-      ("base", po::value(&base), "catalogue GPU whose peaks, memory and network the measurement refines")
-      ("out", po::value(&out_path), "write the GPU description here (default: stdout)")
-      ("executor-options", po::value(&executor_options)->default_value("{}"),
-       "JSON options of the cuda executor (device, warmup, repeats)");
-  po::variables_map vm;
-  try {
-    po::store(po::parse_command_line(argc, argv, desc), vm);
-    if (vm.count("help")) {
-      std::cout << desc << "\n";
-      return 0;
-    }
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw core::UserError(std::string(e.what()) + " (see 'cotune calibrate --help')");
-  }
-  if (!vm.count("gpu")) throw core::UserError("calibrate: --gpu is required (it is the only calibration source)");
-  if (base.empty()) throw core::UserError("calibrate: --base NAME is required (a catalogue GPU, e.g. h100-sxm)");
+}  // namespace
 
+int calibrate_on_gpu(const std::string& base, const std::string& executor_options, json* out) {
   const json catalogue = json::parse(core::embedded_file("gpus.json"));
   if (!catalogue.at("gpus").contains(base)) {
     std::string names;
@@ -155,7 +127,7 @@ int run_calibrate(int argc, char** argv) {
     throw core::UserError("calibrate: --base '" + base + "' is not in the GPU catalogue (expected one of " + names + ")");
   }
   cotune_hardware hw{};
-  hw.struct_size = COTUNE_STRUCT_SIZE(cotune_hardware, host_bytes_per_node);
+  hw.struct_size = sizeof hw;
   core::perf::resolve_hardware(json{{"gpu", base}, {"nodes", 1}, {"gpus_per_node", 1}}, &hw, "--base");
 
   core::Registry registry;
@@ -168,12 +140,13 @@ int run_calibrate(int argc, char** argv) {
   auto executor = registry.make_executor("cuda", executor_options);
 
   json report = {{"gemm", json::object()}};
-  std::string device;
+  json constants = json::object();
   try {
-    // GEMMs: square sizes, every dtype the base GPU has a peak for.
-    std::vector<Sample> bf16_samples;
+    // GEMMs: square sizes, every dtype the base GPU has a peak for; each dtype's curve is fitted
+    // against its own peak (bf16 gives the size curve, fp8 its efficiency).
     for (int dtype = 0; dtype < COTUNE_DTYPE_COUNT; ++dtype) {
       if (hw.peak_flops[dtype] <= 0) continue;
+      std::vector<Sample> samples;
       for (double n : {256.0, 512.0, 1024.0, 2048.0, 4096.0, 8192.0}) {
         cotune_op op = base_op(COTUNE_OP_GEMM, dtype, "gemm");
         op.m = op.n = op.k = n;
@@ -189,15 +162,22 @@ int run_calibrate(int argc, char** argv) {
                                                                   {"fraction_of_peak", flops / s / hw.peak_flops[dtype]}};
         std::printf("gemm %-4s %5d^3  %10.3f us  %8.1f TFLOP/s  %5.1f%% of catalogue peak\n", kDtypes[dtype], int(n),
                     s * 1e6, tflops, 100 * flops / s / hw.peak_flops[dtype]);
-        if (dtype == COTUNE_DTYPE_BF16) bf16_samples.push_back({flops, s});
+        samples.push_back({flops, s});
+      }
+      if (samples.size() < 2) continue;
+      double e_max = 0, half = 0;
+      fit_gemm_curve(samples, hw.peak_flops[dtype], hw.kernel_launch_s, &e_max, &half);
+      if (dtype == COTUNE_DTYPE_BF16) {
+        constants["gemm_efficiency_max"] = e_max;
+        constants["gemm_half_efficiency_gflops"] = half / 1e9;
+      } else if (dtype == COTUNE_DTYPE_FP8) {
+        constants["gemm_efficiency_fp8"] = e_max;
       }
     }
-    if (bf16_samples.size() < 2) {
+    if (!constants.contains("gemm_efficiency_max")) {
       std::fprintf(stderr, "calibrate: no bf16 GEMMs could be measured; nothing to fit\n");
       return 1;
     }
-    double e_max = 0, half = 0;
-    fit_gemm_curve(bf16_samples, hw.peak_flops[COTUNE_DTYPE_BF16], hw.kernel_launch_s, &e_max, &half);
 
     // Memory bandwidth: a 1 GiB copy (512 MiB read, 512 MiB written).
     cotune_op copy = base_op(COTUNE_OP_MEMORY, COTUNE_DTYPE_BF16, "copy");
@@ -209,54 +189,34 @@ int run_calibrate(int argc, char** argv) {
       return 1;
     }
     const double mem_eff = std::min(1.0, copy.bytes / mem_s / hw.hbm_bytes_per_s);
+    constants["memory_efficiency"] = mem_eff;
     std::printf("memory copy 1 GiB  %10.3f us  %8.1f GB/s  %5.1f%% of catalogue bandwidth\n", mem_s * 1e6,
                 copy.bytes / mem_s / 1e9, 100 * mem_eff);
 
-    // Attention (reported; the model's attention factor is not a GPU field).
+    // Fused attention forward, causal as training runs it: its fraction of the bf16 peak.
     cotune_op att = base_op(COTUNE_OP_ATTENTION, COTUNE_DTYPE_BF16, "attention");
     att.batch = 1, att.heads = 32, att.seq_q = att.seq_kv = 4096, att.head_dim = 128;
-    const double att_flops = 4 * att.batch * att.heads * att.seq_q * att.seq_kv * att.head_dim;
+    att.flags = COTUNE_OP_CAUSAL;
+    const double att_flops = 2 * att.batch * att.heads * att.seq_q * att.seq_kv * att.head_dim;
     const double att_s = measure(*executor, OneOpTrace(att, hw, att_flops), "measured_attention_s", &why);
     if (att_s > 0) {
-      report["attention"] = {{"shape", "1x32 heads, 4096 x 4096, head_dim 128, bf16, forward"},
+      const double eff = std::min(1.0, att_flops / att_s / hw.peak_flops[COTUNE_DTYPE_BF16]);
+      constants["attention_efficiency"] = eff;
+      report["attention"] = {{"shape", "1x32 heads, 4096 x 4096 causal, head_dim 128, bf16, forward"},
                              {"seconds", att_s},
                              {"tflops", att_flops / att_s / 1e12}};
-      std::printf("attention fwd 32x4096^2x128  %10.3f us  %8.1f TFLOP/s\n", att_s * 1e6, att_flops / att_s / 1e12);
-    }
-
-    json spec = catalogue.at("gpus").at(base);
-    spec["name"] = base + "-calibrated";
-    spec["gemm_efficiency_max"] = e_max;
-    spec["gemm_half_efficiency_gflops"] = half / 1e9;
-    spec["memory_efficiency"] = mem_eff;
-    report["fit"] = {{"gemm_efficiency_max", e_max}, {"gemm_half_efficiency_gflops", half / 1e9},
-                     {"memory_efficiency", mem_eff}};
-    spec["about"] = "Calibrated on " + today() + " by cotune calibrate --gpu from catalogue entry " + base +
-                    " with the cuda executor: " + report.dump();
-    std::printf("fit: gemm_efficiency_max %.3f, gemm_half_efficiency_gflops %.3f, memory_efficiency %.3f\n", e_max,
-                half / 1e9, mem_eff);
-    // The file must be accepted by the model as it stands.
-    cotune_hardware check{};
-    check.struct_size = COTUNE_STRUCT_SIZE(cotune_hardware, host_bytes_per_node);
-    core::perf::resolve_hardware(json{{"gpu_spec", spec}, {"nodes", 1}}, &check, "calibrated gpu_spec");
-
-    const std::string text = spec.dump(2) + "\n";
-    if (out_path.empty()) {
-      std::cout << text;
-    } else {
-      std::ofstream f(out_path, std::ios::binary | std::ios::trunc);
-      if (!(f << text)) throw core::UserError("calibrate: --out '" + out_path + "': cannot write it");
-      std::printf("wrote %s (use it as cluster.gpu_spec)\n", out_path.c_str());
+      std::printf("attention fwd 32x4096^2x128 causal  %10.3f us  %8.1f TFLOP/s\n", att_s * 1e6,
+                  att_flops / att_s / 1e12);
     }
   } catch (const core::PluginError& e) {
     std::fprintf(stderr, "calibrate: %s\n", e.what());
     return 1;
   }
+  std::printf("fit:");
+  for (auto it = constants.begin(); it != constants.end(); ++it) std::printf(" %s %.4g", it.key().c_str(), it.value().get<double>());
+  std::printf("\n");
+  *out = {{"constants", constants}, {"measurements", report}, {"measured_on", today()}};
   return 0;
 }
-
-}  // namespace
-
-COTUNE_COMMAND("calibrate", "measure the local GPU and write a calibrated GPU description", run_calibrate);
 
 }  // namespace cotune::cli

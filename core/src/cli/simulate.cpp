@@ -1,5 +1,6 @@
 // `cotune simulate`: times one configuration of the llm space with the performance model and
 // prints the breakdown (or JSON), or checks a CSV of configurations in one go (--batch).
+#include <cotune/core/calibration.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/json_document.hpp>
 #include <cotune/core/perfmodel.hpp>
@@ -53,6 +54,7 @@ json result_json(const std::string& status, const std::string& reason, const jso
              {{"compute_s", r.compute_s},
               {"bubble_s", r.bubble_s},
               {"optimizer_s", r.optimizer_s},
+              {"launch_bound_s", r.launch_bound_s},
               {"exposed_comm_s", exposed},
               {"memory_gib",
                {{"weights", t.memory.weights / GiB},
@@ -88,6 +90,7 @@ void print_text(const std::string& status, const std::string& reason, const std:
   line("compute", r.compute_s);
   line("pipeline bubble", r.bubble_s);
   line("optimizer", r.optimizer_s);
+  if (r.launch_bound_s > 0) line("waiting for the host", r.launch_bound_s);
   for (int g = 0; g < COTUNE_GROUP_COUNT; ++g) {
     if (r.exposed_comm_s[g] <= 0) continue;
     std::string name = std::string("exposed ") + kGroupNames[g] + " comm";
@@ -96,12 +99,13 @@ void print_text(const std::string& status, const std::string& reason, const std:
 }
 
 int run_simulate(int argc, char** argv) {
-  std::string workload_path, config_path, batch_path, out_path, space_options = "{}";
+  std::string workload_path, config_path, batch_path, out_path, calibration_path, space_options = "{}";
   po::options_description desc(
-      "usage: cotune simulate --workload W.json --config C.json [--json]\n"
-      "       cotune simulate --batch IN.csv [--out OUT.csv]\n\n"
+      "usage: cotune simulate --workload W.json --config C.json [--json] [--calibration CAL.json]\n"
+      "       cotune simulate --batch IN.csv [--out OUT.csv] [--calibration CAL.json]\n\n"
       "Times one configuration of the llm space with the analytic performance model and prints the\n"
       "breakdown, or simulates every row of a CSV (columns in docs/simulate.md; '-' reads stdin).\n"
+      "--calibration applies the constants `cotune calibrate` fitted (docs/calibration.md).\n"
       "Exit status: 0 ok, 1 when the configuration (or any batch row) is not ok, 2 bad input.\n\noptions");
   desc.add_options()
       ("help,h", "this help")
@@ -110,7 +114,8 @@ int run_simulate(int argc, char** argv) {
       ("space-options", po::value(&space_options)->default_value("{}"), "JSON options of the llm space")
       ("json", "print the result as JSON")
       ("batch", po::value(&batch_path), "CSV of workloads and configurations, one per row")
-      ("out", po::value(&out_path), "write the batch result here instead of stdout");
+      ("out", po::value(&out_path), "write the batch result here instead of stdout")
+      ("calibration", po::value(&calibration_path), "a calibration file (cotune calibrate) to apply");
   po::variables_map vm;
   try {
     po::store(po::parse_command_line(argc, argv, desc), vm);
@@ -125,6 +130,8 @@ int run_simulate(int argc, char** argv) {
 
   core::Registry registry;
   registry.load_default();
+  json calibration;
+  if (!calibration_path.empty()) calibration = core::perf::read_calibration_file(calibration_path);
 
   if (!batch_path.empty()) {
     if (!workload_path.empty() || !config_path.empty())
@@ -141,14 +148,19 @@ int run_simulate(int argc, char** argv) {
       if (!outfile) throw core::UserError("--out '" + out_path + "': cannot write it");
     }
     std::ostream& out = out_path.empty() ? std::cout : outfile;
-    const size_t bad = simulate_batch(registry, in, batch_path, out);
+    const size_t bad = simulate_batch(registry, in, batch_path, out, calibration.is_null() ? nullptr : &calibration);
     out.flush();
     return bad == 0 ? 0 : 1;
   }
 
   if (workload_path.empty() || config_path.empty())
     throw core::UserError("give --workload and --config, or --batch (see 'cotune simulate --help')");
-  const std::string workload = read_json_text(workload_path, "--workload");
+  std::string workload = read_json_text(workload_path, "--workload");
+  if (!calibration.is_null()) {
+    json w = json::parse(workload);
+    core::perf::apply_calibration(w, calibration, "--workload '" + workload_path + "'");
+    workload = w.dump();
+  }
   const std::string config_text = read_json_text(config_path, "--config");
   std::unique_ptr<core::Space> space;
   std::vector<double> values;
@@ -168,7 +180,7 @@ int run_simulate(int argc, char** argv) {
 
   const cotune_trace& trace = space->lower(values.data());
   cotune_sim_result r{};
-  r.struct_size = COTUNE_STRUCT_SIZE(cotune_sim_result, cost_per_mtokens);
+  r.struct_size = sizeof r;
   core::perf::simulate(trace, &r);
   const std::string status = oom ? "oom" : "ok";
   const std::string rendered = space->render(values.data(), COTUNE_RENDER_JSON);

@@ -3,6 +3,7 @@
 // through, and a bad row gets status=invalid with its reason while the others still come out.
 #include "cli/simulate_batch.hpp"
 
+#include <cotune/core/calibration.hpp>
 #include <cotune/core/csv.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/llm_csv_row.hpp>
@@ -41,8 +42,9 @@ struct Outcome {
 
 // The row's workload and configuration come from the shared row reader (core/llm_csv_row.hpp), the
 // same as `cotune import` uses, so both read a row alike.
-Outcome simulate_row(const core::Registry& registry, const core::CsvCellLookup& cell) {
-  const core::LlmCsvRow row = core::llm_row_from_cells(cell);
+Outcome simulate_row(const core::Registry& registry, const core::CsvCellLookup& cell, const json* calibration) {
+  core::LlmCsvRow row = core::llm_row_from_cells(cell);
+  if (calibration != nullptr) core::perf::apply_calibration(row.workload, *calibration, "row");
   auto space = registry.make_space("llm", row.workload.dump(), row.space_options.dump());
   const std::vector<double> values = space->parse(row.config.dump());
   Outcome o;
@@ -53,7 +55,7 @@ Outcome simulate_row(const core::Registry& registry, const core::CsvCellLookup& 
     return o;
   }
   cotune_sim_result res{};
-  res.struct_size = COTUNE_STRUCT_SIZE(cotune_sim_result, cost_per_mtokens);
+  res.struct_size = sizeof res;
   core::perf::simulate(space->lower(values.data()), &res);
   o.status = oom ? "oom" : "ok";
   o.timed = true;
@@ -64,7 +66,8 @@ Outcome simulate_row(const core::Registry& registry, const core::CsvCellLookup& 
 
 }  // namespace
 
-size_t simulate_batch(const core::Registry& registry, std::istream& in, const std::string& source, std::ostream& out) {
+size_t simulate_batch(const core::Registry& registry, std::istream& in, const std::string& source, std::ostream& out,
+                      const json* calibration) {
   // The shared reader: RFC 4180 quoting, an unclosed quote and an oversized record are errors.
   core::CsvReader reader(in, source);
   core::CsvRecord record;
@@ -93,10 +96,13 @@ size_t simulate_batch(const core::Registry& registry, std::istream& in, const st
       if (fields.size() != header.size())
         throw std::invalid_argument("has " + std::to_string(fields.size()) + " fields, the header " +
                                     std::to_string(header.size()));
-      o = simulate_row(registry, [&](const std::string& col) -> const std::string* {
-        auto it = index.find(col);
-        return it == index.end() || fields[it->second].empty() ? nullptr : &fields[it->second];
-      });
+      o = simulate_row(
+          registry,
+          [&](const std::string& col) -> const std::string* {
+            auto it = index.find(col);
+            return it == index.end() || fields[it->second].empty() ? nullptr : &fields[it->second];
+          },
+          calibration);
     } catch (const std::exception& e) {
       o = Outcome{};
       o.status = "invalid";

@@ -5,6 +5,8 @@
 
 #include <cotune/core/registry.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <istream>
 #include <ostream>
 #include <string>
@@ -13,7 +15,9 @@ namespace cotune::cli {
 
 // Reads CSV from `in` (named `source` in messages) and writes the result CSV to `out`. Returns the
 // number of rows that were not ok. Throws core::UserError when the header itself is unusable.
-size_t simulate_batch(const core::Registry& registry, std::istream& in, const std::string& source, std::ostream& out);
+// `calibration`, when not null, is the per-GPU constants of a calibration file, applied to every row.
+size_t simulate_batch(const core::Registry& registry, std::istream& in, const std::string& source, std::ostream& out,
+                      const nlohmann::json* calibration = nullptr);
 
 }  // namespace cotune::cli
 

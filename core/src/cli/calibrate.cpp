@@ -1,0 +1,146 @@
+// `cotune calibrate`: fits the performance model's constants to measured runs (--runs RUNS.csv) or
+// to microbenchmarks of the local GPU (--gpu --base NAME), and writes the calibration file that
+// `simulate --calibration`, study files ("calibration") and `predictor eval --calibration` apply.
+#include <cotune/core/calibration.hpp>
+#include <cotune/core/errors.hpp>
+#include <cotune/core/registry.hpp>
+
+#include <boost/program_options.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/calibrate.hpp"
+#include "cli/command.hpp"
+
+namespace cotune::cli {
+namespace {
+
+namespace po = boost::program_options;
+using nlohmann::json;
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+// The summary goes to stdout when the file goes to --out, to stderr when the file goes to stdout.
+void print_result(std::FILE* to, const core::perf::CalibrationResult& r) {
+  std::fprintf(to, "\n%s: %zu runs\n", r.gpu.c_str(), r.runs);
+  std::fprintf(to, "  %-30s %12s %12s   %s\n", "constant", "before", "fitted", "1-sigma range");
+  for (const auto& f : r.fitted)
+    std::fprintf(to, "  %-30s %12.4g %12.4g   [%.4g, %.4g]\n", f.name.c_str(), f.before, f.value, f.low, f.high);
+  for (const std::string& n : r.not_fitted) std::fprintf(to, "  not fitted: %s\n", n.c_str());
+  std::fprintf(to, "  step-time error on these runs: MAPE %.1f%% -> %.1f%%, median %.1f%% -> %.1f%%\n",
+               100 * r.before.mape, 100 * r.after.mape, 100 * r.before.median_ape, 100 * r.after.median_ape);
+  if (r.folds > 0)
+    std::fprintf(to, "  held out (%zu-fold: each fold predicted by a fit on the others): MAPE %.1f%%, median %.1f%%\n",
+                 r.folds, 100 * r.held_out.mape, 100 * r.held_out.median_ape);
+}
+
+void write_file(const json& file, const std::string& path) {
+  const std::string text = file.dump(2) + "\n";
+  if (path.empty()) {
+    std::cout << text;
+    return;
+  }
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!(f << text)) throw core::UserError("calibrate: --out '" + path + "': cannot write it");
+  std::printf("\nwrote %s (apply it with simulate --calibration, a study's \"calibration\" or predictor eval "
+              "--calibration)\n", path.c_str());
+}
+
+int run_calibrate(int argc, char** argv) {
+  std::string runs_path, base, out_path, fit, executor_options = "{}";
+  size_t folds = 5;
+  double prior_sigma = 0.5;
+  po::options_description desc(
+      "usage: cotune calibrate --runs RUNS.csv [--out CAL.json] [--fit NAMES] [--folds K]\n"
+      "       cotune calibrate --gpu --base NAME [--out CAL.json] [--executor-options JSON]\n\n"
+      "Fits the performance model's hardware and software constants and writes a calibration file.\n"
+      "--runs: RUNS.csv has the columns of `cotune simulate --batch` (docs/simulate.md) and a measured\n"
+      "step_time_s (or step_time_ms, tokens_per_s, tokens_per_s_per_gpu); the constants of each GPU type\n"
+      "are fitted on its rows by robust least squares on the log step time, each kept near its catalogue\n"
+      "value unless the runs say otherwise. It prints each constant with its uncertainty, the error before\n"
+      "and after on the runs and a k-fold held-out error, and refuses runs that cannot determine what is\n"
+      "asked (naming them). --gpu: microbenchmarks on the local GPU through the cuda executor.\n"
+      "Constants: gemm_efficiency_max, gemm_half_efficiency_gflops, gemm_efficiency_fp8, gemm_efficiency_fp4,\n"
+      "attention_efficiency, memory_efficiency, kernel_launch_us, host_launch_us,\n"
+      "network_efficiency.{node,cluster,island}, latency_us.{node,cluster,island} (docs/calibration.md).\n"
+      "Exit status: 0 ok, 1 no usable GPU or a failed measurement, 2 bad input.\n\noptions");
+  desc.add_options()
+      ("help,h", "this help")
+      ("runs", po::value(&runs_path), "measured runs to fit on (CSV)")
+      ("gpu", "calibrate on the local GPU instead (microbenchmarks)")
+      ("base", po::value(&base), "with --gpu: the catalogue GPU whose peaks, memory and network the measurement refines")
+      ("out", po::value(&out_path), "write the calibration file here (default: stdout)")
+      ("fit", po::value(&fit), "comma-separated constants to fit (default: every constant the runs determine)")
+      ("folds", po::value(&folds)->default_value(5), "folds of the held-out error (0: none)")
+      ("prior-sigma", po::value(&prior_sigma)->default_value(0.5),
+       "how far (natural log) a constant may stray from its catalogue value at one sigma")
+      ("executor-options", po::value(&executor_options)->default_value("{}"),
+       "with --gpu: JSON options of the cuda executor (device, warmup, repeats)");
+  po::variables_map vm;
+  try {
+    po::store(po::parse_command_line(argc, argv, desc), vm);
+    if (vm.count("help")) {
+      std::cout << desc << "\n";
+      return 0;
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw core::UserError(std::string(e.what()) + " (see 'cotune calibrate --help')");
+  }
+  const bool gpu = vm.count("gpu") > 0;
+  if (gpu == !runs_path.empty())
+    throw core::UserError("calibrate: give --runs RUNS.csv (measured runs) or --gpu --base NAME (the local GPU)");
+  if (!(prior_sigma > 0)) throw core::UserError("calibrate: --prior-sigma must be > 0");
+
+  if (gpu) {
+    if (base.empty()) throw core::UserError("calibrate: --gpu needs --base NAME (a catalogue GPU, e.g. h100-sxm)");
+    json measured;
+    const int status = calibrate_on_gpu(base, executor_options, &measured);
+    if (status != 0) return status;
+    json entry = measured;
+    entry["runs"] = 0;
+    write_file({{"cotune_calibration", 1}, {"source", "cotune calibrate --gpu --base " + base}, {"gpus", {{base, entry}}}},
+               out_path);
+    return 0;
+  }
+
+  core::Registry registry;
+  registry.load_default();
+  const auto runs = read_calibration_runs(registry, runs_path);
+  core::perf::CalibrationOptions options;
+  options.fit = split_list(fit);
+  options.folds = folds;
+  options.held_out = folds >= 2;
+  options.prior_sigma = prior_sigma;
+  std::vector<core::perf::CalibrationResult> results;
+  for (const auto& [name, gpu_runs] : runs) {
+    try {
+      results.push_back(core::perf::calibrate(gpu_runs, options));
+    } catch (const core::UserError& e) {
+      throw core::UserError(runs_path + " (" + name + "): " + e.what());
+    }
+    print_result(out_path.empty() ? stderr : stdout, results.back());
+  }
+  write_file(core::perf::calibration_file(results, runs_path), out_path);
+  return 0;
+}
+
+}  // namespace
+
+COTUNE_COMMAND("calibrate", "fit the performance model's constants to measured runs or to the local GPU",
+               run_calibrate);
+
+}  // namespace cotune::cli

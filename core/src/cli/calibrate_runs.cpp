@@ -1,0 +1,81 @@
+// Measured runs for `cotune calibrate --runs` (see calibrate.hpp): each CSV row through the llm
+// space to its step trace, with the step time it took.
+#include <cotune/core/csv.hpp>
+#include <cotune/core/errors.hpp>
+#include <cotune/core/llm_csv_row.hpp>
+#include <cotune/core/perfmodel.hpp>
+
+#include <cmath>
+#include <stdexcept>
+
+#include "cli/calibrate.hpp"
+
+namespace cotune::cli {
+namespace {
+
+using nlohmann::json;
+
+double positive(const std::string& text, const std::string& where) {
+  try {
+    size_t used = 0;
+    const double v = std::stod(text, &used);
+    if (used == text.size() && std::isfinite(v) && v > 0) return v;
+  } catch (const std::exception&) {
+  }
+  throw core::UserError(where + ": expected a positive number, got '" + text + "'");
+}
+
+}  // namespace
+
+std::map<std::string, std::vector<core::perf::CalibrationRun>> read_calibration_runs(const core::Registry& registry,
+                                                                                     const std::string& path) {
+  const core::CsvTable table = core::read_csv_file(path);
+  const char* const measured[] = {"step_time_s", "step_time_ms", "tokens_per_s", "tokens_per_s_per_gpu"};
+  bool any = false;
+  for (const char* m : measured) any = any || table.column(m) >= 0;
+  if (!any)
+    throw core::UserError(path + ": no measured column (expected step_time_s, step_time_ms, tokens_per_s or "
+                          "tokens_per_s_per_gpu beside the columns of cotune simulate --batch)");
+  std::map<std::string, std::vector<core::perf::CalibrationRun>> runs;
+  for (const core::CsvRecord& rec : table.rows) {
+    const std::string where = path + ": line " + std::to_string(rec.line);
+    auto cell = [&](const std::string& col) -> const std::string* {
+      const long i = table.column(col);
+      return i < 0 || rec.fields[size_t(i)].empty() ? nullptr : &rec.fields[size_t(i)];
+    };
+    core::LlmCsvRow row;
+    try {
+      row = core::llm_row_from_cells(cell);
+    } catch (const std::invalid_argument& e) {
+      throw core::UserError(where + ": " + e.what());
+    }
+    std::unique_ptr<core::Space> space;
+    std::vector<double> values;
+    try {
+      space = registry.make_space("llm", row.workload.dump(), row.space_options.dump());
+      values = space->parse(row.config.dump());
+    } catch (const std::exception& e) {
+      throw core::UserError(where + ": " + e.what());
+    }
+    const std::string why = space->explain(values.data());
+    if (!why.empty() && why.rfind("out of memory", 0) != 0)  // it ran, so a memory estimate over the GPU's is no reason
+      throw core::UserError(where + ": the llm space refuses this layout: " + why);
+    const cotune_trace& trace = space->lower(values.data());
+    // The measurement as a step time; tokens per step come from the trace (a preset's seq_len too).
+    double step = 0;
+    if (const std::string* t = cell("step_time_s")) step = positive(*t, where + ", column step_time_s");
+    else if (const std::string* t = cell("step_time_ms")) step = positive(*t, where + ", column step_time_ms") / 1e3;
+    else if (const std::string* t = cell("tokens_per_s"))
+      step = trace.tokens_per_step / positive(*t, where + ", column tokens_per_s");
+    else if (const std::string* t = cell("tokens_per_s_per_gpu"))
+      step = trace.tokens_per_step / (positive(*t, where + ", column tokens_per_s_per_gpu") * trace.gpus);
+    else
+      throw core::UserError(where + ": no measured value (step_time_s, step_time_ms, tokens_per_s or tokens_per_s_per_gpu)");
+    const std::string gpu(trace.hardware.gpu_name.data, trace.hardware.gpu_name.len);
+    runs[gpu].push_back({"line " + std::to_string(rec.line), core::perf::TraceCopy(trace), step});
+  }
+  if (runs.empty()) throw core::UserError(path + ": no runs (a header and no rows)");
+  return runs;
+}
+
+}  // namespace cotune::cli
