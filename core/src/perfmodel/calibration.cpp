@@ -142,6 +142,19 @@ Fit fit_theta(Model& m, const std::vector<size_t>& index, const Vector& theta0, 
   Fit fit;
   fit.theta = theta0;
   if (index.empty()) return fit;
+  // A coarse scan first, a constant at a time: the host-launch floor and the max() of compute and
+  // memory make some constants flat around the catalogue's value, where a gradient sees nothing.
+  for (int sweep = 0; sweep < 2; ++sweep)
+    for (long j = 0; j < fit.theta.size(); ++j) {
+      double best = objective(fit.theta), best_t = fit.theta(j);
+      for (double f : {-1.4, -0.7, 0.7, 1.4}) {
+        Vector t = fit.theta;
+        t(j) = std::clamp(fit.theta(j) + f, lo(j), hi(j));
+        const double v = objective(t);
+        if (v < best) best = v, best_t = t(j);
+      }
+      fit.theta(j) = best_t;
+    }
   dlib::find_min_box_constrained(dlib::bfgs_search_strategy(), dlib::objective_delta_stop_strategy(1e-7, 200),
                                  objective, dlib::derivative(objective, 1e-4), fit.theta, lo, hi);
   // Uncertainty: the inverse of the Gauss-Newton curvature of the loss, scaled by the residuals'
@@ -309,9 +322,21 @@ CalibrationResult calibrate(const std::vector<CalibrationRun>& runs, const Calib
     throw UserError("calibrate: the runs (" + run_list(runs, all) +
                     ") are one configuration: their step times cannot tell any constant from another");
 
+  // How much a constant moves the runs' step times: at its value, and a factor of 4 either way
+  // (a floor such as the host's issue time binds only beyond some value).
   std::vector<double> sensitivity(every.size(), 0);
-  for (size_t j = 0; j < every.size(); ++j)
+  constexpr double kProbe = 1.3862943611198906;  // log(4)
+  for (size_t j = 0; j < every.size(); ++j) {
     for (size_t i = 0; i < runs.size(); ++i) sensitivity[j] = std::max(sensitivity[j], std::fabs(J0[i][j]));
+    for (double sign : {-1.0, 1.0}) {
+      Vector t = theta_all;
+      t(long(j)) = std::clamp(t(long(j)) + sign * kProbe, std::log(kConstants[j].lower), std::log(kConstants[j].upper));
+      const double step = std::fabs(t(long(j)) - theta_all(long(j)));
+      if (step <= 0) continue;
+      const std::vector<double> r = model.residuals(every, t);
+      for (size_t i = 0; i < runs.size(); ++i) sensitivity[j] = std::max(sensitivity[j], std::fabs(r[i] - r0[i]) / step);
+    }
+  }
 
   std::vector<size_t> index;
   if (!options.fit.empty()) {

@@ -1,0 +1,245 @@
+// Calibration of the performance model: on runs the model itself generates with known constants it
+// recovers them; too few, degenerate or uninformative runs are refused with the runs named; the
+// calibration file round-trips and a bad one names the field; `cotune calibrate` and
+// `simulate --calibration` through the real binary.
+#include <cotune/core/calibration.hpp>
+#include <cotune/core/components.hpp>
+#include <cotune/core/errors.hpp>
+#include <cotune/core/perfmodel.hpp>
+#include <cotune/core/registry.hpp>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "support/cli_process.hpp"
+
+using namespace cotune::core;
+using cotune::core::perf::CalibrationOptions;
+using cotune::core::perf::CalibrationRun;
+using cotune::core::perf::TraceCopy;
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+namespace {
+
+constexpr const char* kPlugin = COTUNE_PLUGIN_DIR "/libcotune-space-llm.so";
+
+struct CliResult {
+  int status = -1;
+  std::string out, err;
+};
+
+CliResult run_cli(const std::string& dir, const std::vector<std::string>& args) {
+  using namespace cotune::testing;
+  CliResult r;
+  r.status = wait_exit(spawn_cotune(dir, args, dir + "/out.txt", dir + "/err.txt"));
+  r.out = read_file(dir + "/out.txt");
+  r.err = read_file(dir + "/err.txt");
+  return r;
+}
+
+json workload(double nodes, const json& calibration = json()) {
+  json w = {{"model", {{"hidden", 2048}, {"layers", 16}, {"heads", 16}, {"vocab", 32000}, {"seq_len", 2048}}},
+            {"training", {{"global_batch", 256}, {"dtype", "bf16"}}},
+            {"cluster", {{"gpu", "h100-sxm"}, {"nodes", nodes}}}};
+  if (!calibration.is_null()) w["cluster"]["calibration"] = {{"h100-sxm", calibration}};
+  return w;
+}
+
+class Calibration : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(registry_.load_file(kPlugin)); }
+
+  // Runs over layouts of 8 to 32 GPUs: traces on the catalogue's constants, "measured" step times
+  // from the model with `truth` applied.
+  std::vector<CalibrationRun> runs(const json& truth, size_t limit = 40) {
+    std::vector<CalibrationRun> out;
+    for (double nodes : {1.0, 2.0, 4.0})
+      for (double tp : {1.0, 2.0, 4.0, 8.0})
+        for (double pp : {1.0, 2.0})
+          for (double mb : {1.0, 4.0}) {
+            if (out.size() >= limit) return out;
+            const json config = {{"tp", tp}, {"pp", pp}, {"micro_batch", mb}, {"sp", tp > 1}, {"zero", 1}};
+            if (tp * pp > nodes * 8) continue;
+            auto base = registry_.make_space("llm", workload(nodes).dump(), "{}");
+            auto real = registry_.make_space("llm", workload(nodes, truth).dump(), "{}");
+            const std::vector<double> v = base->parse(config.dump());
+            if (!base->valid(v.data())) continue;
+            cotune_sim_result r{};
+            r.struct_size = sizeof r;
+            perf::simulate(real->lower(v.data()), &r);
+            out.push_back({"run " + std::to_string(out.size() + 1), TraceCopy(base->lower(v.data())), r.step_time_s});
+          }
+    return out;
+  }
+  Registry registry_;
+};
+
+TEST_F(Calibration, RecoversTheConstantsTheRunsWereMadeWith) {
+  const json truth = {{"gemm_efficiency_max", 0.55}, {"host_launch_us", 25}, {"network_efficiency", {{"node", 0.5}}}};
+  const auto rs = runs(truth);
+  ASSERT_GE(rs.size(), 20u);
+  CalibrationOptions options;
+  options.fit = {"gemm_efficiency_max", "host_launch_us", "network_efficiency.node"};
+  options.prior_sigma = 3;  // let the runs speak
+  const auto result = perf::calibrate(rs, options);
+  ASSERT_EQ(result.fitted.size(), 3u);
+  EXPECT_EQ(result.gpu, "h100-sxm");
+  EXPECT_NEAR(result.fitted[0].value, 0.55, 0.01) << result.fitted[0].name;
+  EXPECT_NEAR(result.fitted[1].value, 25, 0.5) << result.fitted[1].name;
+  EXPECT_NEAR(result.fitted[2].value, 0.5, 0.01) << result.fitted[2].name;
+  EXPECT_NEAR(result.fitted[0].before, 0.68, 1e-9);  // the catalogue's
+  for (const auto& f : result.fitted) {
+    EXPECT_LE(f.low, f.value);
+    EXPECT_GE(f.high, f.value);
+  }
+  EXPECT_GT(result.before.mape, 0.05);
+  EXPECT_LT(result.after.mape, 0.001);
+  EXPECT_EQ(result.folds, 5u);
+  EXPECT_LT(result.held_out.mape, 0.01);
+  // The file says it as GPU-description fields, and applying it reproduces the measurements.
+  const json c = result.constants();
+  EXPECT_NEAR(c["network_efficiency"]["node"].get<double>(), 0.5, 0.01);
+  const std::vector<double> again = perf::calibrated_step_times(rs, c);
+  for (size_t i = 0; i < rs.size(); ++i) EXPECT_NEAR(again[i] / rs[i].measured_step_s, 1.0, 0.002) << rs[i].label;
+}
+
+TEST_F(Calibration, ByDefaultFitsWhatTheRunsDetermineAndSaysWhatNot) {
+  const auto rs = runs({{"gemm_efficiency_max", 0.6}}, 12);
+  const auto result = perf::calibrate(rs, CalibrationOptions{});
+  EXPECT_LT(result.after.mape, result.before.mape);
+  EXPECT_LE(result.fitted.size(), rs.size() - 1);
+  // bf16 runs on one node say nothing of fp8, fp4 or the island network.
+  std::string not_fitted;
+  for (const auto& n : result.not_fitted) not_fitted += n + "\n";
+  EXPECT_THAT(not_fitted, HasSubstr("gemm_efficiency_fp8: no run's step time depends on it"));
+  EXPECT_THAT(not_fitted, HasSubstr("latency_us.island"));
+  for (const auto& f : result.fitted) EXPECT_NE(f.name, "gemm_efficiency_fp8");
+}
+
+TEST_F(Calibration, RefusesRunsThatCannotDetermineWhatIsAsked) {
+  const auto rs = runs({{"gemm_efficiency_max", 0.6}}, 6);
+  auto error_of = [&](const std::vector<CalibrationRun>& r, const CalibrationOptions& o) {
+    try {
+      perf::calibrate(r, o);
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_THAT(error_of({rs[0]}, {}), HasSubstr("needs at least two measured runs, got 1"));
+  // The same configuration three times: nothing to tell constants apart by.
+  std::vector<CalibrationRun> same = {rs[0], rs[0], rs[0]};
+  same[1].label = "run 7", same[2].label = "run 9";
+  EXPECT_THAT(error_of(same, {}), HasSubstr("the runs (run 1, run 7, run 9) are one configuration"));
+  CalibrationOptions fp8;
+  fp8.fit = {"gemm_efficiency_fp8"};
+  EXPECT_THAT(error_of(rs, fp8), HasSubstr("gemm_efficiency_fp8 cannot be fitted from these runs: no run's step time "
+                                           "depends on it (run 1, run 2"));
+  CalibrationOptions many;
+  many.fit = {"gemm_efficiency_max", "gemm_half_efficiency_gflops", "memory_efficiency", "attention_efficiency"};
+  EXPECT_THAT(error_of({rs[0], rs[1], rs[2]}, many), HasSubstr("4 constants need at least 5 distinct runs; these runs "
+                                                              "have 3 (run 1, run 2, run 3)"));
+  CalibrationOptions unknown;
+  unknown.fit = {"gemm_efficiency"};
+  EXPECT_THAT(error_of(rs, unknown), HasSubstr("unknown constant 'gemm_efficiency' (expected gemm_efficiency_max"));
+  std::vector<CalibrationRun> unmeasured = rs;
+  unmeasured[2].measured_step_s = 0;
+  EXPECT_THAT(error_of(unmeasured, {}), HasSubstr("run 3 has no positive measured step time"));
+}
+
+TEST_F(Calibration, TheFileRoundTripsAndABadOneNamesTheField) {
+  const auto rs = runs({{"gemm_efficiency_max", 0.6}}, 8);
+  const json file = perf::calibration_file({perf::calibrate(rs, CalibrationOptions{})}, "runs.csv");
+  cotune::testing::ScratchDir scratch("calfile");
+  const std::string path = scratch.file("cal.json");
+  std::ofstream(path) << file.dump(2);
+  const json per_gpu = perf::read_calibration_file(path);
+  EXPECT_EQ(per_gpu["h100-sxm"], file["gpus"]["h100-sxm"]["constants"]);
+
+  auto error_of = [&](const json& j) {
+    std::ofstream(path) << j.dump();
+    try {
+      perf::read_calibration_file(path);
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_THAT(error_of({{"gpus", {}}}), HasSubstr("not a calibration file"));
+  EXPECT_THAT(error_of({{"cotune_calibration", 2}, {"gpus", {{"h100-sxm", {{"constants", {}}}}}}}),
+              HasSubstr("cotune_calibration: version 2 is not one this cotune reads"));
+  EXPECT_THAT(error_of({{"cotune_calibration", 1}, {"gpus", {{"h100-sxm", {{"constants", {{"gemm_efficiency_max", 2}}}}}}}}),
+              HasSubstr("/gpus/h100-sxm/constants/gemm_efficiency_max: 2 is out of range [0.001, 1.0]"));
+  EXPECT_THAT(error_of({{"cotune_calibration", 1}, {"gpus", {{"h100-sxm", {{"constants", {{"speed", 2}}}}}}}}),
+              HasSubstr("/gpus/h100-sxm/constants/speed: unknown GPU field"));
+}
+
+// Through the real binary: calibrate a CSV of runs, then simulate with the file.
+TEST_F(Calibration, CommandLineCalibratesAndSimulateAppliesIt) {
+  cotune::testing::ScratchDir scratch("calibrate");
+  const std::string dir = scratch.path();
+  // Step times as if GEMMs ran at 0.5 of peak: the model's own, with that constant.
+  std::ofstream csv(dir + "/runs.csv");
+  csv << "hidden,layers,heads,vocab,seq_len,global_batch,gpus,tp,pp,micro_batch,sp,zero,step_time_s\n";
+  auto real = [&](double tp, double pp, double mb, double gpus) {
+    json w = workload(std::ceil(gpus / 8), {{"gemm_efficiency_max", 0.5}});
+    auto s = registry_.make_space("llm", w.dump(), "{}");
+    const auto v = s->parse(json{{"tp", tp}, {"pp", pp}, {"micro_batch", mb}, {"sp", tp > 1}, {"zero", 1}, {"gpus", gpus},
+                                 {"dp", gpus / (tp * pp)}}.dump());
+    cotune_sim_result r{};
+    r.struct_size = sizeof r;
+    perf::simulate(s->lower(v.data()), &r);
+    return r.step_time_s;
+  };
+  for (auto [tp, pp, mb, gpus] : std::vector<std::array<double, 4>>{{1, 1, 1, 8}, {2, 1, 2, 8}, {4, 2, 1, 16}, {8, 1, 4, 16},
+                                                                   {2, 2, 1, 32}, {1, 1, 4, 8}})
+    csv << "2048,16,16,32000,2048,256," << gpus << "," << tp << "," << pp << "," << mb << "," << (tp > 1 ? "true" : "false")
+        << ",1," << real(tp, pp, mb, gpus) << "\n";
+  csv.close();
+  CliResult r = run_cli(dir, {"calibrate", "--runs", dir + "/runs.csv", "--out", dir + "/cal.json", "--fit",
+                             "gemm_efficiency_max"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("h100-sxm: 6 runs"));
+  EXPECT_THAT(r.out, HasSubstr("gemm_efficiency_max"));
+  EXPECT_THAT(r.out, HasSubstr("held out (5-fold"));
+  const json cal = json::parse(std::ifstream(dir + "/cal.json"));
+  EXPECT_NEAR(cal["gpus"]["h100-sxm"]["constants"]["gemm_efficiency_max"].get<double>(), 0.5, 0.01);
+
+  // simulate --batch with the file reproduces the "measured" times; without it, the catalogue's.
+  std::ofstream(dir + "/one.csv") << "hidden,layers,heads,vocab,seq_len,global_batch,gpus,tp,sp,zero\n"
+                                     "2048,16,16,32000,2048,256,8,2,true,1\n";
+  r = run_cli(dir, {"simulate", "--batch", dir + "/one.csv", "--calibration", dir + "/cal.json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const double calibrated = std::stod(r.out.substr(r.out.find("ok,") + 3));
+  r = run_cli(dir, {"simulate", "--batch", dir + "/one.csv"});
+  const double catalogue = std::stod(r.out.substr(r.out.find("ok,") + 3));
+  EXPECT_NEAR(calibrated / real(2, 1, 1, 8), 1.0, 0.01);
+  EXPECT_LT(catalogue, calibrated);
+
+  // A bad cell names its line and column; a layout the space refuses names its line.
+  std::ofstream(dir + "/bad.csv") << "hidden,layers,heads,global_batch,gpus,tp,step_time_s\n"
+                                     "2048,16,16,256,8,1,1.5\n2048,16,16,256,8,x,1.5\n";
+  r = run_cli(dir, {"calibrate", "--runs", dir + "/bad.csv"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("bad.csv: line 3: column tp: expected a number, got 'x'"));
+  std::ofstream(dir + "/refused.csv") << "hidden,layers,heads,global_batch,gpus,tp,step_time_s\n"
+                                         "2048,16,16,256,8,32,1.5\n";
+  r = run_cli(dir, {"calibrate", "--runs", dir + "/refused.csv"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("refused.csv: line 2"));
+  r = run_cli(dir, {"calibrate", "--runs", dir + "/runs.csv", "--fit", "gemm_efficiency_fp8"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("gemm_efficiency_fp8 cannot be fitted from these runs"));
+}
+
+}  // namespace
