@@ -370,6 +370,7 @@ TEST_F(StudyLoop, RecommendsTheMeasuredFeasibleTrialThePredictorRanksBest) {
   std::vector<double> probe(space->num_params());
   ASSERT_EQ(space->sample(s.seed, 1, probe.data()), 1u);
   Surrogate surrogate(*space, *predictor, "tokens_per_s", Prior::analytic, probe.data());
+  surrogate.calibrate_prior(s.predictor.calibrate);
   std::vector<TrialRecord> by_end = ts;
   std::stable_sort(by_end.begin(), by_end.end(), [](const TrialRecord& a, const TrialRecord& b) {
     return a.finished_at.value_or(0) < b.finished_at.value_or(0);

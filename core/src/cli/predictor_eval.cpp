@@ -1,6 +1,7 @@
 // `cotune predictor eval --space llm --data RUNS.csv --target METRIC [--minimize] --predictor krr|mlp
-// [--prior analytic|roofline|none] [--train-frac 0.2] [--repeats 10] [--seed 1] [--group-by "a,b"] [--json]
-// [--learning-curve]`: how well a predictor ranks held-out measured runs (predictor_eval.hpp).
+// [--prior analytic|roofline|none] [--calibration CAL.json] [--train-frac 0.2] [--repeats 10] [--seed 1]
+// [--group-by "a,b"] [--json] [--learning-curve]`: how well a predictor ranks held-out measured runs (predictor_eval.hpp).
+#include <cotune/core/calibration.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/llm_runs.hpp>
 #include <cotune/core/predictor_eval.hpp>
@@ -79,7 +80,8 @@ void print_text(std::ostream& out, const EvalResult& r, bool grouped) {
 
 int eval(int argc, char** argv) {
   po::options_description opts("cotune predictor eval --space llm --data RUNS.csv --target METRIC [options]");
-  std::string space = "llm", data, target, predictor, prior = "analytic", group_by, predictor_options = "{}";
+  std::string space = "llm", data, target, predictor, prior = "analytic", group_by, predictor_options = "{}",
+              calibration_path;
   std::vector<std::string> maps;
   double train_frac = 0.2;
   int repeats = 10;
@@ -91,6 +93,7 @@ int eval(int argc, char** argv) {
       "predictor", po::value(&predictor), "predictor plugin: krr or mlp")(
       "predictor-options", po::value(&predictor_options), "the plugin's options as JSON (default {})")(
       "prior", po::value(&prior), "analytic (default), roofline or none")(
+      "calibration", po::value(&calibration_path), "a calibration file (cotune calibrate) for the analytic prior")(
       "train-frac", po::value(&train_frac), "fraction of the rows to train on (default 0.2)")(
       "repeats", po::value(&repeats), "random splits (default 10)")("seed", po::value(&seed), "seed (default 1)")(
       "group-by", po::value(&group_by), "comma-separated columns; rows with equal values form a group")(
@@ -126,7 +129,9 @@ int eval(int argc, char** argv) {
   Registry registry;
   registry.load_default();
   const CsvTable table = read_csv_file(data);
-  const LlmRuns runs = read_llm_runs(table, mapping, registry);
+  json calibration;
+  if (!calibration_path.empty()) calibration = perf::read_calibration_file(calibration_path);
+  const LlmRuns runs = read_llm_runs(table, mapping, registry, calibration.is_null() ? nullptr : &calibration);
   for (const std::string& w : runs.warnings) std::cerr << "warning: " << w << "\n";
   if (!runs.rejected.empty())
     std::cerr << "note: " << runs.rejected.size() << " rows rejected (first: line " << runs.rejected.front().line

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -357,10 +358,17 @@ CalibrationResult calibrate(const std::vector<CalibrationRun>& runs, const Calib
                       std::to_string(index.size() + 1) + " distinct runs; these runs have " +
                       std::to_string(distinct.size()) + " (" + run_list(runs, distinct) + ")");
   } else {
+    std::vector<bool> candidate(every.size(), options.candidates.empty());
+    for (const std::string& name : options.candidates) {
+      const int j = calibration_constant_index(name);
+      if (j < 0) throw std::logic_error("calibrate: unknown candidate constant " + name);
+      candidate[size_t(j)] = true;
+    }
     std::vector<size_t> order(every.size());
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return sensitivity[a] > sensitivity[b]; });
     for (size_t j : order) {
+      if (!candidate[j]) continue;
       if (sensitivity[j] < kMinSensitivity) {
         result.not_fitted.push_back(std::string(kConstants[j].name) + ": no run's step time depends on it");
       } else if (index.size() + 1 >= distinct.size()) {
@@ -407,26 +415,44 @@ CalibrationResult calibrate(const std::vector<CalibrationRun>& runs, const Calib
   return result;
 }
 
+ConstantSet::ConstantSet(const json& constants) {
+  for (size_t j = 0; j < kConstants.size(); ++j) {
+    const std::string name = kConstants[j].name;
+    const auto dot = name.find('.');
+    const json* v = nullptr;
+    if (dot == std::string::npos) {
+      if (constants.contains(name)) v = &constants[name];
+    } else if (constants.contains(name.substr(0, dot)) && constants[name.substr(0, dot)].is_object() &&
+               constants[name.substr(0, dot)].contains(name.substr(dot + 1))) {
+      v = &constants[name.substr(0, dot)][name.substr(dot + 1)];
+    }
+    if (v != nullptr && v->is_number()) values_.emplace_back(j, v->get<double>());
+  }
+}
+
+cotune_hardware ConstantSet::apply(const cotune_hardware& hardware) const {
+  cotune_hardware hw = effective_hardware(hardware);
+  for (const auto& [j, v] : values_) set_constant(hw, j, v);
+  return hw;
+}
+
+cotune_trace retimed(const cotune_trace& trace, const cotune_hardware& hardware) {
+  cotune_trace t{};
+  std::memcpy(&t, &trace, std::min(trace.struct_size, offsetof(cotune_trace, hardware)));
+  t.struct_size = sizeof t;
+  t.hardware = hardware;
+  t.hardware.struct_size = sizeof hardware;
+  t.hardware.nodes = trace.hardware.nodes;
+  return t;
+}
+
 std::vector<double> calibrated_step_times(const std::vector<CalibrationRun>& runs, const json& constants) {
+  const ConstantSet set(constants);
   std::vector<double> out;
   for (const CalibrationRun& r : runs) {
-    cotune_hardware hw = effective_hardware(r.trace.trace().hardware);
-    for (size_t j = 0; j < kConstants.size(); ++j) {
-      const std::string name = kConstants[j].name;
-      const auto dot = name.find('.');
-      const json* v = nullptr;
-      if (dot == std::string::npos) {
-        if (constants.contains(name)) v = &constants[name];
-      } else if (constants.contains(name.substr(0, dot)) && constants[name.substr(0, dot)].is_object() &&
-                 constants[name.substr(0, dot)].contains(name.substr(dot + 1))) {
-        v = &constants[name.substr(0, dot)][name.substr(dot + 1)];
-      }
-      if (v != nullptr && v->is_number()) set_constant(hw, j, v->get<double>());
-    }
-    TraceCopy t = r.trace;
     cotune_sim_result res{};
     res.struct_size = sizeof res;
-    simulate(t.on(hw), &res);
+    simulate(retimed(r.trace.trace(), set.apply(r.trace.trace().hardware)), &res);
     out.push_back(res.step_time_s);
   }
   return out;

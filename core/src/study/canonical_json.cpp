@@ -66,7 +66,17 @@ std::string sha256_hex(std::string_view bytes) {
 std::string config_key(const nlohmann::json& config) { return canonical_json(config); }
 
 std::string workload_key(const nlohmann::json& workload, std::string_view space_name) {
-  std::string material = canonical_json(workload);
+  // A calibration changes the model's constants, not what runs: runs of the same workload share a
+  // key with and without one.
+  std::string material;
+  if (workload.is_object() && workload.contains("cluster") && workload["cluster"].is_object() &&
+      workload["cluster"].contains("calibration")) {
+    nlohmann::json w = workload;
+    w["cluster"].erase("calibration");
+    material = canonical_json(w);
+  } else {
+    material = canonical_json(workload);
+  }
   material += '\n';
   material += space_name;
   return sha256_hex(material);

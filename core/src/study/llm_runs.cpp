@@ -144,7 +144,7 @@ std::vector<std::string> recognised_metric_names() {
 }
 
 LlmRuns read_llm_runs(const CsvTable& table, const std::vector<std::pair<std::string, std::string>>& mapping,
-                      const Registry& registry) {
+                      const Registry& registry, const json* calibration) {
   const std::vector<std::string> header = mapped_header(table, mapping);
   for (size_t c = 0; c < header.size(); ++c)
     if (!valid_utf8(header[c]) || !valid_utf8(table.header[c]))
@@ -203,6 +203,7 @@ LlmRuns read_llm_runs(const CsvTable& table, const std::vector<std::pair<std::st
         double v;
         if (!rec.fields[c].empty() && parse_number(rec.fields[c], &v)) p.metrics[header[c]] = v;
       }
+      if (calibration != nullptr) p.row.workload["cluster"]["calibration"] = *calibration;
       p.workload_key = workload_key(p.row.workload, "llm");
       parsed.push_back(std::move(p));
     } catch (const std::invalid_argument& e) {

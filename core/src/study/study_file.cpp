@@ -1,3 +1,4 @@
+#include <cotune/core/calibration.hpp>
 #include <cotune/core/canonical_json.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/json_document.hpp>
@@ -150,7 +151,7 @@ std::string_view to_string(OnStop s) { return word_of(kOnStop, s); }
 const std::vector<std::string>& study_file_fields() {
   static const std::vector<std::string> fields = {
       "name",       "description", "workload", "space",  "predictor", "searcher",     "executor", "objective",
-      "objectives", "budget",      "parallel", "seed",   "plugin_paths", "format",    "on_stop"};
+      "objectives", "budget",      "parallel", "seed",   "plugin_paths", "format",    "on_stop", "calibration"};
   return fields;
 }
 
@@ -187,9 +188,24 @@ StudySpec parse_study_file(std::string_view text, const std::string& label, cons
   }
   read_workload(c, doc, label, base_dir, s);
   read_component(c, doc, "space", s.space);
-  read_component(c, doc, "predictor", s.predictor, {"name", "options", "prior"});
-  if (const json* p = JsonChecker::member(doc, "predictor"); p && p->is_object())
+  read_component(c, doc, "predictor", s.predictor, {"name", "options", "prior", "calibrate"});
+  if (const json* p = JsonChecker::member(doc, "predictor"); p && p->is_object()) {
     if (const json* prior = JsonChecker::member(*p, "prior")) s.predictor.prior = c.one_of(*prior, "/predictor/prior", kPriors);
+    if (const json* cal = JsonChecker::member(*p, "calibrate")) {
+      if (!cal->is_boolean()) c.expected("/predictor/calibrate", "true or false", *cal);
+      s.predictor.calibrate = cal->get<bool>();
+    }
+  }
+  if (const json* x = JsonChecker::member(doc, "calibration")) {
+    // A calibration file (cotune calibrate), relative to the study file: its constants apply to the
+    // workload's cluster, for the performance model and every executor that asks it.
+    s.calibration_file = resolve(base_dir, c.string(*x, "/calibration"));
+    try {
+      perf::apply_calibration(s.workload, perf::read_calibration_file(s.calibration_file), label + ": /workload");
+    } catch (const UserError& e) {
+      throw UserError(label + ": /calibration: " + e.what());
+    }
+  }
   read_component(c, doc, "searcher", s.searcher);
   read_component(c, doc, "executor", s.executor);
   s.objectives = read_objectives(c, doc);

@@ -100,6 +100,7 @@ void StudyRun::load_components() {
   const ObjectiveSpec& objective = spec_.objectives.front();
   surrogate_ = std::make_unique<Surrogate>(*space_, *predictor_, objective.metric, spec_.predictor.prior,
                                            probe.data());
+  surrogate_->calibrate_prior(spec_.predictor.calibrate);
   if (spec_.predictor.prior != Prior::none && !surrogate_->uses_prior())
     log(COTUNE_LOG_INFO, "study",
         std::string(to_string(spec_.predictor.prior)) + " prior off: " + surrogate_->prior_note());

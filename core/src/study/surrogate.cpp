@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <map>
 #include <atomic>
 #include <cmath>
 #include <limits>
@@ -13,6 +14,8 @@
 
 namespace cotune::core {
 namespace {
+
+using nlohmann::json;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
@@ -119,7 +122,9 @@ std::optional<double> Surrogate::estimate(const double* config) const {
   const cotune_trace& trace = space_.lower(config);
   cotune_sim_result r{};
   r.struct_size = sizeof r;
-  perf::simulate(trace, &r);
+  auto fitted = constants_.find(std::string(trace.hardware.gpu_name.data, trace.hardware.gpu_name.len));
+  if (fitted != constants_.end()) perf::simulate(perf::retimed(trace, fitted->second.apply(trace.hardware)), &r);
+  else perf::simulate(trace, &r);
   auto v = model_metric(r, trace, metric_);
   if (!v || !usable(*v)) return std::nullopt;
   return v;
@@ -207,6 +212,7 @@ void Surrogate::fit(const double* configs, size_t n, const double* values) {
   }
 
   const size_t m = kept_values.size();
+  if (calibrate_ && prior_kind_ == Prior::analytic) refit_constants(kept_configs, kept_values);
   // The roofline prior: the terms of every row, once, for the rates and then for the estimates.
   RooflineRows roofline;
   if (cost_) {
@@ -262,6 +268,68 @@ void Surrogate::predict(const double* configs, size_t n, double* out_value, doub
       for (size_t i = 0; i < n; ++i) out_log_std[i] = std::isfinite(std_dev[i]) ? std_dev[i] : 0.0;
   }
   for (size_t i = 0; i < n; ++i) out_value[i] = ok[i] ? std::exp(log_est[i] + r[i]) : kNaN;
+}
+
+const std::vector<std::string> Surrogate::kInStudyConstants = {
+    "gemm_efficiency_max", "gemm_efficiency_fp8", "gemm_efficiency_fp4", "attention_efficiency",
+    "host_launch_us",      "network_efficiency.node", "network_efficiency.cluster"};
+
+namespace {
+
+// How a metric follows the step time: +1 in proportion (time, cost), -1 inversely (throughput,
+// TFLOP/s, MFU), 0 not at all (memory, GPUs).
+int step_sense(const std::string& metric) {
+  if (metric == "step_time_s" || metric == "cost_per_mtokens") return 1;
+  if (metric == "tokens_per_s" || metric == "tflops_per_gpu" || metric == "mfu") return -1;
+  return 0;
+}
+
+}  // namespace
+
+void Surrogate::refit_constants(const std::vector<double>& configs, const std::vector<double>& values) {
+  constants_.clear();
+  constants_json_.clear();
+  const int sense = step_sense(metric_);
+  if (sense == 0 || values.size() < 3) return;
+  const size_t p = space_.num_params();
+  std::vector<size_t> rows(values.size());
+  for (size_t i = 0; i < rows.size(); ++i) rows[i] = i;
+  if (rows.size() > kMaxCalibrationRows) {
+    std::mt19937_64 rng(rows.size());
+    std::shuffle(rows.begin(), rows.end(), rng);
+    rows.resize(kMaxCalibrationRows);
+  }
+  // Each measurement as a step time: the model's step scaled by how far the metric is off.
+  std::map<std::string, std::vector<perf::CalibrationRun>> by_gpu;
+  for (size_t i : rows) {
+    try {
+      const cotune_trace& trace = space_.lower(configs.data() + i * p);
+      cotune_sim_result r{};
+      r.struct_size = sizeof r;
+      perf::simulate(trace, &r);
+      const std::optional<double> modelled = model_metric(r, trace, metric_);
+      if (!modelled || !usable(*modelled) || !usable(r.step_time_s)) continue;
+      const double step = r.step_time_s * (sense > 0 ? values[i] / *modelled : *modelled / values[i]);
+      by_gpu[std::string(trace.hardware.gpu_name.data, trace.hardware.gpu_name.len)].push_back(
+          {"trial " + std::to_string(i + 1), perf::TraceCopy(trace), step});
+    } catch (const std::exception&) {
+      // a configuration that does not lower teaches the constants nothing
+    }
+  }
+  perf::CalibrationOptions options;
+  options.candidates = kInStudyConstants;
+  options.held_out = false;
+  for (const auto& [gpu, runs] : by_gpu) {
+    if (runs.size() < 3) continue;
+    try {
+      const json constants = perf::calibrate(runs, options).constants();
+      if (constants.empty()) continue;
+      constants_[gpu] = perf::ConstantSet(constants);
+      constants_json_[gpu] = constants;
+    } catch (const UserError&) {
+      // measurements that cannot tell the constants apart: the catalogue's stay
+    }
+  }
 }
 
 std::string Surrogate::save_state() const {

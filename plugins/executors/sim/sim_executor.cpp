@@ -1,17 +1,21 @@
 // The sim executor: answers a trial from the performance model (through the host's
 // simulate_trace), reports `oom` with the memory breakdown when the trace's peak memory does not
 // fit, and can add seeded multiplicative noise that is the same for the same configuration and
-// seed, so reruns are reproducible.
+// seed, so reruns are reproducible. Option "hardware" times the trials on a machine whose constants
+// differ from the workload's description.
 #include <cotune/cotune.h>
 #include <cotune/cotune.hpp>
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <random>
 #include <string>
+#include <vector>
 
 namespace cotune_sim {
 namespace {
@@ -59,8 +63,10 @@ class SimExecutor {
         if (!v.is_number_integer() || v.get<int64_t>() < 0)
           bad("sim executor options/seed: expected a non-negative integer, got " + v.dump());
         seed_ = v.get<uint64_t>();
+      } else if (it.key() == "hardware") {
+        parse_hardware(v);
       } else {
-        bad("sim executor options/" + it.key() + ": unknown option (expected noise, seed)");
+        bad("sim executor options/" + it.key() + ": unknown option (expected noise, seed, hardware)");
       }
     }
   }
@@ -74,7 +80,7 @@ class SimExecutor {
       throw cotune::Error(COTUNE_ERR_INVALID_ARGUMENT,
                           "the sim executor needs a step trace: use a space that lowers configurations (e.g. llm)");
     const cotune_trace& trace = *trial.trace;
-    const cotune_sim_result r = cotune::simulate(trace);
+    const cotune_sim_result r = cotune::simulate(overrides_.empty() ? trace : retimed(trace));
     if (!r.fits) {
       const cotune_memory& m = trace.memory;
       job->result.status = COTUNE_STATUS_OOM;
@@ -125,8 +131,60 @@ class SimExecutor {
     return m.dump();
   }
 
+  // "hardware": constants of the machine the trials run on where it differs from the workload's
+  // description (a GPU or software stack the catalogue does not describe exactly), so that a study
+  // can be tried against a machine its model does not know.
+  struct Override {
+    const char* name;
+    double cotune_hardware::*field;
+    double scale;  // option units to the field's
+    double low, high;
+  };
+  static const std::vector<Override>& overrides() {
+    static const std::vector<Override> o = {
+        {"gemm_efficiency_max", &cotune_hardware::gemm_efficiency_max, 1, 1e-3, 1},
+        {"gemm_efficiency_fp8", &cotune_hardware::gemm_efficiency_fp8, 1, 1e-3, 1},
+        {"attention_efficiency", &cotune_hardware::attention_efficiency, 1, 1e-3, 1},
+        {"memory_efficiency", &cotune_hardware::memory_efficiency, 1, 1e-3, 1},
+        {"network_efficiency", &cotune_hardware::network_efficiency, 1, 1e-3, 1},
+        {"kernel_launch_us", &cotune_hardware::kernel_launch_s, 1e-6, 0, 1e4},
+        {"host_launch_us", &cotune_hardware::host_launch_s, 1e-6, 0, 1e4}};
+    return o;
+  }
+
+  void parse_hardware(const json& v) {
+    std::string names;
+    for (const Override& o : overrides()) names += (names.empty() ? "" : ", ") + std::string(o.name);
+    if (!v.is_object()) bad("sim executor options/hardware: expected an object of " + names);
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      const Override* found = nullptr;
+      for (const Override& o : overrides())
+        if (it.key() == o.name) found = &o;
+      if (found == nullptr) bad("sim executor options/hardware/" + it.key() + ": unknown field (expected " + names + ")");
+      const json& x = it.value();
+      if (!x.is_number() || x.get<double>() < found->low || x.get<double>() > found->high)
+        bad("sim executor options/hardware/" + it.key() + ": expected a number in [" + std::to_string(found->low) +
+            ", " + std::to_string(found->high) + "], got " + x.dump());
+      overrides_.emplace_back(found, x.get<double>() * found->scale);
+    }
+  }
+
+  // The trace with the overridden constants (its struct copied; the ops stay the host's). Every
+  // level's network efficiency follows network_efficiency.
+  cotune_trace retimed(const cotune_trace& trace) const {
+    cotune_trace t{};
+    std::memcpy(&t, &trace, std::min(trace.struct_size, sizeof t));
+    for (const auto& [o, value] : overrides_) {
+      t.hardware.*(o->field) = value;
+      if (o->field == &cotune_hardware::network_efficiency)
+        for (double& e : t.hardware.net_efficiency) e = value;
+    }
+    return t;
+  }
+
   double noise_ = 0;
   uint64_t seed_ = 1;
+  std::vector<std::pair<const Override*, double>> overrides_;
 };
 
 }  // namespace cotune_sim

@@ -54,8 +54,9 @@ struct CalibrationRun {
 
 struct CalibrationOptions {
   // Constants to fit; empty: every constant these runs determine (at most one fewer than the
-  // distinct runs, the most telling first).
+  // distinct runs, the most telling first), among `candidates` when that is not empty.
   std::vector<std::string> fit;
+  std::vector<std::string> candidates;
   size_t folds = 5;          // for the held-out error (fewer when there are fewer runs)
   double prior_sigma = 0.5;  // how far (in log) a constant may stray from its catalogue value at 1 sigma
   bool held_out = true;      // compute the k-fold held-out error (a fit per fold)
@@ -91,6 +92,23 @@ CalibrationResult calibrate(const std::vector<CalibrationRun>& runs, const Calib
 
 // The model's step time of each run with the constants of `result` applied to its hardware.
 std::vector<double> calibrated_step_times(const std::vector<CalibrationRun>& runs, const nlohmann::json& constants);
+
+// Constants (a calibration's constants(): GPU-description fields) ready to apply to hardware.
+class ConstantSet {
+ public:
+  ConstantSet() = default;
+  explicit ConstantSet(const nlohmann::json& constants);
+  bool empty() const { return values_.empty(); }
+  // `hardware` as an effective_hardware() with the constants set.
+  cotune_hardware apply(const cotune_hardware& hardware) const;
+
+ private:
+  std::vector<std::pair<size_t, double>> values_;  // constant index, value
+};
+
+// The trace's struct with `hardware` in place of its own (the ops stay the trace's: it lives as
+// long as they do).
+cotune_trace retimed(const cotune_trace& trace, const cotune_hardware& hardware);
 
 // The calibration file: {"cotune_calibration": 1, "gpus": {"h100-sxm": {"constants": {..}, ...}}}.
 nlohmann::json calibration_file(const std::vector<CalibrationResult>& results, const std::string& source);

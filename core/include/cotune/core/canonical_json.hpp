@@ -21,8 +21,9 @@ std::string sha256_hex(std::string_view bytes);
 // The key under which a configuration is stored and deduplicated: its canonical JSON.
 std::string config_key(const nlohmann::json& config);
 
-// The key that says "the same workload": the SHA-256 of the canonical workload JSON and the space
-// name. History is shared between studies (and imported logs) with equal workload keys.
+// The key that says "the same workload": the SHA-256 of the canonical workload JSON (without a
+// cluster.calibration: it changes the model, not the runs) and the space name. History is shared
+// between studies (and imported logs) with equal workload keys.
 std::string workload_key(const nlohmann::json& workload, std::string_view space_name);
 
 }  // namespace cotune::core

@@ -66,9 +66,11 @@ struct LlmRuns {
 // column, two columns of the same canonical metric, a column named like the output of simulate
 // other than the metrics and status) are UserErrors; a bad row is rejected with its line and reason
 // and the others are kept. Unknown columns whose cells are all numbers are kept as extra metrics
-// under their own name; others are ignored with one warning each.
+// under their own name; others are ignored with one warning each. `calibration`, when not null, is
+// the per-GPU constants of a calibration file, set as every workload's cluster.calibration (the
+// spaces' model uses it; workload keys are the same without it).
 LlmRuns read_llm_runs(const CsvTable& table, const std::vector<std::pair<std::string, std::string>>& mapping,
-                      const Registry& registry);
+                      const Registry& registry, const nlohmann::json* calibration = nullptr);
 
 }  // namespace cotune::core
 

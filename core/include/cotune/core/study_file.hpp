@@ -30,6 +30,9 @@ enum class Prior { analytic, roofline, none };
 
 struct PredictorSpec : ComponentSpec {
   Prior prior = Prior::analytic;
+  // With the analytic prior: refit the performance model's cheap constants (calibration.hpp) on the
+  // trials measured so far at every refit, so that a few real trials correct a miscalibrated model.
+  bool calibrate = true;
 };
 
 // A bound on a metric: a trial that breaks it is not a candidate for "best".
@@ -76,6 +79,7 @@ struct StudySpec {
   std::string description;
   nlohmann::json workload;    // always the workload object, also when the file named a path
   std::string workload_file;  // resolved path when the workload was given by path; empty when inline
+  std::string calibration_file;  // resolved path of "calibration"; applied to workload.cluster
   ComponentSpec space{"llm"};
   PredictorSpec predictor{{"krr"}};
   ComponentSpec searcher{"reinforce"};

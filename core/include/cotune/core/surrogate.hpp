@@ -18,10 +18,12 @@
 #define COTUNE_CORE_SURROGATE_HPP_
 
 #include <cotune/cotune.h>
+#include <cotune/core/calibration.hpp>
 #include <cotune/core/components.hpp>
 #include <cotune/core/cost_model.hpp>
 #include <cotune/core/study_file.hpp>
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -84,6 +86,18 @@ class Surrogate {
   // The roofline prior's cost model (nullptr with another prior).
   const CostModel* cost_model() const { return cost_ ? &*cost_ : nullptr; }
 
+  // With the analytic prior: at every fit, refit the performance model's cheap constants (GEMM,
+  // attention and network efficiency, the host's issue time: kInStudyConstants) on the measured
+  // configurations, per GPU type, so that a few real trials correct a miscalibrated model for the
+  // rest of the search (calibration.hpp). Off until turned on; a study turns it on unless its
+  // predictor says "calibrate": false.
+  void calibrate_prior(bool on) { calibrate_ = on; }
+  // The constants the last fit() found, per GPU type (GPU-description fields; empty when none).
+  const std::map<std::string, nlohmann::json>& prior_constants() const { return constants_json_; }
+  static const std::vector<std::string> kInStudyConstants;
+  // At most this many measured configurations are calibrated on (a seeded sample beyond).
+  static constexpr size_t kMaxCalibrationRows = 256;
+
   // The predictor's own state, when it has one to save (empty when nothing is fitted).
   std::string save_state() const;
 
@@ -113,6 +127,11 @@ class Surrogate {
   bool capped_noted_ = false;      // the sampling of a large history was logged once
   uint64_t version_ = 0;
   std::optional<CostModel> cost_;  // the roofline prior's
+  // In-study calibration of the analytic prior.
+  void refit_constants(const std::vector<double>& configs, const std::vector<double>& values);
+  bool calibrate_ = false;
+  std::map<std::string, perf::ConstantSet> constants_;
+  std::map<std::string, nlohmann::json> constants_json_;
 };
 
 }  // namespace cotune::core
