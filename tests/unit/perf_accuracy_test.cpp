@@ -1,12 +1,17 @@
-// The performance model against published measurements (/work/shared/data, see its README):
-// Megatron-LM SC'21 Table 1 and Korthikanti et al. MLSys'23 Table 5. The bound is looser than the
-// benchmark's target (docs/benchmarks/perfmodel.md) so that only a real regression fails.
+// The performance model against published measurements (../shared/data, see its README):
+// Megatron-LM SC'21 Table 1 and Korthikanti et al. MLSys'23 Table 5, and every recipe table under
+// published/. The bounds are looser than the benchmark's figures (docs/benchmarks/perfmodel.md) so
+// that only a real regression fails.
 #include <cotune/core/registry.hpp>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "perfmodel/published_runs.hpp"
+#include "perfmodel/published_table.hpp"
 
 TEST(PerfAccuracy, PublishedTablesStayWithinBounds) {
   cotune::core::Registry registry;
@@ -18,5 +23,37 @@ TEST(PerfAccuracy, PublishedTablesStayWithinBounds) {
     EXPECT_LT(t.mape, 0.15) << t.table;
     for (const auto& r : t.rows) EXPECT_LT(std::fabs(r.error()), 0.30) << t.table << " " << r.label;
     EXPECT_GE(t.pairs_ordered, t.pairs - 2) << t.table;  // pairs more than 5% apart
+  }
+}
+
+// Every published table: the rows the model can describe are simulated (only unknown dimensions and
+// the layout rules a framework enforces refuse a row), and each table's error stays under a bound a
+// few points above what the benchmark records.
+TEST(PerfAccuracy, PublishedRecipeTablesStayWithinBounds) {
+  cotune::core::Registry registry;
+  ASSERT_TRUE(registry.load_file(COTUNE_PLUGIN_DIR "/libcotune-space-llm.so"));
+  const auto tables = cotune::core::perf::read_published_tables(COTUNE_SHARED_DIR "/data/published");
+  ASSERT_GE(tables.size(), 5u);
+  // Recorded (2026-11-25): bridge 18.0 %, Megatron-LM FP8 example 8.7 %, launcher 13.1 %, long
+  // context 16.5 %, NeMo 24.07 7.4 % (docs/benchmarks/perfmodel.md).
+  const std::map<std::string, double> bound = {{"megatron_bridge_perf_summary", 0.24},
+                                               {"megatron_lm_llama_fp8_example", 0.15},
+                                               {"nemo_launcher_h100", 0.20},
+                                               {"nemo_long_context_cp", 0.22},
+                                               {"nemo_perf_summary_2407_h100_fp8", 0.12}};
+  for (const auto& t : tables) {
+    std::vector<const cotune::core::perf::PublishedRow*> rows;
+    std::vector<cotune::core::perf::RowPrediction> predictions;
+    for (const auto& r : t.rows) {
+      rows.push_back(&r);
+      predictions.push_back(cotune::core::perf::predict_published_row(registry, r));
+    }
+    const auto a = cotune::core::perf::accuracy_of(rows, predictions);
+    for (const auto& [why, n] : a.refused)
+      EXPECT_TRUE(why == "model dimensions unknown" || why.find("is not divisible by") != std::string::npos)
+          << t.name << ": " << n << " rows refused: " << why;
+    ASSERT_TRUE(bound.count(t.name)) << "a new table: give it a bound";
+    EXPECT_LT(a.mape, bound.at(t.name)) << t.name;
+    EXPECT_GT(a.simulated, a.rows / 2) << t.name;
   }
 }

@@ -198,7 +198,9 @@ RowPrediction predict_row(const Registry& registry, const PublishedRow& row, con
     if (!rc.modules.empty()) module_sets.push_back(rc.modules);
   }
   std::vector<double> etps = {r.config.contains("etp") ? r.config["etp"].get<double>() : 0.0};
-  if (row.etp_unstated && row.moe) etps = {0, 1};  // 0: the tensor-parallel degree
+  // Unstated etp: 1, what Megatron-Bridge's MoE recipes set (frameworks/nemo_recipe_parallelism.csv),
+  // else the tensor-parallel degree (0: Megatron-LM's default) where the expert grid needs it.
+  if (row.etp_unstated && row.moe) etps = {1, 0};
   r.space_options["micro_batch"] = micro_batches;
   r.space_options["vpp"] = vpps;
   r.space_options["recompute"] = granularities;

@@ -47,8 +47,8 @@ std::vector<TableAccuracy> check_published_runs(const Registry& registry, const 
 // The model's step time for one row of a published table (published_table.hpp). What the row
 // leaves unstated is what its recipe tuned: micro_batch in {1, 2, 4, 8} and vpp among those the
 // pipeline allows, the fastest as the model ranks them, each with the lightest recomputation
-// (none, selective, full) whose memory estimate fits; an unstated etp is Megatron-LM's default
-// (tp), or 1 where the expert grid needs it. `calibration`, when not null, is set as the
+// (none, then selective module sets) whose memory estimate fits; an unstated etp is 1 (what
+// Megatron-Bridge's MoE recipes set), or the tensor-parallel degree where the expert grid needs it. `calibration`, when not null, is set as the
 // workload's cluster.calibration (docs/calibration.md).
 struct RowPrediction {
   double step_s = 0;    // 0 when refused

@@ -61,6 +61,7 @@ std::string shape_of(const Workload& w, const Config& c, Shape* out) {
   s.mtp_extra_params = 2 * m.hidden * m.hidden / c.tp + 2 * m.hidden;
   s.dense_replicas = c.dp * c.cp;
   s.expert_replicas = std::max(1.0, c.tp * c.cp * c.dp / (c.ep * c.etp));
+  ranks_of(m, s.split, c.pp, &s.ranks);
   *out = std::move(s);
   return "";
 }
@@ -84,7 +85,7 @@ double busiest_rank(const Workload& w, const Config& c, const Shape& s) {
   const LayerFlops f = layer_flops(m);
   double best = -1, best_rank = c.pp - 1;
   for (double rank = 0; rank < c.pp; ++rank) {
-    const RankLayers r = rank_layers(m, s.split, c.pp, rank);
+    const RankLayers& r = s.ranks[static_cast<size_t>(rank)];
     const double mlp_moe = r.moe_layers + (m.moe() ? r.mtp_layers : 0);
     const double layers = r.layers + r.mtp_layers;
     double work = layers * f.attention + (layers - mlp_moe) * f.dense_mlp + mlp_moe * f.moe_mlp;
@@ -176,7 +177,7 @@ double in_flight(const Config& c, double micro_batches, double rank) {
 cotune_memory rank_memory(const Workload& w, const Config& c, const Shape& s, const LayerActivations& act,
                           const LayerActivations& full, double rank) {
   const Model& m = w.model;
-  const RankLayers r = rank_layers(m, s.split, c.pp, rank);
+  const RankLayers& r = s.ranks[static_cast<size_t>(rank)];
   const RankParams p = rank_params(w, s, r);
   auto sharded = [&](double per_param, bool shard) {
     return per_param * (shard ? p.dense / s.dense_replicas + p.expert / s.expert_replicas : p.dense + p.expert);
@@ -213,9 +214,7 @@ cotune_memory rank_memory(const Workload& w, const Config& c, const Shape& s, co
 
 }  // namespace
 
-cotune_memory memory_estimate(const Workload& w, const Config& c) {
-  Shape s;
-  if (!shape_of(w, c, &s).empty()) return cotune_memory{};
+cotune_memory memory_estimate(const Workload& w, const Config& c, const Shape& s) {
   const LayerActivations act = layer_activations(w, c);
   Config no_recompute = c;
   no_recompute.recompute = kRecomputeNone;

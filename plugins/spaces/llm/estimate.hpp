@@ -6,6 +6,9 @@
 
 #include <cotune/cotune.h>
 
+#include <string>
+#include <vector>
+
 #include "config.hpp"
 #include "pipeline.hpp"
 #include "workload.hpp"
@@ -35,6 +38,7 @@ struct Shape {
   // the expert-data-parallel ranks tp*cp*dp / (ep*etp).
   double dense_replicas = 1;
   double expert_replicas = 1;
+  std::vector<RankLayers> ranks;  // what each pipeline rank holds
 };
 
 // Fills `out`; returns the reason when the layers do not split over the pipeline.
@@ -52,7 +56,7 @@ double busiest_rank(const Workload& w, const Config& c, const Shape& s);
 
 // Peak memory per GPU with its parts: the largest over the pipeline ranks (parameters, the
 // micro-batches each holds in flight under 1F1B or interleaving, the logits on the last).
-cotune_memory memory_estimate(const Workload& w, const Config& c);
+cotune_memory memory_estimate(const Workload& w, const Config& c, const Shape& s);
 
 // Activation bytes that one attention block, one dense MLP and one MoE MLP keep for one
 // micro-batch on one GPU (what backward needs), under the configuration's recomputation.

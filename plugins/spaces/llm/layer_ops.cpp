@@ -123,7 +123,7 @@ void attention_forward(TraceBuilder& B, const Workload& w, const Config& c, cons
   if (ring >= 0) B.depend(proj, ring);
   tp_combine(B, c, d, phase, n, flags);
   B.memory(phase, "residual_layernorm", d.Tl * d.h * kAct * (drop ? 6.5 : 5), n, flags, 2);
-  B.host(phase, "attention_module", n, 4, flags);
+  B.host(phase, "attention_module", n, 6, flags);
   B.end_block();
 }
 
@@ -185,7 +185,7 @@ void attention_backward(TraceBuilder& B, const Workload& w, const Config& c, con
   }
   tp_combine(B, c, d, BW, n);
   B.memory(BW, "layernorm_grad", d.Tl * d.h * kAct * 4, n);
-  B.host(BW, "attention_module_grad", n, 4);
+  B.host(BW, "attention_module_grad", n, 6);
   B.end_block();
 }
 
@@ -201,7 +201,7 @@ void dense_mlp_forward(TraceBuilder& B, const Workload& w, const Config& c, cons
   B.gemm(phase, "mlp_down", d.T, d.h, d.ffn_local, n, GemmRole::kForward, flags);
   tp_combine(B, c, d, phase, n, flags);
   B.memory(phase, "residual", d.Tl * d.h * kAct * (w.training.dropout ? 4.5 : 3), n, flags);
-  B.host(phase, "mlp_module", n, 2, flags);
+  B.host(phase, "mlp_module", n, 3, flags);
   B.end_block();
 }
 
@@ -219,7 +219,7 @@ void dense_mlp_backward(TraceBuilder& B, const Workload& w, const Config& c, con
   B.gemm(BW, "mlp_up_dgrad", d.T, d.h, up * d.ffn_local, n, GemmRole::kDgrad);
   B.depend(B.gemm(BW, "mlp_up_wgrad", d.h, up * d.ffn_local, d.T, n, GemmRole::kWgrad), gathered);
   tp_combine(B, c, d, BW, n);
-  B.host(BW, "mlp_module_grad", n, 2);
+  B.host(BW, "mlp_module_grad", n, 3);
   B.end_block();
 }
 
@@ -313,7 +313,7 @@ void moe_mlp_forward(TraceBuilder& B, const Workload& w, const Config& c, const 
   B.memory(phase, "unpermute", e.routed * d.h * kAct * 2 + e.tokens_in * d.h * kAct, n, flags, 3);
   shared_experts_forward(B, w, c, d, phase, n, flags);
   B.memory(phase, "residual", d.Tl * d.h * kAct * (w.training.dropout ? 4.5 : 3), n, flags);
-  B.host(phase, "moe_module", n, 8, flags);
+  B.host(phase, "moe_module", n, 10, flags);
   B.end_block();
 }
 
@@ -345,7 +345,7 @@ void moe_mlp_backward(TraceBuilder& B, const Workload& w, const Config& c, const
   B.memory(BW, "router_grad", e.tokens_in * m.experts * 4 * 4, n, 0, 4);
   B.gemm_bf16(BW, "router_dgrad", e.tokens_in, d.h, m.experts, n);
   B.gemm_bf16(BW, "router_wgrad", d.h, m.experts, e.tokens_in, n, 0, 1, GemmRole::kWgrad);
-  B.host(BW, "moe_module_grad", n, 8);
+  B.host(BW, "moe_module_grad", n, 10);
   B.end_block();
 }
 

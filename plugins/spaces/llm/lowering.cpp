@@ -235,7 +235,7 @@ void lower_config(const Workload& w, const Config& c, const cotune_hardware& hw,
   const std::string why = shape_of(w, c, &s);
   if (!why.empty()) throw std::invalid_argument(why);
   const double rank = busiest_rank(w, c, s);
-  const RankLayers r = rank_layers(m, s.split, c.pp, rank);
+  const RankLayers& r = s.ranks[static_cast<size_t>(rank)];
   const Counts n = counts_of(m, r);
   const Dims d = dims_of(w, c);
   TraceBuilder B(ops, hw, w.training.dtype, w.training.lora);
@@ -277,7 +277,7 @@ void lower_config(const Workload& w, const Config& c, const cotune_hardware& hw,
   trace.tokens_per_step = w.training.global_batch * m.seq_len;
   trace.model_flops_per_gpu = model_flops_per_gpu(w, c);
   trace.gpus = c.gpus;
-  trace.memory = memory_estimate(w, c);
+  trace.memory = memory_estimate(w, c, s);
   trace.hardware = hw;
   trace.hardware.nodes = static_cast<int32_t>(std::ceil(c.gpus / hw.gpus_per_node));
 }

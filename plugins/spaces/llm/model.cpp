@@ -221,7 +221,8 @@ namespace {
 // Forward FLOPs per token with the attention core over `keys` keys per query.
 double flops_per_token(const Model& m, double keys) {
   const double core = 2 * keys * m.heads * (m.qk_head_dim() + m.v_head_dim());
-  const double attention = 2 * m.attention_params() + core;
+  const double latent_norms = m.mla.on() ? m.mla.q_lora_rank + m.mla.kv_lora_rank : 0;  // weights, not products
+  const double attention = 2 * (m.attention_params() - latent_norms) + core;
   const double dense = 2 * m.dense_mlp_params();
   const double moe = m.top_k * 2 * m.routed_expert_params() + 2 * m.shared_mlp_params() + 2 * m.hidden * m.experts;
   const double n_moe = m.moe_layers();

@@ -91,22 +91,21 @@ std::string layout_string(const PipelineSplit& split, double mtp_layers) {
   return out + "L";
 }
 
-RankLayers rank_layers(const Model& m, const PipelineSplit& split, double pp, double rank) {
-  RankLayers r;
-  double depth = 0;  // index of the first layer of the current virtual stage
+void ranks_of(const Model& m, const PipelineSplit& split, double pp, std::vector<RankLayers>* out) {
+  const size_t ranks = static_cast<size_t>(pp);
+  out->assign(ranks, RankLayers{});
+  double depth = 0;
   for (size_t i = 0; i < split.chunks.size(); ++i) {
+    RankLayers& r = (*out)[i % ranks];
     const double n = split.chunks[i];
-    if (std::fmod(static_cast<double>(i), pp) == rank) {
-      r.layers += n;
-      if (m.moe())
-        for (double l = depth; l < depth + n; ++l) r.moe_layers += m.moe_layer(l) ? 1 : 0;
-    }
+    r.layers += n;
+    if (m.moe())
+      for (double l = depth; l < depth + n; ++l) r.moe_layers += m.moe_layer(l) ? 1 : 0;
     depth += n;
   }
-  r.embedding = rank == 0;
-  r.output = rank == pp - 1;
-  r.mtp_layers = r.output ? m.mtp_layers : 0;
-  return r;
+  out->front().embedding = true;
+  out->back().output = true;
+  out->back().mtp_layers = m.mtp_layers;
 }
 
 }  // namespace cotune_llm

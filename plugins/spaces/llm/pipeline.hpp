@@ -48,7 +48,8 @@ struct RankLayers {
   bool output = false;
   double mtp_layers = 0;
 };
-RankLayers rank_layers(const Model& m, const PipelineSplit& split, double pp, double rank);
+// Every rank's, in one pass over the split (rank i at index i); `out` is reused.
+void ranks_of(const Model& m, const PipelineSplit& split, double pp, std::vector<RankLayers>* out);
 
 }  // namespace cotune_llm
 

@@ -101,7 +101,7 @@ bool check_config(const Workload& w, const Config& c, const cotune_hardware& hw,
     return why ? fail(why, std::string("the GPU ") + std::string(hw.gpu_name.data, hw.gpu_name.len) + " has no " +
                                dtype_name(w.training.dtype) + " support")
                : false;
-  const cotune_memory mem = memory_estimate(w, c);
+  const cotune_memory mem = memory_estimate(w, c, shape);
   const double total = mem.weights + mem.gradients + mem.optimizer + mem.activations + mem.buffers;
   if (total > hw.hbm_bytes)
     return why ? fail(why, "out of memory: needs " + gib(total) + " GiB per GPU but the " +
