@@ -21,7 +21,9 @@
 // --priors analytic,roofline,none (a comma list of the priors krr runs with; "both" is
 // analytic,none, the default; "prior" analytic; "all" the three),
 // --searcher-options JSON (options for every searcher of the run), --no-search (only the host
-// overhead).
+// overhead), --replay-tables n,m (judge on unseen tables of n rows through the replay executor),
+// --machine JSON (those tables measured on a machine with other GPU-description constants; each
+// study runs with in-study calibration on and off).
 #include <cotune/core/objective.hpp>
 #include <cotune/core/perfmodel.hpp>
 #include <cotune/core/registry.hpp>
@@ -64,6 +66,10 @@ struct Settings {
   std::vector<Prior> priors = {Prior::analytic, Prior::none};
   std::vector<size_t> replay_tables;  // --replay-tables: table sizes for the replay benchmark
   bool replay_unrestricted = false;   // --replay-unrestricted: search the whole space instead
+  // --machine JSON: the replay tables are measured on a machine with these GPU-description constants
+  // instead of the catalogue's (the study's model does not know them); each study then runs with the
+  // analytic prior's in-study calibration on and off.
+  json machine;
 };
 
 // How a prior shows in the tables: the predictor column, and a suffix to a searcher's name.
@@ -497,15 +503,17 @@ void surrogate_curve(const Settings& s) {
 struct ReplayReached {
   int found = -1;
   int unavailable = 0;
+  double gap_after_3 = 1;  // how far the best of the first 3 measured rows is below the table's best
 };
 
 ReplayReached replay_trials(const StudySpec& base, const std::string& searcher, Prior prior, uint64_t seed,
                             const std::string& table, double table_best, int cap, bool unrestricted,
-                            const std::string& store_dir) {
+                            const std::string& store_dir, bool calibrate = true) {
   json doc = json::parse(base.text);
   doc["name"] = base.name + "-replay-" + searcher + "-" + std::to_string(seed);
   doc["searcher"] = {{"name", searcher}, {"options", g_searcher_options}};
-  doc["predictor"] = {{"name", "krr"}, {"prior", to_string(prior)}, {"options", json::parse(g_predictor_options)}};
+  doc["predictor"] = {{"name", "krr"}, {"prior", to_string(prior)}, {"options", json::parse(g_predictor_options)},
+                      {"calibrate", calibrate}};
   doc["executor"] = {{"name", "replay"}, {"options", {{"file", table}, {"restrict_search", !unrestricted}}}};
   doc["budget"] = {{"trials", cap}, {"max_unavailable", 1000000}};
   doc["seed"] = seed;
@@ -516,6 +524,8 @@ ReplayReached replay_trials(const StudySpec& base, const std::string& searcher, 
   fs::create_directories(store_dir);
   ReplayReached reached;
   int count = 0;
+  double best3 = 0;
+  const bool maximize = base.objectives.front().direction == Direction::maximize;
   std::atomic<int> stop{0};
   RunOptions options;
   options.store_path = store_dir + "/cotune.db";
@@ -527,10 +537,15 @@ ReplayReached replay_trials(const StudySpec& base, const std::string& searcher, 
       return;
     }
     ++count;
+    if (count <= 3 && t.objective && (best3 == 0 || (maximize ? *t.objective > best3 : *t.objective < best3)))
+      best3 = *t.objective;
+    if (count <= 3 && best3 > 0)
+      reached.gap_after_3 = maximize ? 1 - best3 / table_best : best3 / table_best - 1;
     if (reached.found < 0 && t.objective && std::fabs(*t.objective - table_best) <= 1e-9 * std::fabs(table_best)) {
       reached.found = count;
-      stop = 2;
+      if (count >= 3) stop = 2;
     }
+    if (reached.found >= 0 && count >= 3) stop = 2;
   };
   run_study(spec, options);
   fs::remove_all(store_dir);
@@ -541,8 +556,11 @@ void replay_benchmark(const Settings& s) {
   const std::string dir = scratch_dir() + "-replay";
   fs::create_directories(dir);
   std::printf("Replay: trials until the best row of an unseen table of n runs (drawn uniformly, 5%% noise)\n"
-              "is measured, through the replay executor%s; median / p90 over %d seeds; unavailable trials\n"
-              "in all runs\n", s.replay_unrestricted ? " searching the whole space" : "", s.seeds);
+              "is measured, through the replay executor%s; median / p90 over %d seeds; mean trials to it; the\n"
+              "mean gap of the best of the first 3 trials to the table's best; unavailable trials in all runs\n%s",
+              s.replay_unrestricted ? " searching the whole space" : "", s.seeds,
+              s.machine.is_null() ? "" : ("Tables measured on a machine the model does not know: " + s.machine.dump() +
+                                          "\n").c_str());
   for (const std::string& w : s.workloads) {
     const ExampleStudy example(w);
     const StudySpec& base = example.base;
@@ -551,12 +569,34 @@ void replay_benchmark(const Settings& s) {
     const size_t p = space.num_params(), total = l.values.size();
     std::vector<std::string> searchers = s.searchers.empty() ? std::vector<std::string>{"random", "reinforce", "evolution"}
                                                              : s.searchers;
+    // On another machine: the same configurations' values with its constants.
+    std::vector<double> values = l.values;
+    if (!s.machine.is_null()) {
+      json w = base.workload;
+      const std::string gpu = w["cluster"]["gpu"].get<std::string>();
+      w["cluster"]["calibration"] = {{gpu, s.machine}};
+      Registry registry;
+      load_study_plugins(registry, base);
+      auto machine = registry.make_space(base.space.name, w.dump(), base.space.options.dump());
+      for (size_t i = 0; i < total; ++i) {
+        const cotune_trace& t = machine->lower(l.configs.data() + i * p);
+        cotune_sim_result r{};
+        r.struct_size = sizeof r;
+        perf::simulate(t, &r);
+        values[i] = *model_metric(r, t, base.objectives.front().metric);
+      }
+    }
+    const std::vector<bool> calibrate_modes =
+        s.machine.is_null() ? std::vector<bool>{true} : std::vector<bool>{true, false};
     for (size_t n : s.replay_tables) {
       if (n > total) continue;
       for (const std::string& name : searchers)
-        for (Prior prior : s.priors) {
+        for (Prior prior : s.priors)
+          for (bool calibrate : calibrate_modes) {
+          if (!calibrate && prior != Prior::analytic) continue;
           std::vector<int> found;
           int unavailable = 0;
+          double gap3 = 0, mean_found = 0;
           for (int seed = 1; seed <= s.seeds; ++seed) {
             // The table: n distinct configurations, measured once each.
             std::mt19937_64 rng(static_cast<uint64_t>(seed) * 104729 + n);
@@ -577,7 +617,7 @@ void replay_benchmark(const Settings& s) {
               for (auto it = row.begin(); it != row.end(); ++it)
                 csv << (it.value().is_string() ? it.value().get<std::string>() : it.value().dump()) << ",";
               const double f = std::exp(noise(rng));
-              const double v = l.direction == Direction::maximize ? l.values[idx[i]] / f : l.values[idx[i]] * f;
+              const double v = l.direction == Direction::maximize ? values[idx[i]] / f : values[idx[i]] * f;
               char text[64];
               std::snprintf(text, sizeof text, "%.17g", v);
               csv << "ok," << text << "\n";
@@ -587,13 +627,17 @@ void replay_benchmark(const Settings& s) {
             csv.close();
             ReplayReached r = replay_trials(base, name, prior, static_cast<uint64_t>(seed), dir + "/table.csv", best,
                                             static_cast<int>(std::min<size_t>(n, static_cast<size_t>(s.cap))),
-                                            s.replay_unrestricted, dir + "/store");
+                                            s.replay_unrestricted, dir + "/store", calibrate);
             found.push_back(r.found);
             unavailable += r.unavailable;
+            gap3 += r.gap_after_3 / s.seeds;
+            mean_found += (r.found < 0 ? s.cap : r.found) / double(s.seeds);
           }
-          std::printf("  %-22s table %5zu of %6zu  %-9s best row measured after %-13s trials; unavailable %d\n",
-                      w.c_str(), n, total, (std::string(name) + suffix(prior)).c_str(),
-                      percentiles(found, s.cap).c_str(), unavailable);
+          const std::string label = std::string(name) + suffix(prior) + (calibrate ? "" : " (no calibration)");
+          std::printf("  %-22s table %5zu of %6zu  %-26s best row measured after %-13s trials (mean %.1f); gap after 3 "
+                      "%.1f%%; unavailable %d\n",
+                      w.c_str(), n, total, label.c_str(), percentiles(found, s.cap).c_str(), mean_found, 100 * gap3,
+                      unavailable);
           std::fflush(stdout);
         }
     }
@@ -721,6 +765,7 @@ int main(int argc, char** argv) {
     else if (a == "--no-search") s.seeds = 0;
     else if (a == "--surrogate-curve") curve = true;
     else if (a == "--replay-unrestricted") s.replay_unrestricted = true;
+    else if (a == "--machine") s.machine = json::parse(value("--machine"));
     else if (a == "--replay-tables") {
       for (const std::string& v : split(value("--replay-tables"))) s.replay_tables.push_back(std::stoul(v));
     }

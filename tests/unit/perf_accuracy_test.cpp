@@ -50,7 +50,8 @@ TEST(PerfAccuracy, PublishedRecipeTablesStayWithinBounds) {
     }
     const auto a = cotune::core::perf::accuracy_of(rows, predictions);
     for (const auto& [why, n] : a.refused)
-      EXPECT_TRUE(why == "model dimensions unknown" || why.find("is not divisible by") != std::string::npos)
+      EXPECT_TRUE(why == "model dimensions unknown" || why.find("is not divisible by") != std::string::npos ||
+                  why.find("must divide") != std::string::npos)  // a rule Megatron-LM itself enforces
           << t.name << ": " << n << " rows refused: " << why;
     ASSERT_TRUE(bound.count(t.name)) << "a new table: give it a bound";
     EXPECT_LT(a.mape, bound.at(t.name)) << t.name;
