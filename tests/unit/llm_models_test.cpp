@@ -202,6 +202,13 @@ TEST_F(LlmModels, BadValuesOfTheNewFieldsNameTheField) {
   } catch (const PluginError& e) {
     EXPECT_THAT(e.what(), HasSubstr("/training/peft: expected none or lora, got 'qlora'"));
   }
+  try {
+    registry_.make_space("llm", json{{"model", base}, {"training", {{"global_batch", 8}, {"kernels", "jit"}}},
+                                     {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 1}}}}.dump());
+    FAIL() << "kernels jit accepted";
+  } catch (const PluginError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("/training/kernels: expected fused, compiled or eager, got 'jit'"));
+  }
 }
 
 TEST_F(LlmModels, BadLayoutParametersAreRefusedWithTheRule) {

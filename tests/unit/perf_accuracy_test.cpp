@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -57,4 +59,33 @@ TEST(PerfAccuracy, PublishedRecipeTablesStayWithinBounds) {
     EXPECT_LT(a.mape, bound.at(t.name)) << t.name;
     EXPECT_GT(a.simulated, a.rows / 2) << t.name;
   }
+}
+
+// How a table's rows say what ran them: PyTorch-native trainers run eager kernels unless the row
+// says torch.compile; Megatron-style recipes run fused ones; activation checkpointing yes/no is
+// full/none recomputation; GPUs as tables spell them map to the catalogue.
+TEST(PerfAccuracy, PublishedRowsNameTheirKernelsRecomputeAndGpu) {
+  const auto path = std::filesystem::temp_directory_path() / "cotune_published_kernels.csv";
+  {
+    std::ofstream f(path);
+    f << "source_repo,model,hidden,layers,heads,seq_len,global_batch,gpu,gpus,tp,pp,fsdp,recompute,notes,"
+         "tokens_per_s_per_gpu\n"
+         "pytorch/torchtitan,Llama-3.1-8B,4096,32,32,8192,16,H100,8,1,1,8,selective,torch.compile on,6667\n"
+         "pytorch/torchtitan,Llama-3.1-8B,4096,32,32,8192,16,H100,8,1,1,8,selective,,5762\n"
+         "mosaicml/llm-foundry,mpt-7b,4096,32,32,2048,512,a100_80gb,64,1,1,64,True,,3300\n"
+         "NVIDIA/Megatron-LM,gpt-5b,4096,24,32,2048,256,a100-sxm4-80gb,8,1,1,,False,,9000\n";
+  }
+  const auto t = cotune::core::perf::read_published_table(path.string());
+  std::filesystem::remove(path);
+  ASSERT_EQ(t.rows.size(), 4u);
+  EXPECT_EQ(t.rows[0].cells.at("kernels"), "compiled");
+  EXPECT_EQ(t.rows[1].cells.at("kernels"), "eager");
+  EXPECT_EQ(t.rows[2].cells.at("kernels"), "eager");
+  EXPECT_EQ(t.rows[3].cells.at("kernels"), "fused");
+  EXPECT_EQ(t.rows[2].cells.at("recompute"), "full");
+  EXPECT_EQ(t.rows[3].cells.at("recompute"), "none");
+  EXPECT_EQ(t.rows[2].gpu, "a100-80gb");
+  EXPECT_EQ(t.rows[3].gpu, "a100-80gb");
+  EXPECT_EQ(t.rows[0].gpu, "h100-sxm");
+  EXPECT_EQ(t.rows[0].cells.at("zero"), "3");
 }

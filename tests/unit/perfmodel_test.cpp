@@ -118,6 +118,21 @@ TEST(Catalogue, ResolvesA100Selene) {
   EXPECT_EQ(hw.price_per_gpu_hour, 0);
 }
 
+TEST(Catalogue, ResolvesOtherSpellingsOfAName) {
+  EXPECT_EQ(perf::catalogue_gpu_name("A100_80GB"), "a100-80gb");
+  EXPECT_EQ(perf::catalogue_gpu_name("NVIDIA H100 80GB HBM3"), "h100-sxm");
+  EXPECT_EQ(perf::catalogue_gpu_name("a100-sxm4-40gb"), "a100-40gb");
+  EXPECT_EQ(perf::catalogue_gpu_name("GB200-NVL72"), "gb200");
+  EXPECT_EQ(perf::catalogue_gpu_name("tpu-v9"), "");
+  // Every alias names an entry of the catalogue.
+  for (const char* g : {"a100", "h100", "h200-sxm", "dgx-b200", "b300-sxm", "gb300-nvl72", "mi300"})
+    EXPECT_THAT(perf::catalogue_gpu_names(), ::testing::Contains(perf::catalogue_gpu_name(g))) << g;
+  // The resolved hardware carries the catalogue name, and a calibration keyed by any spelling applies.
+  cotune_hardware hw = resolve({{"gpu", "h100_80gb"}, {"nodes", 1}, {"calibration", {{"H100", {{"hbm_gib", 70}}}}}});
+  EXPECT_EQ(std::string(hw.gpu_name.data, hw.gpu_name.len), "h100-sxm");
+  EXPECT_DOUBLE_EQ(hw.hbm_bytes, 70.0 * 1073741824.0);
+}
+
 TEST(Catalogue, OverridesNetworkPriceAndSpecFields) {
   cotune_hardware hw = resolve({{"gpu", "h100-sxm"},
                                 {"nodes", 2},

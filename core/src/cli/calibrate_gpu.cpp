@@ -6,7 +6,6 @@
 // Each measurement is a single-op step trace submitted to the executor; its measured time comes
 // back in the metrics (measured_gemm_s, measured_memory_s, measured_attention_s).
 #include <cotune/core/components.hpp>
-#include <cotune/core/embedded.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/perfmodel.hpp>
 #include <cotune/core/registry.hpp>
@@ -119,12 +118,12 @@ std::string today() {
 
 }  // namespace
 
-int calibrate_on_gpu(const std::string& base, const std::string& executor_options, json* out) {
-  const json catalogue = json::parse(core::embedded_file("gpus.json"));
-  if (!catalogue.at("gpus").contains(base)) {
+int calibrate_on_gpu(const std::string& spelled_base, const std::string& executor_options, json* out) {
+  const std::string base = core::perf::catalogue_gpu_name(spelled_base);
+  if (base.empty()) {
     std::string names;
     for (const auto& n : core::perf::catalogue_gpu_names()) names += (names.empty() ? "" : ", ") + n;
-    throw core::UserError("calibrate: --base '" + base + "' is not in the GPU catalogue (expected one of " + names + ")");
+    throw core::UserError("calibrate: --base '" + spelled_base + "' is not in the GPU catalogue (expected one of " + names + ")");
   }
   cotune_hardware hw{};
   hw.struct_size = sizeof hw;

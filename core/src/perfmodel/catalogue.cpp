@@ -6,6 +6,7 @@
 #include <cotune/core/perfmodel.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <iterator>
@@ -193,6 +194,16 @@ std::vector<std::string> catalogue_gpu_names() {
   return names;
 }
 
+std::string catalogue_gpu_name(const std::string& spelled) {
+  std::string n;
+  for (char ch : spelled) n += (ch == '_' || ch == ' ') ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (n.rfind("nvidia-", 0) == 0) n.erase(0, 7);
+  const json& cat = catalogue();
+  if (cat["gpus"].contains(n)) return n;
+  if (cat.contains("aliases") && cat["aliases"].contains(n)) return cat["aliases"][n].get<std::string>();
+  return "";
+}
+
 void resolve_hardware(const json& cluster, cotune_hardware* out, const std::string& where) {
   if (out == nullptr || out->struct_size < COTUNE_STRUCT_SIZE(cotune_hardware, host_bytes_per_node))
     throw UserError("resolve_hardware: the output struct is too small for this host");
@@ -212,11 +223,11 @@ void resolve_hardware(const json& cluster, cotune_hardware* out, const std::stri
     const json& name = cluster["gpu"];
     if (!name.is_string()) throw UserError(where + "/gpu: expected a GPU name (string)");
     const json& gpus = catalogue()["gpus"];
-    std::string n = name.get<std::string>();
-    if (!gpus.contains(n)) {
+    const std::string n = catalogue_gpu_name(name.get<std::string>());
+    if (n.empty()) {
       std::string list;
       for (const auto& k : catalogue_gpu_names()) list += (list.empty() ? "" : ", ") + k;
-      throw UserError(where + "/gpu: unknown GPU '" + n + "' (the catalogue has " + list +
+      throw UserError(where + "/gpu: unknown GPU '" + name.get<std::string>() + "' (the catalogue has " + list +
                       "; or describe it in gpu_spec)");
     }
     g.name = n;
@@ -237,7 +248,10 @@ void resolve_hardware(const json& cluster, cotune_hardware* out, const std::stri
       GpuFields check;
       apply_gpu_fields(it.value(), check, where + "/calibration/" + it.key());
     }
-    if (cal.contains(g.name)) apply_gpu_fields(cal[g.name], g, where + "/calibration/" + g.name);
+    // Keyed by the GPU's name as the calibration wrote it, or any spelling of its catalogue name.
+    for (auto it = cal.begin(); it != cal.end(); ++it)
+      if (it.key() == g.name || catalogue_gpu_name(it.key()) == g.name)
+        apply_gpu_fields(it.value(), g, where + "/calibration/" + it.key());
   }
   check_complete(g, where + (cluster.contains("gpu_spec") ? "/gpu_spec" : ""));
 

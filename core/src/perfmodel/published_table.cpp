@@ -3,6 +3,7 @@
 
 #include <cotune/core/csv.hpp>
 #include <cotune/core/errors.hpp>
+#include <cotune/core/perfmodel.hpp>
 
 #include <algorithm>
 #include <cctype>
@@ -43,13 +44,41 @@ int gated_by_family(const std::string& model) {
   return -1;
 }
 
-// The catalogue name of a GPU as tables write it.
+// The catalogue name of a GPU as tables write it (its own spelling when the catalogue has no match:
+// the row is then refused by the GPU check).
 std::string catalogue_gpu(const std::string& gpu) {
-  const std::string g = lower(gpu);
-  if (g == "h100" || g == "h100-80gb" || g == "h100 sxm" || g == "h100_sxm" || g == "dgx-h100") return "h100-sxm";
-  if (g == "a100" || g == "a100-sxm" || g == "a100 80gb" || g == "a100-80g") return "a100-80gb";
-  if (g == "a100-40g" || g == "a100 40gb") return "a100-40gb";
-  return g;
+  const std::string name = catalogue_gpu_name(gpu);
+  return name.empty() ? lower(gpu) : name;
+}
+
+// How the row's framework runs elementwise work and attention (the llm space's training.kernels):
+// the row's own `kernels` cell; else PyTorch-native trainers (by their repository) run eager, or
+// compiled where the row says torch.compile was on; everything else (Megatron-LM, NeMo,
+// Megatron-Bridge, Megatron-DeepSpeed) runs Transformer Engine's fused kernels.
+std::string kernels_of(const std::string& stated, const std::string& repo, const std::string& notes) {
+  if (!stated.empty()) return lower(stated);
+  const std::string r = lower(repo);
+  bool native = false;
+  for (const char* n : {"torchtitan", "llm-foundry", "composer", "pytorch/", "torchtune", "huggingface", "transformers",
+                        "accelerate", "litgpt", "lit-gpt", "olmo", "fms-fsdp"})
+    native = native || r.find(n) != std::string::npos;
+  if (!native) return "fused";
+  const std::string n = lower(notes);
+  bool compiled = n.find("compile") != std::string::npos;
+  for (const char* off : {"no compile", "without compile", "compile=false", "compile: false", "compile off",
+                          "not compiled", "uncompiled"})
+    compiled = compiled && n.find(off) == std::string::npos;
+  return compiled ? "compiled" : "eager";
+}
+
+// The recompute cell as the llm space names it: tables also write activation checkpointing as a
+// yes/no ("True": every layer, full) or name selective op-level checkpointing.
+std::string recompute_of(const std::string& cell) {
+  const std::string v = lower(cell);
+  if (v == "true" || v == "yes" || v == "1" || v == "on") return "full";
+  if (v == "false" || v == "no" || v == "0" || v == "off") return "none";
+  if (v == "op" || v == "sac" || v == "selective-op") return "selective";
+  return v;
 }
 
 std::string dtype_of(const std::string& dtype) {
@@ -118,6 +147,8 @@ PublishedRow read_row(const CsvTable& t, const CsvRecord& rec) {
   c["dtype"] = r.dtype;
   if (lower(cell("task")) == "lora") c["peft"] = "lora";  // frozen base weights; sft and pretrain train them all
   c["attention"] = "flash";
+  c["kernels"] = kernels_of(cell("kernels"), cell("source_repo"),
+                            cell("notes") + " " + cell("dtype_detail") + " " + cell("model_variant"));
   c["dropout"] = "false";
   double fsdp = 0;
   if (!c.count("zero")) c["zero"] = number(cell("fsdp"), &fsdp) && fsdp > 0 ? "3" : "1";
@@ -128,7 +159,7 @@ PublishedRow read_row(const CsvTable& t, const CsvRecord& rec) {
   else r.micro_batch_unstated = true;
   if (!cell("vpp").empty()) c["vpp"] = cell("vpp");
   else r.vpp_unstated = true;
-  const std::string recompute = lower(cell("recompute"));
+  const std::string recompute = recompute_of(cell("recompute"));
   if (recompute.empty()) r.recompute_unstated = true;
   else c["recompute"] = recompute;
 

@@ -12,6 +12,11 @@
 //  - the layout as printed; dp = gpus / (tp pp cp); fsdp > 0 is ZeRO-3 (FSDP), otherwise the
 //    distributed optimizer (ZeRO-1: Megatron-Bridge's and NeMo's default); sp when tp > 1 (their
 //    recipes' default); etp unstated is Megatron's default (tp);
+//  - kernels (the llm space's training.kernels): the row's `kernels` cell, else `eager` for
+//    PyTorch-native trainers by source_repo (TorchTitan, llm-foundry/Composer, torchtune, Hugging
+//    Face, ...) or `compiled` where the row's notes say torch.compile was on, else `fused`
+//    (Megatron-LM, NeMo, Megatron-Bridge: Transformer Engine);
+//  - recompute written as activation checkpointing yes/no is full/none;
 //  - unstated micro_batch, vpp or recompute are left to the caller (the recipe tuned them).
 #ifndef COTUNE_CORE_PERFMODEL_PUBLISHED_TABLE_HPP_
 #define COTUNE_CORE_PERFMODEL_PUBLISHED_TABLE_HPP_

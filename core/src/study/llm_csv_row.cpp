@@ -63,7 +63,8 @@ const std::pair<const char*, const char*> kAliases[] = {{"moe_ffn_hidden", "expe
 // Per-GPU bandwidths a row may give for its cluster (cluster.gpu_spec fields).
 const char* const kBandwidthColumns[] = {"nvlink_GBps", "network_GBps", "island_GBps"};
 
-const char* const kTrainingColumns[] = {"global_batch", "dtype", "attention", "dropout", "overlap_grad_reduce", "peft"};
+const char* const kTrainingColumns[] = {"global_batch", "dtype",   "attention", "kernels",
+                                        "dropout",      "overlap_grad_reduce", "peft"};
 
 // Configuration columns a configuration JSON may leave out (their default is the space's rule).
 const char* const kOptionalConfig[] = {"etp", "first_stage_layers", "last_stage_layers"};
@@ -197,7 +198,10 @@ LlmCsvRow llm_row_from_cells(const CsvCellLookup& cell) {
     throw std::invalid_argument("gpus (" + fmt(gpus) + ") is not divisible by tp*pp*cp (" + fmt(tp * pp * cp) + ")");
   if (!r.has("global_batch")) throw std::invalid_argument("column global_batch: missing (required)");
 
-  const std::string gpu = r.string("gpu", "h100-sxm");
+  // The catalogue's name for it ("a100" is a100-80gb), so the space's gpu parameter matches.
+  const std::string spelled_gpu = r.string("gpu", "h100-sxm");
+  const std::string catalogued = perf::catalogue_gpu_name(spelled_gpu);
+  const std::string gpu = catalogued.empty() ? spelled_gpu : catalogued;
   json cluster = {{"gpu", gpu}};
   if (r.has("gpus_per_node")) cluster["gpus_per_node"] = r.integer("gpus_per_node", 8);
   if (r.has("nodes_per_island")) cluster["nodes_per_island"] = r.integer("nodes_per_island", 0);
@@ -223,6 +227,7 @@ LlmCsvRow llm_row_from_cells(const CsvCellLookup& cell) {
                    {"attention", r.string("attention", "flash")}, {"dropout", r.boolean("dropout", false)}};
   if (r.has("overlap_grad_reduce")) training["overlap_grad_reduce"] = r.boolean("overlap_grad_reduce", true);
   if (r.has("peft")) training["peft"] = r.text("peft");
+  if (r.has("kernels")) training["kernels"] = r.text("kernels");
 
   // zero, or a published table's fsdp column (> 0: FSDP over that many ranks, ZeRO-3).
   double zero = r.integer("zero", 0);

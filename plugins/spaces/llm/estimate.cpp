@@ -113,7 +113,9 @@ LayerActivations layer_activations(const Workload& w, const Config& c) {
   // replicated across tensor-parallel ranks unless sequence parallel (Korthikanti et al.: with MHA
   // 13 sbh together with the split part); Q, K, V and the projection's input are split.
   double replicated = T * h * (2 + norm_out + drop);
-  double kv = m.kv_dim(), v = m.kv_dim();
+  // Without MLA, keys and values have the same width (the KV heads times the head dimension).
+  double kv = m.kv_dim();
+  double v = kv;
   if (m.mla.on()) {
     // The latents of queries and of keys/values, and their normalised copies (the up GEMMs' inputs).
     const double latents = m.mla.q_lora_rank + m.mla.kv_lora_rank + m.mla.qk_rope_head_dim;

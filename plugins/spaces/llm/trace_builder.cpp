@@ -31,8 +31,9 @@ GroupPlacement place_group(double stride, double size, const cotune_hardware& hw
   return p;
 }
 
-TraceBuilder::TraceBuilder(std::vector<cotune_op>& ops, const cotune_hardware& hw, int32_t dtype, bool frozen)
-    : ops_(ops), hw_(hw), dtype_(dtype), frozen_(frozen) {
+TraceBuilder::TraceBuilder(std::vector<cotune_op>& ops, const cotune_hardware& hw, int32_t dtype, bool frozen,
+                           double unfused)
+    : ops_(ops), hw_(hw), dtype_(dtype), frozen_(frozen), unfused_(unfused) {
   ops_.clear();
 }
 
@@ -90,8 +91,9 @@ int32_t TraceBuilder::attention(int32_t phase, double batch, double heads, doubl
 
 int32_t TraceBuilder::memory(int32_t phase, const char* label, double bytes, double count, uint32_t flags,
                              double kernels) {
-  cotune_op& o = next(phase, COTUNE_OP_MEMORY, label, count, flags, kernels);
-  o.bytes = bytes;
+  const double unfused = bytes > 0 && !(flags & COTUNE_OP_OPTIMIZER) ? unfused_ : 1;
+  cotune_op& o = next(phase, COTUNE_OP_MEMORY, label, count, flags, kernels * unfused);
+  o.bytes = bytes * unfused;
   o.dtype = COTUNE_DTYPE_BF16;
   return last();
 }

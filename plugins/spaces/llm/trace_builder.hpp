@@ -28,8 +28,11 @@ enum class GemmRole { kForward, kDgrad, kWgrad };
 class TraceBuilder {
  public:
   // `dtype`: the training's GEMM precision; attention and the router stay in bf16. `frozen`: the
-  // weights get no gradient (LoRA), so weight-gradient GEMMs are left out.
-  TraceBuilder(std::vector<cotune_op>& ops, const cotune_hardware& hw, int32_t dtype, bool frozen = false);
+  // weights get no gradient (LoRA), so weight-gradient GEMMs are left out. `unfused`: the kernels,
+  // and the bytes they move, that an eager framework runs for each fused elementwise kernel (1 when
+  // fused; every memory op but the optimizer's and host work is scaled by it).
+  TraceBuilder(std::vector<cotune_op>& ops, const cotune_hardware& hw, int32_t dtype, bool frozen = false,
+               double unfused = 1);
 
   // Ops between begin_block and end_block run `count` times per micro-batch (a layer's block on
   // every layer of the stage); end_block appends the quantisation of its low-precision GEMMs as one
@@ -70,6 +73,7 @@ class TraceBuilder {
   const cotune_hardware& hw_;
   int32_t dtype_;
   bool frozen_;
+  double unfused_;
   // The open block: its phase, runs, flags, and the bytes and kernels of its quantisation per run.
   int32_t block_phase_ = -1;
   double block_count_ = 0;

@@ -66,6 +66,12 @@ Training parse_training(const json& j) {
       if (a == "flash") t.attention = Attention::kFlash;
       else if (a == "unfused") t.attention = Attention::kUnfused;
       else throw std::invalid_argument(at + ": expected flash or unfused, got '" + a + "'");
+    } else if (k == "kernels") {
+      const std::string a = text(v, at);
+      if (a == "fused") t.kernels = Kernels::kFused;
+      else if (a == "compiled") t.kernels = Kernels::kCompiled;
+      else if (a == "eager") t.kernels = Kernels::kEager;
+      else throw std::invalid_argument(at + ": expected fused, compiled or eager, got '" + a + "'");
     } else if (k == "dropout") {
       t.dropout = boolean(v, at);
     } else if (k == "overlap_grad_reduce") {
@@ -76,7 +82,7 @@ Training parse_training(const json& j) {
       else if (p != "none") throw std::invalid_argument(at + ": expected none or lora, got '" + p + "'");
     } else {
       throw std::invalid_argument(at + ": unknown training field (expected global_batch, dtype, optimizer, attention, "
-                                  "dropout, overlap_grad_reduce, peft)");
+                                  "kernels, dropout, overlap_grad_reduce, peft)");
     }
   }
   return t;

@@ -15,10 +15,21 @@ namespace cotune_llm {
 
 enum class Attention { kFlash, kUnfused };
 
+// How the framework runs a layer's elementwise work and attention:
+//  - kFused: Megatron-LM / NeMo with Transformer Engine: norms, rotary embedding, activations and
+//    casts fused into one kernel each, cuDNN fused attention;
+//  - kCompiled: a PyTorch-native trainer under torch.compile (TorchTitan with compile): the same
+//    elementwise fusion, attention through PyTorch's SDPA (FlashAttention-2 kernels);
+//  - kEager: a PyTorch-native trainer without compile (TorchTitan, llm-foundry, plain FSDP): every
+//    elementwise op its own kernel (an fp32 RMSNorm is six, rotary embedding four or five, SwiGLU two;
+//    about three kernels and three times the HBM traffic per fused one), attention through SDPA.
+enum class Kernels { kFused, kCompiled, kEager };
+
 struct Training {
   double global_batch = 0;        // sequences per step
   int32_t dtype = COTUNE_DTYPE_BF16;  // of the GEMMs (bf16, fp16, fp8 or fp4)
   Attention attention = Attention::kFlash;
+  Kernels kernels = Kernels::kFused;
   bool dropout = false;             // dropout layers (extra elementwise work and masks)
   bool overlap_grad_reduce = true;  // data-parallel gradient reduction overlaps the last backward
   bool lora = false;  // parameter-efficient fine-tuning: the base weights are frozen (no weight

@@ -14,6 +14,11 @@ namespace cotune::core::perf {
 // Names of the GPUs in the built-in catalogue (core/data/gpus.json), e.g. "h100-sxm".
 std::vector<std::string> catalogue_gpu_names();
 
+// The catalogue name a GPU is spelled as: case, '_' or spaces for '-' and an "nvidia-" prefix are
+// ignored, and gpus.json's aliases ("a100" -> "a100-80gb", "h100_80gb" -> "h100-sxm", ...) apply.
+// "" when no entry matches.
+std::string catalogue_gpu_name(const std::string& spelled);
+
 // The fields a GPU description (a catalogue entry, cluster.gpu_spec, a calibration) may hold, and a
 // check of such an object (UserError naming the field under `where`).
 const std::vector<std::string>& gpu_field_names();
