@@ -258,6 +258,7 @@ TraceCopy::TraceCopy(const cotune_trace& trace) : trace_(trace) {
 TraceCopy::TraceCopy(const TraceCopy& other) : ops_(other.ops_), trace_(other.trace_) { rebind(); }
 
 TraceCopy& TraceCopy::operator=(const TraceCopy& other) {
+  if (this == &other) return *this;
   ops_ = other.ops_;
   trace_ = other.trace_;
   rebind();
@@ -399,6 +400,7 @@ CalibrationResult calibrate(const std::vector<CalibrationRun>& runs, const Calib
   const size_t k = std::min(options.folds, runs.size());
   if (options.held_out && k >= 2) {
     std::vector<size_t> order = all;
+    // NOLINTNEXTLINE(cert-msc32-c,cert-msc51-cpp): the same folds every run, so the error is reproducible
     std::shuffle(order.begin(), order.end(), std::mt19937(12345));
     std::vector<double> held;
     for (size_t f = 0; f < k; ++f) {

@@ -84,8 +84,9 @@ double busiest_rank(const Workload& w, const Config& c, const Shape& s) {
   const Model& m = w.model;
   const LayerFlops f = layer_flops(m);
   double best = -1, best_rank = c.pp - 1;
-  for (double rank = 0; rank < c.pp; ++rank) {
-    const RankLayers& r = s.ranks[static_cast<size_t>(rank)];
+  for (size_t i = 0; i < s.ranks.size(); ++i) {
+    const double rank = static_cast<double>(i);
+    const RankLayers& r = s.ranks[i];
     const double mlp_moe = r.moe_layers + (m.moe() ? r.mtp_layers : 0);
     const double layers = r.layers + r.mtp_layers;
     double work = layers * f.attention + (layers - mlp_moe) * f.dense_mlp + mlp_moe * f.moe_mlp;
@@ -222,9 +223,9 @@ cotune_memory memory_estimate(const Workload& w, const Config& c, const Shape& s
   no_recompute.recompute = kRecomputeNone;
   const LayerActivations full = layer_activations(w, no_recompute);
   cotune_memory worst{};
-  for (double rank = 0; rank < c.pp; ++rank) {
-    const cotune_memory mem = rank_memory(w, c, s, act, full, rank);
-    if (rank == 0 || total(mem) > total(worst)) worst = mem;
+  for (size_t i = 0; i < s.ranks.size(); ++i) {
+    const cotune_memory mem = rank_memory(w, c, s, act, full, static_cast<double>(i));
+    if (i == 0 || total(mem) > total(worst)) worst = mem;
   }
   return worst;
 }

@@ -65,7 +65,10 @@ std::string split_layers(double layers, double pp, double vpp, double first, dou
     const double base = std::floor(layers / stages);
     double rest = layers - base * stages;
     for (double& c : s.chunks) c = base;
-    for (size_t i = 1; i + 1 < s.chunks.size() && rest > 0; ++i, --rest) s.chunks[i] += 1;
+    for (size_t i = 1; i + 1 < s.chunks.size() && rest > 0; ++i) {
+      s.chunks[i] += 1;
+      rest -= 1;
+    }
     if (rest > 0) s.chunks.back() += rest;  // two stages only
   } else {
     return "layers (" + num(layers) + ") do not split over vpp (" + num(vpp) + ") virtual stages";
@@ -100,7 +103,7 @@ void ranks_of(const Model& m, const PipelineSplit& split, double pp, std::vector
     const double n = split.chunks[i];
     r.layers += n;
     if (m.moe())
-      for (double l = depth; l < depth + n; ++l) r.moe_layers += m.moe_layer(l) ? 1 : 0;
+      for (int64_t i = 0; i < static_cast<int64_t>(n); ++i) r.moe_layers += m.moe_layer(depth + static_cast<double>(i)) ? 1 : 0;
     depth += n;
   }
   out->front().embedding = true;
