@@ -330,6 +330,14 @@ std::string Space::render(const double* config, int32_t format) const {
   return out;
 }
 
+bool Space::set_target(const std::string& target) {
+  auto set = optional_fn(api_, &cotune_space_api::set_target);
+  if (set == nullptr) return false;
+  throw_if_error(set(inst_, cs(target)), ref_.info.id);
+  target_ = target;
+  return true;
+}
+
 std::vector<double> Space::parse(std::string_view config_json) const {
   std::vector<double> out(params_.size());
   if (auto parse = optional_fn(api_, &cotune_space_api::parse)) {

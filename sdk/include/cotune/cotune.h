@@ -391,6 +391,8 @@ COTUNE_ASSERT_LAST_FIELD(cotune_param, help);
 #define COTUNE_RENDER_MEGATRON 1   /* Megatron-LM command-line arguments */
 #define COTUNE_RENDER_TORCHTITAN 2 /* a TorchTitan TOML fragment */
 #define COTUNE_RENDER_TORCHREC 3   /* a TorchRec sharding plan (JSON) */
+#define COTUNE_RENDER_NEMO 4       /* 1.2: Megatron-Bridge (NeMo) recipe overrides (Python) */
+#define COTUNE_RENDER_DEEPSPEED 5  /* 1.2: a DeepSpeed ds_config (JSON) */
 
 typedef struct cotune_space_api {
   size_t struct_size;
@@ -439,8 +441,16 @@ typedef struct cotune_space_api {
   /* Optional: parses a rendered JSON configuration back into values (for imports and replays).
    * Parameters absent from the JSON take their defaults. */
   cotune_error* (*parse)(cotune_space_instance* space, cotune_str config_json, double* out_config);
+
+  /* 1.2, optional (NULL: the space has no launch targets): names the framework and version that
+   * configurations will be launched with, as "framework@version" ("megatron@core_v0.19.0"; the
+   * framework alone: the newest version the space knows). From then on check(), explain() and
+   * sample() also refuse what that framework refuses (explain() names the framework, the version
+   * and the rule), and render() writes that version's format for that framework. An unknown target
+   * is INVALID_ARGUMENT with a message naming the targets the space knows. */
+  cotune_error* (*set_target)(cotune_space_instance* space, cotune_str target);
 } cotune_space_api;
-COTUNE_ASSERT_LAST_FIELD(cotune_space_api, parse);
+COTUNE_ASSERT_LAST_FIELD(cotune_space_api, set_target);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Predictors                                                                                     */

@@ -14,6 +14,7 @@
 //     std::string render(const double* config, int32_t format);
 //     // optional: const cotune_trace* lower(const double* config);
 //     // optional: void parse(std::string_view config_json, double* out_config);
+//     // optional: void set_target(std::string_view target);  // "megatron@core_v0.19.0"
 //   };
 //   COTUNE_PLUGIN(cotune::space<MySpace>({"org.example.space.mine", "mine", "1.0.0", "My model."}))
 //
@@ -156,6 +157,8 @@ template <class, class = void> struct has_lower : std::false_type {};
 template <class T> struct has_lower<T, std::void_t<decltype(std::declval<T&>().lower((const double*)nullptr))>> : std::true_type {};
 template <class, class = void> struct has_parse : std::false_type {};
 template <class T> struct has_parse<T, std::void_t<decltype(std::declval<T&>().parse(std::string_view(), (double*)nullptr))>> : std::true_type {};
+template <class, class = void> struct has_set_target : std::false_type {};
+template <class T> struct has_set_target<T, std::void_t<decltype(std::declval<T&>().set_target(std::string_view()))>> : std::true_type {};
 template <class, class = void> struct has_save : std::false_type {};
 template <class T> struct has_save<T, std::void_t<decltype(std::declval<T&>().save()), decltype(std::declval<T&>().load(std::string_view()))>> : std::true_type {};
 template <class, class = void> struct has_attach : std::false_type {};
@@ -412,10 +415,18 @@ struct SpaceAdapter {
       return nullptr;
     }
   }
+  static cotune_error* set_target(cotune_space_instance* s, cotune_str target) {
+    if constexpr (has_set_target<T>::value) {
+      return guarded([&] { self(s).set_target(view(target)); });
+    } else {
+      (void)s, (void)target;
+      return nullptr;
+    }
+  }
   static const cotune_space_api* api() {
     static const cotune_space_api a = [] {
       cotune_space_api t{};
-      t.struct_size = COTUNE_STRUCT_SIZE(cotune_space_api, parse);
+      t.struct_size = COTUNE_STRUCT_SIZE(cotune_space_api, set_target);
       t.create = &create;
       t.destroy = &destroy;
       t.describe = &describe;
@@ -427,6 +438,7 @@ struct SpaceAdapter {
       t.lower = has_lower<T>::value ? &lower : nullptr;
       t.render = &render;
       t.parse = has_parse<T>::value ? &parse : nullptr;
+      t.set_target = has_set_target<T>::value ? &set_target : nullptr;
       return t;
     }();
     return &a;

@@ -82,6 +82,12 @@ class Space {
   std::string render(const double* config, int32_t format) const;  // throws on UNSUPPORTED
   bool try_render(const double* config, int32_t format, std::string* out) const;
   std::vector<double> parse(std::string_view config_json) const;  // parse() or the host fallback
+  // The framework and version configurations will be launched with ("megatron@core_v0.19.0"):
+  // check/explain/sample then also apply its rules, and render() writes its format. False when the
+  // space has no launch targets (it renders its formats without version); throws PluginError for
+  // a target the space does not know.
+  bool set_target(const std::string& target);
+  const std::string& target() const { return target_; }
 
   // Canonical key of a configuration: "name=value;..." in parameter order, values formatted.
   std::string key(const double* config) const;
@@ -100,6 +106,7 @@ class Space {
   // The plugin's own verdict, before any restriction.
   void check_unrestricted(const double* configs, size_t n, int32_t* out_valid) const;
 
+  std::string target_;
   bool restricted_ = false;
   std::vector<double> allowed_rows_;  // the kept rows, in the order given
   std::unordered_set<std::vector<double>, RowHash> allowed_;
