@@ -1,5 +1,5 @@
 // The LLM training search space (component "llm"): parameters, validity, sampling, features,
-// lowering to step traces and rendering for Megatron-LM and TorchTitan.
+// lowering to step traces, launch targets and rendering for them (docs/exports.md).
 #include <cotune/cotune.h>
 #include <cotune/cotune.hpp>
 
@@ -17,6 +17,7 @@
 #include "estimate.hpp"
 #include "lowering.hpp"
 #include "render.hpp"
+#include "target.hpp"
 #include "validity.hpp"
 #include "workload.hpp"
 
@@ -99,17 +100,23 @@ class LlmSpace {
   const std::vector<std::string>& feature_names() const { return features_; }
 
   void check(const double* configs, size_t n, int32_t* out_valid) {
-    for (size_t i = 0; i < n; ++i) {
-      const double* v = configs + i * kNumParams;
-      out_valid[i] = in_domain(v, nullptr) && check_config(w_, config_of(v), hardware_[gpu_of(v)], nullptr) ? 1 : 0;
-    }
+    for (size_t i = 0; i < n; ++i) out_valid[i] = valid(configs + i * kNumParams, nullptr) ? 1 : 0;
   }
 
   std::string explain(const double* v) {
     std::string why;
-    if (!in_domain(v, &why)) return why;
-    check_config(w_, config_of(v), hardware_[gpu_of(v)], &why);
+    valid(v, &why);
     return why;
+  }
+
+  // From now on the framework's rules apply and render() writes its version (target.hpp).
+  void set_target(std::string_view text) {
+    const Target t = parse_target(text);
+    const std::string refusal = workload_refusal(w_, t);
+    if (!refusal.empty()) bad(refusal);
+    target_ = t;
+    has_target_ = true;
+    w_ = workload_for(w_, t);
   }
 
   size_t sample(uint64_t seed, size_t n, double* out) {
@@ -125,7 +132,7 @@ class LlmSpace {
       // Most draws of dp break the product rule; derive it from the others when it can be.
       const double dp = v[kGpus] / (v[kTp] * v[kPp] * v[kCp]);
       if (contains(domains_[kDp], dp)) v[kDp] = dp;
-      if (!in_domain(v, nullptr) || !check_config(w_, config_of(v), hardware_[gpu_of(v)], nullptr)) continue;
+      if (!valid(v, nullptr)) continue;
       std::copy(v, v + kNumParams, out + found * kNumParams);
       ++found;
     }
@@ -158,15 +165,19 @@ class LlmSpace {
     std::string why;
     if (!in_domain(v, &why)) bad("render: " + why);
     const Config c = config_of(v);
+    const cotune_hardware& hw = hardware_[gpu_of(v)];
     switch (format) {
       case COTUNE_RENDER_JSON:
         return render_json(c, v[kEtp], v[kRecomputeModules] == 0 ? "" : recompute_modules_text(c.recompute_modules),
                            gpu_names_[c.gpu]);
-      case COTUNE_RENDER_MEGATRON: return render_megatron(w_, c);
-      case COTUNE_RENDER_TORCHTITAN: return render_torchtitan(w_, c);
+      case COTUNE_RENDER_MEGATRON: return render_megatron(w_, c, target_of(Framework::kMegatron), hw);
+      case COTUNE_RENDER_TORCHTITAN: return render_torchtitan(w_, c, target_of(Framework::kTorchtitan), hw);
+      case COTUNE_RENDER_NEMO: return render_nemo(w_, c, target_of(Framework::kNemo), hw);
+      case COTUNE_RENDER_DEEPSPEED: return render_deepspeed(w_, c, target_of(Framework::kDeepspeed), hw);
       default:
-        throw cotune::Error(COTUNE_ERR_UNSUPPORTED,
-                            "the llm space renders JSON, Megatron-LM and TorchTitan, not format " + std::to_string(format));
+        throw cotune::Error(COTUNE_ERR_UNSUPPORTED, "the llm space renders JSON, Megatron-LM, TorchTitan, "
+                                                    "Megatron-Bridge and DeepSpeed, not format " +
+                                                        std::to_string(format));
     }
   }
 
@@ -202,6 +213,17 @@ class LlmSpace {
   }
   size_t gpu_of(const double* v) const { return static_cast<size_t>(v[kGpu]); }
   Config config_of(const double* v) const { return Config::decode(v, module_masks_); }
+
+  // The space's rules, then the launch target's. Allocation-free when valid and `why` is NULL.
+  bool valid(const double* v, std::string* why) {
+    if (!in_domain(v, why)) return false;
+    const Config c = config_of(v);
+    if (!check_config(w_, c, hardware_[gpu_of(v)], why)) return false;
+    return !has_target_ || target_allows(w_, c, target_, why);
+  }
+
+  // The target's version when it is of this framework, else the framework's newest.
+  Target target_of(Framework f) const { return has_target_ && target_.framework == f ? target_ : newest(f); }
 
   bool in_domain(const double* v, std::string* why) const {
     for (size_t p = 0; p < kNumParams; ++p) {
@@ -466,7 +488,9 @@ class LlmSpace {
     f[11] = hw.hbm_bytes / 1073741824.0;
   }
 
-  Workload w_;
+  Workload w_;  // as the target runs it (workload_for) once set_target was called
+  Target target_;
+  bool has_target_ = false;
   std::vector<std::string> gpu_names_;
   std::vector<cotune_hardware> hardware_;
   cotune::ParamList params_;
