@@ -13,8 +13,11 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <functional>
 #include <map>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using cotune::core::Registry;
@@ -61,8 +64,15 @@ class RecsysSpaceTest : public ::testing::Test {
     return registry_.make_space("recsys", workload.dump(), options.dump());
   }
   static std::vector<double> config(const Space& s, const json& c) { return s.parse(c.dump()); }
+  // The whole TorchRec export, its per-table plan, and the tables as the plan assumes them.
+  static json torchrec_export(const Space& s, const std::vector<double>& c) {
+    return json::parse(s.render(c.data(), COTUNE_RENDER_TORCHREC));
+  }
   static json torchrec(const Space& s, const std::vector<double>& c) {
-    return json::parse(s.render(c.data(), COTUNE_RENDER_TORCHREC))["plan"]["model.sparse_arch.embedding_bag_collection"];
+    return torchrec_export(s, c)["plan"]["model.sparse_arch.embedding_bag_collection"];
+  }
+  static json table_configs(const Space& s, const std::vector<double>& c) {
+    return torchrec_export(s, c)["cotune"]["tables"];
   }
   static double feature(const Space& s, const std::vector<double>& c, const std::string& name) {
     std::vector<double> f(s.feature_names().size());
@@ -116,7 +126,10 @@ TEST_F(RecsysSpaceTest, GeneratorIsDeterministicAndSeeded) {
   EXPECT_EQ(pa, pb);
   ASSERT_EQ(pa.size(), 40u);
   EXPECT_NE(pa, pc);
-  for (const auto& [name, t] : pa.items()) {
+  const json ta = table_configs(*a, ca);
+  EXPECT_EQ(ta, table_configs(*b, cb));
+  ASSERT_EQ(ta.size(), 40u);
+  for (const auto& [name, t] : ta.items()) {
     EXPECT_GE(t["num_embeddings"].get<double>(), 1000);
     EXPECT_LE(t["num_embeddings"].get<double>(), 1e6);
     EXPECT_THAT((std::vector<double>{32, 64}), ::testing::Contains(t["embedding_dim"].get<double>()));
@@ -129,14 +142,19 @@ TEST_F(RecsysSpaceTest, PresetsHaveTheirShape) {
   auto c = make(criteo(2));
   const json plan = torchrec(*c, c->parse("{}"));
   ASSERT_EQ(plan.size(), 26u);
-  EXPECT_EQ(plan["cat_0"]["num_embeddings"], 39884406);
-  EXPECT_EQ(plan["cat_0"]["embedding_dim"], 128);
+  const json tables = table_configs(*c, c->parse("{}"));
+  EXPECT_EQ(tables["cat_0"]["num_embeddings"], 39884406);
+  EXPECT_EQ(tables["cat_0"]["embedding_dim"], 128);
+  EXPECT_EQ(tables["cat_0"]["data_type"], "FP32");
 
   auto a = make(ads(16));
-  const json ap = torchrec(*a, a->parse(R"({"large_table_sharding": "row_wise", "emb_precision": "fp16"})"));
-  ASSERT_EQ(ap.size(), 500u);
+  const auto ac = a->parse(R"({"large_table_sharding": "row_wise", "emb_precision": "fp16"})");
+  ASSERT_EQ(torchrec(*a, ac).size(), 500u);
+  const json at = table_configs(*a, ac);
+  ASSERT_EQ(at.size(), 500u);
+  EXPECT_EQ(at.begin()->at("data_type"), "FP16");
   double bytes = 0;
-  for (const auto& [name, t] : ap.items()) bytes += t["num_embeddings"].get<double>() * t["embedding_dim"].get<double>() * 4;
+  for (const auto& [name, t] : at.items()) bytes += t["num_embeddings"].get<double>() * t["embedding_dim"].get<double>() * 4;
   EXPECT_GT(bytes, 1e12) << "the ads-like preset has more than 1 TB of fp32 embeddings";
 }
 
@@ -146,18 +164,19 @@ TEST_F(RecsysSpaceTest, PlannerPlacesEveryShardOnce) {
     const auto c = config(*s, {{"large_table_sharding", sharding}, {"large_table_rows", 1e6}, {"column_split", 32},
                                {"replicate_below_mib", 1}, {"emb_precision", "fp16"}});
     ASSERT_EQ(s->explain(c.data()), "") << sharding;
-    const json plan = torchrec(*s, c);
+    const json plan = torchrec(*s, c), tables = table_configs(*s, c);
     ASSERT_EQ(plan.size(), 26u);
     for (const auto& [name, t] : plan.items()) {
       const std::string type = t["sharding_type"];
       if (type == "data_parallel") {
         EXPECT_EQ(t["ranks"].size(), 16u);
+        EXPECT_FALSE(t.contains("shards")) << name;
         continue;
       }
       // The shards tile the table exactly: rows are contiguous slices, columns too.
       double rows = 0, cols = 0;
       std::map<double, double> row_slices, col_slices;
-      for (const json& sh : t["sharding_spec"]) {
+      for (const json& sh : t["shards"]) {
         const double r = sh["shard_sizes"][0], k = sh["shard_sizes"][1];
         row_slices[sh["shard_offsets"][0]] = r;
         col_slices[sh["shard_offsets"][1]] = k;
@@ -171,8 +190,8 @@ TEST_F(RecsysSpaceTest, PlannerPlacesEveryShardOnce) {
         EXPECT_EQ(off, cols);
         cols += k;
       }
-      EXPECT_EQ(rows, t["num_embeddings"].get<double>()) << name << " " << type;
-      EXPECT_EQ(cols, t["embedding_dim"].get<double>()) << name << " " << type;
+      EXPECT_EQ(rows, tables[name]["num_embeddings"].get<double>()) << name << " " << type;
+      EXPECT_EQ(cols, tables[name]["embedding_dim"].get<double>()) << name << " " << type;
       for (const json& r : t["ranks"]) EXPECT_TRUE(r.get<int>() >= 0 && r.get<int>() < 16);
       const size_t expected_ranks = type == "row_wise" ? 16 : type == "table_row_wise" ? 8 : type == "column_wise" ? 4 : 1;
       EXPECT_EQ(t["ranks"].size(), expected_ranks) << name << " " << type;
@@ -355,32 +374,330 @@ TEST_F(RecsysSpaceTest, RendersATorchRecPlan) {
   auto s = make(criteo(2));
   const auto c = config(*s, {{"large_table_sharding", "row_wise"}, {"large_table_rows", 1e7},
                              {"replicate_below_mib", 1}, {"a2a_precision", "fp16"}, {"pipeline", "prefetch_sparse"}});
-  const json full = json::parse(s->render(c.data(), COTUNE_RENDER_TORCHREC));
+  const json full = torchrec_export(*s, c);
+  // TorchRec's part: the plan, the sharder's fused parameters and the topology; ours under "cotune".
   EXPECT_EQ(full["world_size"], 16);
-  EXPECT_EQ(full["pipeline"], "TrainPipelineSparseDist");
-  EXPECT_EQ(full["qcomms"]["forward_precision"], "FP16");
+  EXPECT_EQ(full["local_world_size"], 8);
+  EXPECT_EQ(full["fused_params"], json::object());
+  EXPECT_EQ(full["cotune"]["batch_per_gpu"], 512);
+  EXPECT_EQ(full["cotune"]["pipeline"], "TrainPipelineSparseDist");
+  EXPECT_EQ(full["cotune"]["dense_parallel"], "DistributedDataParallel");
+  EXPECT_EQ(full["cotune"]["qcomms"]["forward_precision"], "FP16");
+  EXPECT_EQ(full["cotune"]["qcomms"]["backward_precision"], "FP16");
+  EXPECT_FALSE(full.contains("pipeline"));
+  EXPECT_FALSE(full.contains("qcomms"));
+  ASSERT_EQ(full["plan"].size(), 1u);
   const json& plan = full["plan"]["model.sparse_arch.embedding_bag_collection"];
   // Rows above 1e7: cat_0, 9, 19, 20, 21 are row-wise over all 16 ranks.
   for (const char* t : {"cat_0", "cat_9", "cat_19", "cat_20", "cat_21"}) {
     EXPECT_EQ(plan[t]["sharding_type"], "row_wise") << t;
     EXPECT_EQ(plan[t]["ranks"].size(), 16u);
+    EXPECT_EQ(plan[t]["shards"].size(), 16u);
     EXPECT_EQ(plan[t]["compute_kernel"], "fused");
   }
-  EXPECT_EQ(plan["cat_0"]["sharding_spec"][1]["shard_offsets"], json({2492775, 0}));
-  EXPECT_EQ(plan["cat_0"]["sharding_spec"][9]["placement"], "rank:9/cuda:1");
-  // Under 1 MiB in fp32 (fewer than 2048 rows of 128): replicated.
+  // TorchRec's row blocks: ceil(39884406 / 16) = 2492776 rows on ranks 0..14, the remainder on rank 15.
+  EXPECT_EQ(plan["cat_0"]["ranks"], json({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}));
+  EXPECT_EQ(plan["cat_0"]["shards"][1]["shard_offsets"], json({2492776, 0}));
+  EXPECT_EQ(plan["cat_0"]["shards"][1]["shard_sizes"], json({2492776, 128}));
+  EXPECT_EQ(plan["cat_0"]["shards"][15]["shard_offsets"], json({15 * 2492776, 0}));
+  EXPECT_EQ(plan["cat_0"]["shards"][15]["shard_sizes"], json({39884406 - 15 * 2492776, 128}));
+  EXPECT_EQ(plan["cat_0"]["shards"][9]["placement"], "rank:9/cuda:1");
+  // Under 1 MiB in fp32 (fewer than 2048 rows of 128): replicated, no shards.
   for (const char* t : {"cat_5", "cat_8", "cat_12", "cat_15", "cat_16", "cat_17", "cat_18", "cat_24", "cat_25", "cat_7"}) {
     EXPECT_EQ(plan[t]["sharding_type"], "data_parallel") << t;
     EXPECT_EQ(plan[t]["compute_kernel"], "dense");
+    EXPECT_EQ(plan[t]["ranks"].size(), 16u);
+    EXPECT_FALSE(plan[t].contains("shards"));
+    EXPECT_FALSE(plan[t].contains("sharding_spec"));
   }
   EXPECT_EQ(plan["cat_1"]["sharding_type"], "table_wise");
   EXPECT_EQ(plan["cat_1"]["ranks"].size(), 1u);
-  // Offload turns the kernels into UVM caching with the cache ratio.
+  ASSERT_EQ(plan["cat_1"]["shards"].size(), 1u);
+  EXPECT_EQ(plan["cat_1"]["shards"][0]["shard_offsets"], json({0, 0}));
+  EXPECT_EQ(plan["cat_1"]["shards"][0]["shard_sizes"], json({39043, 128}));
+  const int r1 = plan["cat_1"]["ranks"][0];
+  EXPECT_EQ(plan["cat_1"]["shards"][0]["placement"], "rank:" + std::to_string(r1) + "/cuda:" + std::to_string(r1 % 8));
+  // Offload turns the sharded tables' kernels into UVM caching; the cache ratio goes to the sharder.
   const auto o = config(*s, {{"offload", true}, {"cache_percent", 10}});
-  const json po = torchrec(*s, o);
+  const json eo = torchrec_export(*s, o);
+  const json& po = eo["plan"]["model.sparse_arch.embedding_bag_collection"];
   EXPECT_EQ(po["cat_1"]["compute_kernel"], "fused_uvm_caching");
-  EXPECT_DOUBLE_EQ(po["cat_1"]["cache_load_factor"].get<double>(), 0.1);
+  EXPECT_EQ(po["cat_5"]["compute_kernel"], "dense");
+  EXPECT_FALSE(po["cat_1"].contains("cache_load_factor"));
+  EXPECT_DOUBLE_EQ(eo["fused_params"]["cache_load_factor"].get<double>(), 0.1);
   EXPECT_THROW(s->render(c.data(), COTUNE_RENDER_MEGATRON), std::exception);
+}
+
+namespace {
+
+// Configurations whose exports the plan-shape tests check: every sharding type, offload, several
+// cluster sizes, a job smaller than a node, and tables whose TorchRec geometry differs from an even
+// split (row blocks with an empty trailing shard, column widths that do not divide the dim).
+struct ExportCase {
+  std::string name;
+  json workload, options, config;
+};
+
+json odd_tables() {
+  // cat interaction: the dims need not match the bottom MLP.
+  json w = tiny(json::array({{{"name", "r5"}, {"rows", 5}, {"dim", 16}},
+                             {{"name", "r10"}, {"rows", 10}, {"dim", 24}},
+                             {{"name", "c80"}, {"rows", 50}, {"dim", 80}},
+                             {{"name", "c96"}, {"rows", 40}, {"dim", 96}},
+                             {{"name", "c30"}, {"rows", 30}, {"dim", 30}}}));
+  w["model"]["interaction"] = "cat";
+  w["cluster"]["gpus_per_node"] = 4;
+  w["training"]["global_batch"] = 64;
+  return w;
+}
+
+std::vector<ExportCase> export_cases() {
+  std::vector<ExportCase> cases;
+  for (const char* sharding : {"table_wise", "row_wise", "column_wise", "table_row_wise"}) {
+    for (bool offload : {false, true}) {
+      cases.push_back({std::string("criteo ") + sharding + (offload ? " offload" : ""), criteo(2), json::object(),
+                       {{"large_table_sharding", sharding}, {"large_table_rows", 1e6}, {"column_split", 32},
+                        {"replicate_below_mib", 1}, {"emb_precision", "fp16"}, {"offload", offload},
+                        {"cache_percent", 5}}});
+      cases.push_back({std::string("odd ") + sharding + (offload ? " offload" : ""), odd_tables(),
+                       {{"large_table_rows", {1}}, {"batch_per_gpu", {16}}},
+                       {{"large_table_sharding", sharding}, {"large_table_rows", 1}, {"column_split", 32},
+                        {"replicate_below_mib", 0}, {"batch_per_gpu", 16}, {"offload", offload}}});
+    }
+  }
+  cases.push_back({"criteo 4 of 8 GPUs", criteo(1), {{"gpus", {4}}},
+                   {{"large_table_sharding", "table_row_wise"}, {"large_table_rows", 1e6}}});
+  cases.push_back({"ads 128 column_wise 64", ads(16), json::object(),
+                   {{"large_table_sharding", "column_wise"}, {"column_split", 64}, {"emb_precision", "fp16"},
+                    {"offload", true}, {"large_table_rows", 1e7}}});
+  cases.push_back({"ads 128 row_wise", ads(16), json::object(),
+                   {{"large_table_sharding", "row_wise"}, {"emb_precision", "fp16"}, {"offload", true}}});
+  // Everything replicated and offload on: no table uses fused_uvm_caching.
+  cases.push_back({"tiny replicated offload", tiny(), {{"batch_per_gpu", {4}}},
+                   {{"replicate_below_mib", 256}, {"offload", true}, {"batch_per_gpu", 4}}});
+  return cases;
+}
+
+}  // namespace
+
+// The export parsed, dumped and parsed again is the same, and every offset, size, rank and the
+// world sizes are JSON integers (TorchRec reads ints; 1.0 would not do).
+TEST_F(RecsysSpaceTest, TorchRecExportRoundTripsWithIntegers) {
+  for (const ExportCase& k : export_cases()) {
+    SCOPED_TRACE(k.name);
+    auto s = make(k.workload, k.options);
+    const auto c = config(*s, k.config);
+    ASSERT_EQ(s->explain(c.data()), "");
+    const std::string text = s->render(c.data(), COTUNE_RENDER_TORCHREC);
+    const json once = json::parse(text);
+    const json twice = json::parse(once.dump());
+    EXPECT_EQ(once, twice);
+    EXPECT_EQ(once.dump(), text);
+    EXPECT_EQ(twice.dump(), text);
+    ASSERT_TRUE(once["world_size"].is_number_integer());
+    ASSERT_TRUE(once["local_world_size"].is_number_integer());
+    const int64_t world = once["world_size"], local = once["local_world_size"];
+    EXPECT_EQ(world, static_cast<int64_t>(c.back()));
+    EXPECT_GE(local, 1);
+    EXPECT_LE(local, world);
+    EXPECT_EQ(world % local, 0);
+    EXPECT_TRUE(once["cotune"]["batch_per_gpu"].is_number_integer());
+    for (const auto& [name, t] : once["plan"]["model.sparse_arch.embedding_bag_collection"].items()) {
+      for (const json& r : t["ranks"]) {
+        EXPECT_TRUE(r.is_number_integer()) << name << ": " << r;
+        EXPECT_TRUE(r.get<int64_t>() >= 0 && r.get<int64_t>() < world) << name;
+      }
+      if (!t.contains("shards")) continue;
+      ASSERT_EQ(t["shards"].size(), t["ranks"].size()) << name;
+      for (size_t i = 0; i < t["shards"].size(); ++i) {
+        const json& sh = t["shards"][i];
+        ASSERT_EQ(sh["shard_offsets"].size(), 2u);
+        ASSERT_EQ(sh["shard_sizes"].size(), 2u);
+        for (const char* key : {"shard_offsets", "shard_sizes"})
+          for (const json& x : sh[key]) {
+            EXPECT_TRUE(x.is_number_integer()) << name << " " << key << ": " << x;
+            EXPECT_GE(x.get<int64_t>(), 0) << name;
+          }
+        // Placement: the shard's rank and its local device, in ranks order.
+        const int64_t r = t["ranks"][i];
+        EXPECT_EQ(sh["placement"], "rank:" + std::to_string(r) + "/cuda:" + std::to_string(r % local)) << name;
+      }
+    }
+    for (const auto& [name, t] : once["cotune"]["tables"].items()) {
+      EXPECT_TRUE(t["num_embeddings"].is_number_integer()) << name;
+      EXPECT_TRUE(t["embedding_dim"].is_number_integer()) << name;
+    }
+  }
+}
+
+// Each sharded table's shards do not overlap and cover it exactly; their count and ranks follow the
+// sharding type as TorchRec lays it out (torchrec_plan.md section 3).
+TEST_F(RecsysSpaceTest, TorchRecShardsTileEachTable) {
+  for (const ExportCase& k : export_cases()) {
+    SCOPED_TRACE(k.name);
+    auto s = make(k.workload, k.options);
+    const auto c = config(*s, k.config);
+    const json e = torchrec_export(*s, c);
+    const int64_t world = e["world_size"], local = e["local_world_size"];
+    for (const auto& [name, t] : e["plan"]["model.sparse_arch.embedding_bag_collection"].items()) {
+      const std::string type = t["sharding_type"];
+      if (type == "data_parallel") continue;
+      const int64_t rows = e["cotune"]["tables"][name]["num_embeddings"];
+      const int64_t dim = e["cotune"]["tables"][name]["embedding_dim"];
+      struct Rect {
+        int64_t r0, c0, r1, c1;
+      };
+      std::vector<Rect> rects;
+      int64_t area = 0;
+      for (const json& sh : t["shards"]) {
+        const Rect q{sh["shard_offsets"][0], sh["shard_offsets"][1], 0, 0};
+        const Rect box{q.r0, q.c0, q.r0 + sh["shard_sizes"][0].get<int64_t>(), q.c0 + sh["shard_sizes"][1].get<int64_t>()};
+        EXPECT_TRUE(box.r1 <= rows && box.c1 <= dim) << name << ": a shard outside the table";
+        for (const Rect& o : rects)
+          EXPECT_FALSE(box.r0 < o.r1 && o.r0 < box.r1 && box.c0 < o.c1 && o.c0 < box.c1) << name << ": shards overlap";
+        area += (box.r1 - box.r0) * (box.c1 - box.c0);
+        rects.push_back(box);
+      }
+      // Inside the table and disjoint: equal area means exact cover.
+      EXPECT_EQ(area, rows * dim) << name << " " << type;
+      const json& sh = t["shards"];
+      if (type == "table_wise") {
+        ASSERT_EQ(sh.size(), 1u) << name;
+        EXPECT_EQ(sh[0]["shard_offsets"], json({0, 0}));
+        EXPECT_EQ(sh[0]["shard_sizes"], json({rows, dim}));
+      } else if (type == "row_wise" || type == "table_row_wise") {
+        // ceil(rows / n) rows per rank in rank order, the remainder next, then empty shards.
+        const int64_t n = type == "row_wise" ? world : local;
+        ASSERT_EQ(static_cast<int64_t>(sh.size()), n) << name;
+        const int64_t block = (rows + n - 1) / n;
+        const int64_t first = t["ranks"][0];
+        if (type == "table_row_wise") {
+          EXPECT_EQ(first % local, 0) << name << ": one host's ranks";
+        }
+        for (int64_t i = 0; i < n; ++i) {
+          const int64_t off = std::min(rows, i * block);
+          EXPECT_EQ(t["ranks"][i], first + i) << name;
+          EXPECT_EQ(sh[i]["shard_offsets"], json({off, 0})) << name << " " << i;
+          EXPECT_EQ(sh[i]["shard_sizes"], json({std::min(block, rows - off), dim})) << name << " " << i;
+        }
+      } else {
+        ASSERT_EQ(type, "column_wise");
+        // Blocks of the smallest multiple-of-4 divisor of dim >= column_split (else dim), in column order.
+        int64_t width = dim;
+        const int64_t split = k.config["column_split"];
+        for (int64_t i = split; i < dim; ++i)
+          if (dim % i == 0 && i % 4 == 0) {
+            width = i;
+            break;
+          }
+        ASSERT_EQ(static_cast<int64_t>(sh.size()), dim / width) << name;
+        for (size_t i = 0; i < sh.size(); ++i) {
+          EXPECT_EQ(sh[i]["shard_offsets"], json({0, static_cast<int64_t>(i) * width})) << name;
+          EXPECT_EQ(sh[i]["shard_sizes"], json({rows, width})) << name;
+        }
+      }
+    }
+  }
+  // The TorchRec examples: 10 rows on 4 ranks are 3, 3, 3, 1; 5 rows are 2, 2, 1, 0; 80 columns at
+  // column_split 32 are two blocks of 40; 96 at 64 and 30 at 32 stay one block.
+  auto s = make(odd_tables(), {{"large_table_rows", {1}}, {"batch_per_gpu", {16}}});
+  const json rw = torchrec(*s, config(*s, {{"large_table_sharding", "row_wise"}, {"large_table_rows", 1},
+                                           {"replicate_below_mib", 0}, {"batch_per_gpu", 16}}));
+  std::vector<int64_t> r10, r5;
+  for (const json& sh : rw["r10"]["shards"]) r10.push_back(sh["shard_sizes"][0]);
+  for (const json& sh : rw["r5"]["shards"]) r5.push_back(sh["shard_sizes"][0]);
+  EXPECT_EQ(r10, (std::vector<int64_t>{3, 3, 3, 1}));
+  EXPECT_EQ(r5, (std::vector<int64_t>{2, 2, 1, 0}));
+  EXPECT_EQ(rw["r5"]["shards"][3]["shard_offsets"], json({5, 0}));
+  for (const auto& [split, table, widths] :
+       std::vector<std::tuple<int, std::string, std::vector<int64_t>>>{{32, "c80", {40, 40}},
+                                                                        {64, "c96", {96}},
+                                                                        {32, "c96", {32, 32, 32}},
+                                                                        {32, "c30", {30}}}) {
+    const json cw = torchrec(*s, config(*s, {{"large_table_sharding", "column_wise"}, {"large_table_rows", 1},
+                                             {"column_split", split}, {"replicate_below_mib", 0},
+                                             {"batch_per_gpu", 16}}));
+    std::vector<int64_t> got;
+    for (const json& sh : cw[table]["shards"]) got.push_back(sh["shard_sizes"][1]);
+    EXPECT_EQ(got, widths) << table << " at column_split " << split;
+  }
+}
+
+// cache_load_factor is the sharder's fused parameter, never a per-table key, and only there when some
+// table uses fused_uvm_caching.
+TEST_F(RecsysSpaceTest, TorchRecCacheLoadFactorOnlyInFusedParams) {
+  // Any key named like the cache ratio, anywhere in a JSON value.
+  std::function<bool(const json&)> mentions = [&](const json& j) {
+    if (j.is_object())
+      for (const auto& [key, v] : j.items())
+        if (key == "cache_load_factor" || key == "load_factor" || key == "cache_params" || mentions(v)) return true;
+    if (j.is_array())
+      for (const json& v : j)
+        if (mentions(v)) return true;
+    return false;
+  };
+  bool saw_with = false, saw_without = false, saw_offload_without = false;
+  for (const ExportCase& k : export_cases()) {
+    SCOPED_TRACE(k.name);
+    auto s = make(k.workload, k.options);
+    const auto c = config(*s, k.config);
+    const json e = torchrec_export(*s, c);
+    EXPECT_FALSE(mentions(e["plan"]));
+    EXPECT_FALSE(mentions(e["cotune"]));
+    bool uvm = false;
+    for (const auto& [name, t] : e["plan"]["model.sparse_arch.embedding_bag_collection"].items())
+      uvm = uvm || t["compute_kernel"] == "fused_uvm_caching";
+    ASSERT_TRUE(e["fused_params"].is_object());
+    EXPECT_EQ(e["fused_params"].contains("cache_load_factor"), uvm);
+    if (uvm) {
+      EXPECT_DOUBLE_EQ(e["fused_params"]["cache_load_factor"].get<double>(),
+                       k.config.value("cache_percent", 20.0) / 100.0);
+      saw_with = true;
+    } else {
+      saw_without = true;
+      saw_offload_without = saw_offload_without || k.config.value("offload", false);
+    }
+  }
+  EXPECT_TRUE(saw_with && saw_without && saw_offload_without);
+}
+
+// Per table only ParameterSharding's serialised keys; data_parallel has no shards and uses dense,
+// the others fused (or fused_uvm_caching when offloaded); the export's top level is exactly ours.
+TEST_F(RecsysSpaceTest, TorchRecPlanHasOnlyParameterShardingKeys) {
+  const std::set<std::string> allowed = {"sharding_type", "compute_kernel", "ranks", "shards"};
+  const std::set<std::string> types = {"table_wise", "row_wise", "column_wise", "table_row_wise", "data_parallel"};
+  for (const ExportCase& k : export_cases()) {
+    SCOPED_TRACE(k.name);
+    auto s = make(k.workload, k.options);
+    const auto c = config(*s, k.config);
+    const json e = torchrec_export(*s, c);
+    std::set<std::string> top;
+    for (const auto& [key, v] : e.items()) top.insert(key);
+    EXPECT_EQ(top, (std::set<std::string>{"plan", "fused_params", "world_size", "local_world_size", "cotune"}));
+    ASSERT_EQ(e["plan"].size(), 1u);
+    const json& plan = e["plan"]["model.sparse_arch.embedding_bag_collection"];
+    EXPECT_EQ(plan.size(), e["cotune"]["tables"].size());
+    const bool offload = k.config.value("offload", false);
+    for (const auto& [name, t] : plan.items()) {
+      for (const auto& [key, v] : t.items()) EXPECT_TRUE(allowed.count(key)) << name << " has '" << key << "'";
+      const std::string type = t["sharding_type"];
+      EXPECT_TRUE(types.count(type)) << name << ": " << type;
+      if (type == "data_parallel") {
+        EXPECT_EQ(t["compute_kernel"], "dense") << name;
+        EXPECT_FALSE(t.contains("shards")) << name;
+        EXPECT_EQ(t["ranks"].size(), static_cast<size_t>(e["world_size"].get<int64_t>())) << name;
+      } else {
+        EXPECT_EQ(t["compute_kernel"], offload ? "fused_uvm_caching" : "fused") << name;
+        ASSERT_TRUE(t.contains("shards")) << name;
+        EXPECT_FALSE(t["shards"].empty()) << name;
+        for (const json& sh : t["shards"]) {
+          std::set<std::string> keys;
+          for (const auto& [key, v] : sh.items()) keys.insert(key);
+          EXPECT_EQ(keys, (std::set<std::string>{"shard_offsets", "shard_sizes", "placement"})) << name;
+        }
+      }
+    }
+  }
 }
 
 TEST_F(RecsysSpaceTest, JsonRenderParsesBack) {

@@ -126,12 +126,12 @@ void make_plan(const Workload& w, const Config& c, const PlanTarget& target, Pla
       p.id_send += b * t.pooling * kIdBytes + b * kLengthBytes;
       p.rw_reduce += Bm * t.dim * ob;
       for (size_t g = 0; g < G; ++g) {
-        const double lo = std::floor(t.rows * g / G), hi = std::floor(t.rows * (g + 1) / G);
-        const ShardWork sw = shard_work(w, c, t, hi - lo, t.dim, Bm);
+        const double rows = row_block_rows(t.rows, double(G), double(g));
+        const ShardWork sw = shard_work(w, c, t, rows, t.dim, Bm);
         add(p.gpu[g], sw);
         total_time += work_time_bytes(sw, hf);
         total_hbm += sw.hbm;
-        p.shards.push_back({i, s, lo, hi - lo, 0, t.dim, static_cast<int32_t>(g)});
+        p.shards.push_back({i, s, row_block_offset(t.rows, double(G), double(g)), rows, 0, t.dim, static_cast<int32_t>(g)});
       }
       continue;
     }
@@ -144,7 +144,7 @@ void make_plan(const Workload& w, const Config& c, const PlanTarget& target, Pla
       total_hbm += sw.hbm;
       continue;
     }
-    const double split = s == Sharding::kColumnWise ? std::min(c.column_split, t.dim) : t.dim;
+    const double split = s == Sharding::kColumnWise ? column_block_width(t.dim, c.column_split) : t.dim;
     for (long long piece = 0; double(piece) * split < t.dim; ++piece) {
       const double off = double(piece) * split;
       const double cols = std::min(split, t.dim - off);
@@ -183,7 +183,7 @@ void make_plan(const Workload& w, const Config& c, const PlanTarget& target, Pla
       double load = 0;
       bool fits = true;
       for (size_t k = 0; k < count; ++k) {
-        const double rows = std::floor(t.rows * (k + 1) / count) - std::floor(t.rows * k / count);
+        const double rows = row_block_rows(t.rows, double(count), double(k));
         fits = fits && p.gpu[first + k].hbm + shard_work(w, c, t, rows, t.dim, Bm).hbm <= budget;
         load += p.gpu[first + k].cost;
       }
@@ -196,7 +196,8 @@ void make_plan(const Workload& w, const Config& c, const PlanTarget& target, Pla
     }
     const size_t first = best_node * gpn, count = std::min(gpn, G - first);
     for (size_t k = 0; k < count; ++k) {
-      const double lo = std::floor(t.rows * k / count), hi = std::floor(t.rows * (k + 1) / count);
+      const double lo = row_block_offset(t.rows, double(count), double(k));
+      const double hi = lo + row_block_rows(t.rows, double(count), double(k));
       const ShardWork sw = shard_work(w, c, t, hi - lo, t.dim, Bm);
       GpuLoad& g = p.gpu[first + k];
       add(g, sw);
@@ -259,6 +260,19 @@ void make_plan(const Workload& w, const Config& c, const PlanTarget& target, Pla
     return;
   }
   p.ok = true;
+}
+
+double row_block_rows(double rows, double n, double k) {
+  const double block = std::ceil(rows / n);
+  return std::max(0.0, std::min(block, rows - k * block));
+}
+
+double row_block_offset(double rows, double n, double k) { return std::min(rows, k * std::ceil(rows / n)); }
+
+double column_block_width(double dim, double min_partition) {
+  for (int64_t i = std::max<int64_t>(static_cast<int64_t>(min_partition), 1); i < static_cast<int64_t>(dim); ++i)
+    if (std::fmod(dim, static_cast<double>(i)) == 0 && i % 4 == 0) return static_cast<double>(i);
+  return dim;
 }
 
 }  // namespace cotune_recsys

@@ -77,6 +77,16 @@ double optimizer_bytes_per_row(const Workload& w);
 // plan.ok = false and plan.why.
 void make_plan(const Workload& w, const Config& c, const PlanTarget& target, Plan& plan);
 
+// TorchRec's shard geometry (../shared/data/frameworks/torchrec_plan.md section 3), which the planner
+// follows so that the exported plan is the one modelled:
+// - a row split of `rows` over n ranks: blocks of ceil(rows / n), the first ranks a full block, one
+//   rank the remainder, any later ranks 0 rows. Rows of shard k (0 <= k < n) and its first row.
+double row_block_rows(double rows, double n, double k);
+double row_block_offset(double rows, double n, double k);
+// - a column block: the smallest width >= min_partition that divides dim and is a multiple of 4,
+//   else dim (one block).
+double column_block_width(double dim, double min_partition);
+
 }  // namespace cotune_recsys
 
 #endif

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <random>
@@ -64,6 +65,9 @@ std::string domain_text(size_t p, const std::vector<double>& d) {
 }
 
 }  // namespace
+
+// The TorchRec commit whose plan types the renderer follows.
+constexpr const char* kTorchrecCommit = "a48cef79ebc333da92af1311c04b041ee21a8e75";
 
 class RecsysSpace {
  public:
@@ -160,6 +164,22 @@ class RecsysSpace {
     if (format == COTUNE_RENDER_TORCHREC) return render_torchrec(w_, planned(v, "render"), plan_, hw_.gpus_per_node);
     throw cotune::Error(COTUNE_ERR_UNSUPPORTED,
                         "the recsys space renders JSON and TorchRec sharding plans, not format " + std::to_string(format));
+  }
+
+  // The one launch target: TorchRec at the commit ../shared/data/frameworks/torchrec_plan.md reads.
+  // Every plan the space makes is one TorchRec accepts, so the target adds no constraint.
+  void set_target(std::string_view text) {
+    const size_t at = text.find('@');
+    std::string word(text.substr(0, at)), version(at == std::string_view::npos ? "" : text.substr(at + 1));
+    for (std::string* s : {&word, &version})
+      std::transform(s->begin(), s->end(), s->begin(), [](unsigned char ch) { return std::tolower(ch); });
+    const std::string commit = kTorchrecCommit;
+    const bool known_version = version.empty() || version == "main" || version == "head" ||
+                               (version.size() >= 7 && commit.compare(0, version.size(), version) == 0);
+    if (word != "torchrec" || !known_version)
+      throw cotune::Error(COTUNE_ERR_INVALID_ARGUMENT,
+                          "the recsys space launches with torchrec@main (TorchRec " + commit.substr(0, 8) +
+                              "), not '" + std::string(text) + "'");
   }
 
   void parse(std::string_view text, double* out) {

@@ -3,6 +3,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <vector>
 
 namespace cotune_recsys {
@@ -28,49 +31,90 @@ std::string render_json(const double* v) {
   return j.dump();
 }
 
+namespace {
+
+// One shard of a table in the exported plan: integer geometry, the rank that holds it.
+struct Block {
+  int64_t row_offset = 0, rows = 0, col_offset = 0, cols = 0;
+  int64_t rank = 0;
+};
+
+int64_t integer(double x) { return static_cast<int64_t>(std::llround(x)); }
+
+// The shards of one table as the plan lists them: the planner's, which follow TorchRec's geometry
+// (planner.hpp: ceil row blocks, column blocks of TorchRec's width), in TorchRec's order (by offset).
+std::vector<Block> export_blocks(const std::vector<const Shard*>& shards) {
+  std::vector<Block> out;
+  for (const Shard* s : shards)
+    out.push_back({integer(s->row_offset), integer(s->rows), integer(s->col_offset), integer(s->cols), s->rank});
+  std::sort(out.begin(), out.end(), [](const Block& a, const Block& b) {
+    return a.row_offset != b.row_offset ? a.row_offset < b.row_offset : a.col_offset < b.col_offset;
+  });
+  return out;
+}
+
+}  // namespace
+
 std::string render_torchrec(const Workload& w, const Config& c, const Plan& plan, double gpus_per_node) {
   static const char* const kDataType[3] = {"FP32", "FP16", "INT8"};
-  const size_t G = static_cast<size_t>(c.gpus);
+  const int64_t world = integer(c.gpus);
+  // Ranks per host as torchrun starts them: a job smaller than a node runs all its ranks on one host.
+  const int64_t local = std::max<int64_t>(1, std::min(world, integer(gpus_per_node)));
   // Shards of each table, in the planner's order.
   std::vector<std::vector<const Shard*>> by_table(w.tables.size());
   for (const Shard& s : plan.shards) by_table[s.table].push_back(&s);
-  json tables = json::object();
+  json tables = json::object(), configs = json::object();
+  bool uvm_caching = false;
   for (size_t i = 0; i < w.tables.size(); ++i) {
     const Table& t = w.tables[i];
     const std::vector<const Shard*>& shards = by_table[i];
-    json entry;
     const Sharding type = shards.front()->type;
-    entry["sharding_type"] = sharding_name(type);
     const bool dp = type == Sharding::kDataParallel;
-    entry["compute_kernel"] = dp ? "dense" : c.offload ? "fused_uvm_caching" : "fused";
-    json ranks = json::array(), spec = json::array();
+    // Allowed combinations (torchrec_plan.md section 4): data_parallel only with dense; the other types
+    // fused in HBM, or fused_uvm_caching (host memory with an HBM cache) when offloaded.
+    const char* kernel = dp ? "dense" : c.offload ? "fused_uvm_caching" : "fused";
+    uvm_caching = uvm_caching || (!dp && c.offload);
+    // ParameterSharding as ShardingPlan._serialize writes it: these four keys and no others.
+    json entry = json::object();
+    entry["sharding_type"] = sharding_name(type);
+    entry["compute_kernel"] = kernel;
+    json ranks = json::array();
     if (dp) {
-      for (size_t g = 0; g < G; ++g) ranks.push_back(g);
+      for (int64_t r = 0; r < world; ++r) ranks.push_back(r);
+      entry["ranks"] = ranks;
     } else {
-      for (const Shard* s : shards) {
-        ranks.push_back(s->rank);
-        spec.push_back({{"shard_offsets", {s->row_offset, s->col_offset}},
-                        {"shard_sizes", {s->rows, s->cols}},
-                        {"placement", "rank:" + std::to_string(s->rank) + "/cuda:" +
-                                          std::to_string(s->rank % static_cast<int32_t>(gpus_per_node))}});
+      json list = json::array();
+      for (const Block& b : export_blocks(shards)) {
+        ranks.push_back(b.rank);
+        list.push_back({{"shard_offsets", {b.row_offset, b.col_offset}},
+                        {"shard_sizes", {b.rows, b.cols}},
+                        {"placement", "rank:" + std::to_string(b.rank) + "/cuda:" + std::to_string(b.rank % local)}});
       }
+      entry["ranks"] = ranks;
+      entry["shards"] = list;
     }
-    entry["ranks"] = ranks;
-    entry["sharding_spec"] = dp ? json(nullptr) : spec;
-    entry["data_type"] = kDataType[c.emb_precision];
-    entry["num_embeddings"] = t.rows;
-    entry["embedding_dim"] = t.dim;
-    if (c.offload) entry["cache_load_factor"] = c.cache_ratio;
     tables[t.name] = entry;
+    // The table as the plan assumes it (TorchRec's EmbeddingBagConfig fields), for checking the model.
+    configs[t.name] = {{"num_embeddings", integer(t.rows)}, {"embedding_dim", integer(t.dim)},
+                       {"data_type", kDataType[c.emb_precision]}};
   }
+  // The sharder's fused parameters: the cache size only matters for fused_uvm_caching tables.
+  json fused = json::object();
+  if (uvm_caching) fused["cache_load_factor"] = c.cache_ratio;
   const char* a2a = c.a2a_precision == 0 ? "FP32" : "FP16";
-  json out = {{"world_size", G},
-              {"batch_per_gpu", c.batch_per_gpu},
-              {"pipeline", c.pipeline == Pipeline::kPrefetch ? "TrainPipelineSparseDist" : "TrainPipelineBase"},
-              {"dense_parallel", c.dense_parallel == DenseParallel::kFsdp ? "FullyShardedDataParallel"
-                                                                          : "DistributedDataParallel"},
-              {"qcomms", {{"forward_precision", a2a}, {"backward_precision", a2a}}},
-              {"plan", {{"model.sparse_arch.embedding_bag_collection", tables}}}};
+  json out = json::object();
+  out["plan"] = {{"model.sparse_arch.embedding_bag_collection", tables}};
+  out["fused_params"] = fused;
+  out["world_size"] = world;
+  out["local_world_size"] = local;
+  // Run settings of ours that are not part of TorchRec's plan.
+  out["cotune"] = {
+      {"batch_per_gpu", integer(c.batch_per_gpu)},
+      {"pipeline", c.pipeline == Pipeline::kPrefetch ? "TrainPipelineSparseDist" : "TrainPipelineBase"},
+      {"dense_parallel",
+       c.dense_parallel == DenseParallel::kFsdp ? "FullyShardedDataParallel" : "DistributedDataParallel"},
+      {"qcomms", {{"forward_precision", a2a}, {"backward_precision", a2a}}},
+      {"tables", configs}};
   return out.dump();
 }
 
