@@ -20,6 +20,7 @@ using cotune::core::PluginError;
 using cotune::core::Registry;
 using cotune::core::Space;
 using nlohmann::json;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 namespace {
@@ -113,7 +114,7 @@ TEST_F(LlmModels, UnevenPipelineStagesTimeTheHeaviestRankAndCountEachRanksMemory
   const auto c = s->parse(R"({"pp": 4, "dp": 2})");
   EXPECT_EQ(s->explain(c.data()), "");
   EXPECT_THAT(s->render(c.data(), COTUNE_RENDER_MEGATRON),
-              HasSubstr("--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split"));
+              AllOf(HasSubstr("--account-for-embedding-in-pipeline-split\n"), HasSubstr("--account-for-loss-in-pipeline-split\n")));
   auto layers_in = [](const cotune_trace& t) {
     for (size_t i = 0; i < t.num_ops; ++i)
       if (std::string(t.ops[i].label.data, t.ops[i].label.len) == "qkv") return t.ops[i].count;
@@ -139,7 +140,7 @@ TEST_F(LlmModels, UnevenPipelineStagesTimeTheHeaviestRankAndCountEachRanksMemory
   EXPECT_EQ(s3->explain(c3.data()), "");
   EXPECT_EQ(layers_in(s3->lower(c3.data())), 4);
   EXPECT_THAT(s3->render(c3.data(), COTUNE_RENDER_MEGATRON),
-              HasSubstr("--decoder-first-pipeline-num-layers 1 --decoder-last-pipeline-num-layers 1"));
+              AllOf(HasSubstr("--decoder-first-pipeline-num-layers 1\n"), HasSubstr("--decoder-last-pipeline-num-layers 1\n")));
   auto s4 = make(model, {{"pp", {4}}, {"dp", {2}}, {"first_stage_layers", {3}}, {"last_stage_layers", {2}}});
   const auto c4 = s4->parse(R"({"pp": 4, "dp": 2, "first_stage_layers": 3, "last_stage_layers": 2})");
   EXPECT_THAT(s4->explain(c4.data()), HasSubstr("do not split evenly over 2 pipeline ranks"));

@@ -16,6 +16,7 @@ using cotune::core::Registry;
 using cotune::core::Space;
 using nlohmann::json;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 namespace {
 
@@ -212,11 +213,21 @@ TEST_F(LlmSpaceTest, RendersMegatronTorchTitanAndJson) {
   EXPECT_THAT(mg, HasSubstr("--recompute-granularity selective"));
   EXPECT_THAT(mg, HasSubstr("--use-distributed-optimizer"));
   EXPECT_THAT(mg, HasSubstr("--num-query-groups 8"));
+  // Without a target: the newest TorchTitan, whose configuration is command-line overrides.
   const std::string tt = s->render(c.data(), COTUNE_RENDER_TORCHTITAN);
-  EXPECT_THAT(tt, HasSubstr("tensor_parallel_degree = 8"));
-  EXPECT_THAT(tt, HasSubstr("pipeline_parallel_schedule = \"Interleaved1F1B\""));
-  EXPECT_THAT(tt, HasSubstr("data_parallel_shard_degree = 16"));
-  EXPECT_THAT(tt, HasSubstr("mode = \"selective\""));
+  EXPECT_THAT(tt, HasSubstr("--parallelism.tensor_parallel_degree 8\n"));
+  EXPECT_THAT(tt, HasSubstr("--parallelism.pipeline_parallel_schedule Interleaved1F1B\n"));
+  EXPECT_THAT(tt, HasSubstr("--parallelism.data_parallel_shard_degree 16\n"));
+  EXPECT_THAT(tt, Not(HasSubstr("activation_checkpoint:")));  // selective is TorchTitan's default
+  // v0.2.2 reads a TOML job file.
+  s->set_target("torchtitan@v0.2.2");
+  const auto c2 = config(*s, {{"tp", 8}, {"pp", 4}, {"vpp", 2}, {"micro_batch", 1}, {"sp", true},
+                              {"recompute", "selective"}, {"zero", 3}});
+  const std::string toml = s->render(c2.data(), COTUNE_RENDER_TORCHTITAN);
+  EXPECT_THAT(toml, HasSubstr("tensor_parallel_degree = 8"));
+  EXPECT_THAT(toml, HasSubstr("pipeline_parallel_schedule = \"Interleaved1F1B\""));
+  EXPECT_THAT(toml, HasSubstr("data_parallel_shard_degree = 16"));
+  EXPECT_THAT(toml, HasSubstr("mode = \"selective\""));
   const std::string js = s->render(c.data(), COTUNE_RENDER_JSON);
   EXPECT_EQ(json::parse(js)["recompute"], "selective");
   EXPECT_EQ(s->parse(js), c);  // round trip

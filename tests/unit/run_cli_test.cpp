@@ -164,7 +164,7 @@ TEST_F(RunCli, ShowsTheRecommendedConfigurationWhenItIsNotTheBestMeasured) {
   json doc = json::parse(read_file(path));
   doc["executor"]["options"] = {{"noise", 0.3}, {"seed", 8}};
   doc["objective"]["constraints"] = json::array({{{"metric", "peak_mem_gib"}, {"max", 60}}});
-  doc["seed"] = 5;
+  doc["seed"] = 1;
   std::ofstream(path) << doc.dump(2);
   ASSERT_EQ(run({"run", path, "--store", store_}), 0) << err();
   const std::string summary = out();

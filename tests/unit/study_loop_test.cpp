@@ -149,9 +149,10 @@ TEST_F(StudyLoop, TheRooflinePriorLearnsFromTheTrialsMeasured) {
   auto run_with = [&](const std::string& prior) {
     json doc = study("roofline", {{"trials", 15}});
     doc["predictor"]["prior"] = prior;
-    // With seeds 1-12 the roofline prior's best is at least as high in 10 (seed 5 is one of the two
-    // where the features alone find a better layout by chance); this seed shows the usual case.
-    doc["seed"] = 8;
+    // Seeds 1-12 (under the megatron target's rules): the roofline prior's best is at least as high
+    // in 9 (2, 7 and 10 trail by under 2 %), and 10 % higher with closer predictions in 6 (1, 4, 6,
+    // 9, 11, 12); elsewhere the features alone find a good layout by chance. Seed 1 shows the gain.
+    doc["seed"] = 1;
     store_path_ = dir_ + "/" + prior + ".db";
     EXPECT_EQ(run(spec(doc)).counted_trials, 15);
     return trials("roofline");
@@ -351,7 +352,7 @@ TEST_F(StudyLoop, TwoObjectivesKeepTheParetoFront) {
 
 TEST_F(StudyLoop, RecommendsTheMeasuredFeasibleTrialThePredictorRanksBest) {
   json doc = study("recommend", {{"trials", 30}}, "random");
-  doc["executor"]["options"] = {{"noise", 0.3}, {"seed", 8}};
+  doc["executor"]["options"] = {{"noise", 0.3}, {"seed", 6}};
   doc["objective"]["constraints"] = json::array({{{"metric", "peak_mem_gib"}, {"max", 60}}});
   StudySpec s = spec(doc);
   RunResult r = run(s);
@@ -396,8 +397,8 @@ TEST_F(StudyLoop, RecommendsTheMeasuredFeasibleTrialThePredictorRanksBest) {
   EXPECT_NEAR(predicted[k], *rec.predicted, 1e-9 * *rec.predicted);
   for (size_t i = 0; i < predicted.size(); ++i)
     EXPECT_LE(predicted[i], predicted[k] * (1 + 1e-9)) << "trial " << feasible_ids[i] << " is estimated better";
-  // With these seeds noise lifts a trial's measurement above the one estimated best (by about 10 %
-  // of the estimates): the recommendation is not merely the best measured trial.
+  // With these seeds (noise seeds 6 and 7 of 1-9) noise lifts a trial's measurement above the one
+  // estimated best: the recommendation is not merely the best measured trial.
   EXPECT_NE(best_trials(ts, s.objectives, 1).front().trial.id, chosen.id);
 }
 

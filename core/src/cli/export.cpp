@@ -1,5 +1,5 @@
-// `cotune export STUDY --format megatron|torchtitan|json [--store FILE]`: prints the best
-// configuration of a study rendered for a framework (by the first objective in a Pareto study).
+// `cotune export STUDY [--format FRAMEWORK[@VERSION]] [--trial N | --recommended | --best] [--out FILE]`:
+// one configuration of a study in the launch format of a framework version (docs/exports.md).
 #include <cotune/core/errors.hpp>
 #include <cotune/core/store.hpp>
 #include <cotune/core/study_report.hpp>
@@ -8,6 +8,8 @@
 #include <boost/program_options.hpp>
 
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <string>
 
@@ -18,18 +20,74 @@ namespace {
 namespace po = boost::program_options;
 using namespace cotune::core;
 
-int32_t format_code(const std::string& word) {
-  if (word == "json") return COTUNE_RENDER_JSON;
-  if (word == "megatron") return COTUNE_RENDER_MEGATRON;
-  if (word == "torchtitan") return COTUNE_RENDER_TORCHTITAN;
-  throw UserError("--format: expected megatron, torchtitan or json, got '" + word + "'");
+const char* const kUsage =
+    "cotune export STUDY [--format FRAMEWORK[@VERSION]] [--trial N | --recommended | --best] [--out FILE]";
+
+// The trial to export and how it was chosen ("trial 12", "recommended trial 12", "best trial 7").
+struct Chosen {
+  TrialRecord trial;
+  std::string how;
+};
+
+Chosen choose_trial(Store& store, const StudyRecord& study, const StudySpec& spec, std::int64_t seq,
+                    bool recommended, bool best) {
+  std::vector<TrialRecord> trials = store.trials(study.id);
+  if (seq > 0) {
+    for (TrialRecord& t : trials)
+      if (t.seq == seq) {
+        if (t.status != TrialStatus::ok)
+          std::fprintf(stderr, "cotune export: note: trial %lld ended %s; exporting it all the same\n",
+                       static_cast<long long>(seq), std::string(to_string(t.status)).c_str());
+        return {std::move(t), "trial " + std::to_string(seq)};
+      }
+    throw UserError("study '" + study.name + "' has no trial " + std::to_string(seq) + " (cotune show lists them)");
+  }
+  if (!best && study.recommended_trial_id) {
+    for (TrialRecord& t : trials)
+      if (t.id == *study.recommended_trial_id) return {std::move(t), "recommended trial " + std::to_string(t.seq)};
+  }
+  if (recommended)
+    throw UserError("study '" + study.name + "' has no recommended trial yet (" +
+                    (spec.pareto() ? std::string("a Pareto study recommends a front, not one trial")
+                                   : std::string("it is written when a run ends with a feasible trial")) +
+                    "); use --best or --trial N");
+  std::vector<RankedTrial> ranked = best_trials(trials, spec.objectives, 1);
+  if (ranked.empty()) throw UserError("study '" + study.name + "' has no feasible measured configuration yet");
+  const std::int64_t s = ranked.front().trial.seq;
+  return {ranked.front().trial, "best trial " + std::to_string(s)};
+}
+
+// Writes `text` to `path` through a temporary file in the same directory and a rename, so that a
+// reader never sees half of it.
+void write_atomically(const std::string& path, const std::string& text) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  const fs::path tmp = target.parent_path() / (target.filename().string() + ".tmp");
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw UserError("--out " + path + ": cannot write (" + tmp.string() + ")");
+    f << text;
+    if (!f.flush()) throw UserError("--out " + path + ": write failed");
+  }
+  std::error_code ec;
+  fs::rename(tmp, target, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    throw UserError("--out " + path + ": cannot replace it: " + ec.message());
+  }
 }
 
 int run(int argc, char** argv) {
-  po::options_description opts("cotune export STUDY --format megatron|torchtitan|json [options]");
-  std::string name, format = "json", store_path = kDefaultStorePath;
-  opts.add_options()("help,h", "show this help")("format", po::value(&format),
-                                                  "megatron, torchtitan or json (default json)")(
+  po::options_description opts(kUsage);
+  std::string name, format, out_path, store_path = kDefaultStorePath;
+  std::int64_t seq = 0;
+  opts.add_options()("help,h", "show this help")(
+      "format", po::value(&format),
+      "megatron, torchtitan, nemo, deepspeed, torchrec or json, optionally @version (docs/exports.md); "
+      "default: the study's format")("trial", po::value(&seq), "export this trial (its number in cotune show)")(
+      "recommended", "export the recommended trial (the default when the study has one)")(
+      "best", "export the best measured feasible trial")("out", po::value(&out_path),
+                                                         "write to this file instead of standard output")(
       "store", po::value(&store_path), "the study store (default: ./cotune.db)");
   po::options_description hidden;
   hidden.add_options()("study", po::value(&name));
@@ -45,11 +103,16 @@ int run(int argc, char** argv) {
     throw UserError(e.what());
   }
   if (vm.count("help")) {
-    std::cout << opts << "\nPrints the best measured feasible configuration of STUDY in the launch format.\n";
+    std::cout << opts
+              << "\nWrites one configuration of STUDY in the launch format of a framework version, checked\n"
+                 "against that framework's rules: the recommended trial when the study has one, else the\n"
+                 "best measured feasible one.\n";
     return 0;
   }
-  if (name.empty()) throw UserError("usage: cotune export STUDY --format megatron|torchtitan|json [--store FILE]");
-  const int32_t code = format_code(format);
+  if (name.empty()) throw UserError(std::string("usage: ") + kUsage);
+  if ((vm.count("trial") > 0) + (vm.count("recommended") > 0) + (vm.count("best") > 0) > 1)
+    throw UserError("--trial, --recommended and --best choose the trial: give one of them");
+  if (vm.count("trial") && seq < 1) throw UserError("--trial: expected a trial number (1 or more)");
 
   Store::Options store_options;
   store_options.create = false;
@@ -57,20 +120,39 @@ int run(int argc, char** argv) {
   std::optional<StudyRecord> study = store.find_study(name);
   if (!study) throw UserError("store " + store.path() + ": no study named '" + name + "' (cotune show lists them)");
   StudySpec spec = spec_from_store(*study);
-  std::vector<RankedTrial> best = best_trials(store.trials(study->id), spec.objectives, 1);
-  if (best.empty()) {
-    std::fprintf(stderr, "cotune export: study '%s' has no feasible measured configuration yet\n", name.c_str());
-    return 1;
-  }
+  if (!format.empty()) parse_launch_format(format, "--format", &spec.format, &spec.format_version);
+
   Registry registry;
   load_study_plugins(registry, spec);
-  std::unique_ptr<Space> space = make_study_space(registry, spec);
-  std::string text = render_stored_config(*space, best.front().trial.config_json, code);
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  if (text.empty() || text.back() != '\n') std::fputc('\n', stdout);
+  StudySpec untargeted = spec;
+  untargeted.format = RenderFormat::json;
+  std::unique_ptr<Space> space = make_study_space(registry, untargeted);
+  set_launch_target(*space, spec.launch_target(), "--format");
+
+  const Chosen chosen = choose_trial(store, *study, spec, seq, vm.count("recommended") > 0, vm.count("best") > 0);
+  const std::vector<double> config = space->parse(chosen.trial.config_json);
+  const std::string why = space->explain(config.data());
+  // A measured trial ran whatever the memory estimate says; only a framework rule stops an export.
+  if (why.rfind("out of memory", 0) == 0)
+    std::fprintf(stderr, "cotune export: note: %s: the memory estimate says %s\n", chosen.how.c_str(), why.c_str());
+  else if (!why.empty())
+    throw UserError("study '" + name + "', " + chosen.how + ": " + why);
+  const int32_t code = render_format_code(spec.format);
+  std::string text;
+  if (!space->try_render(config.data(), code, &text))
+    throw UserError("--format " + std::string(to_string(spec.format)) + ": the space '" + spec.space.name +
+                    "' cannot render it");
+  if (text.empty() || text.back() != '\n') text += '\n';
+  if (out_path.empty()) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+  } else {
+    write_atomically(out_path, text);
+    std::fprintf(stderr, "cotune export: %s of study '%s' written to %s\n", chosen.how.c_str(), name.c_str(),
+                 out_path.c_str());
+  }
   return 0;
 }
 
-COTUNE_COMMAND("export", "print a study's best configuration for a framework", run);
+COTUNE_COMMAND("export", "write a study's recommended or best configuration for a framework", run);
 }  // namespace
 }  // namespace cotune::cli

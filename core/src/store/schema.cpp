@@ -69,11 +69,18 @@ CREATE TABLE history (
 );
 )sql";
 
+// Version 2: the trial a study recommends (the predictor's denoised best, written at the end of
+// each run; `cotune export` takes it by default).
+const char* const kVersion2 = R"sql(
+ALTER TABLE studies ADD COLUMN recommended_trial_id INTEGER REFERENCES trials (id) ON DELETE SET NULL;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
   static const std::vector<Migration> steps = {
       {1, "studies, trials and imported history", kVersion1},
+      {2, "the recommended trial of a study", kVersion2},
   };
   return steps;
 }

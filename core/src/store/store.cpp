@@ -47,6 +47,7 @@ StudyRecord read_study(const sqlite::Statement& row, const std::string& path) {
   s.status = *status;
   s.created_at = row.real(10);
   s.updated_at = row.real(11);
+  if (!row.is_null(12)) s.recommended_trial_id = row.int64(12);
   return s;
 }
 
@@ -250,6 +251,22 @@ void Store::set_study_status(std::int64_t study_id, StudyStatus status) {
     q->bind(3, study_id);
     q->step();
     require_study(impl_->db, study_id);
+  });
+}
+
+void Store::set_study_recommended(std::int64_t study_id, std::int64_t trial_id) {
+  write([&] {
+    auto q = impl_->db.prepare(
+        "UPDATE studies SET recommended_trial_id = ?1, updated_at = ?2 WHERE id = ?3 AND "
+        "EXISTS (SELECT 1 FROM trials WHERE id = ?1 AND study_id = ?3)");
+    q->bind(1, trial_id);
+    q->bind(2, now_seconds());
+    q->bind(3, study_id);
+    q->step();
+    require_study(impl_->db, study_id);
+    if (impl_->db.changes() == 0)
+      throw StoreError("store " + path_ + ": trial id " + std::to_string(trial_id) + " is not a trial of study id " +
+                       std::to_string(study_id));
   });
 }
 

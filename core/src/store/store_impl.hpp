@@ -88,7 +88,7 @@ TrialRecord read_trial(const sqlite::Statement& row, const std::string& path);
 
 #define COTUNE_STUDY_COLUMNS                                                                      \
   "id, name, study_json, study_hash, workload_key, space, objective_json, direction, "            \
-  "environment_json, status, created_at, updated_at"
+  "environment_json, status, created_at, updated_at, recommended_trial_id"
 StudyRecord read_study(const sqlite::Statement& row, const std::string& path);
 
 // Status words read back from a file; an unknown word means a damaged or foreign file.

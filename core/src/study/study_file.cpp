@@ -19,7 +19,8 @@ const std::vector<std::pair<std::string_view, Direction>> kDirections = {{"maxim
 const std::vector<std::pair<std::string_view, Prior>> kPriors = {
     {"analytic", Prior::analytic}, {"roofline", Prior::roofline}, {"none", Prior::none}};
 const std::vector<std::pair<std::string_view, RenderFormat>> kFormats = {
-    {"megatron", RenderFormat::megatron}, {"torchtitan", RenderFormat::torchtitan}, {"json", RenderFormat::json}};
+    {"megatron", RenderFormat::megatron}, {"torchtitan", RenderFormat::torchtitan}, {"nemo", RenderFormat::nemo},
+    {"deepspeed", RenderFormat::deepspeed}, {"torchrec", RenderFormat::torchrec},   {"json", RenderFormat::json}};
 const std::vector<std::pair<std::string_view, OnStop>> kOnStop = {{"cancel", OnStop::cancel}, {"wait", OnStop::wait}};
 
 template <class E>
@@ -146,6 +147,31 @@ void read_workload(const JsonChecker& c, const json& doc, const std::string& lab
 
 std::string_view to_string(Prior p) { return word_of(kPriors, p); }
 std::string_view to_string(RenderFormat f) { return word_of(kFormats, f); }
+
+void parse_launch_format(const std::string& text, const std::string& where, RenderFormat* format,
+                         std::string* version) {
+  const size_t at = text.find('@');
+  const std::string name = text.substr(0, at);
+  for (const auto& [word, f] : kFormats)
+    if (word == name) {
+      *format = f;
+      *version = at == std::string::npos ? "" : text.substr(at + 1);
+      if (at != std::string::npos && version->empty())
+        throw UserError(where + ": '" + text + "' names no version after '@'");
+      if (f == RenderFormat::json && !version->empty())
+        throw UserError(where + ": json has no versions (got '" + text + "')");
+      return;
+    }
+  std::string list;
+  for (size_t i = 0; i < kFormats.size(); ++i) list += (i ? ", " : "") + std::string(kFormats[i].first);
+  throw UserError(where + ": unknown format '" + text + "' (expected " + list + ", optionally @version: " +
+                  "docs/exports.md)");
+}
+
+std::string StudySpec::launch_target() const {
+  if (format == RenderFormat::json) return "";
+  return std::string(to_string(format)) + (format_version.empty() ? "" : "@" + format_version);
+}
 std::string_view to_string(OnStop s) { return word_of(kOnStop, s); }
 
 const std::vector<std::string>& study_file_fields() {
@@ -217,7 +243,14 @@ StudySpec parse_study_file(std::string_view text, const std::string& label, cons
     for (size_t i = 0; i < x->size(); ++i)
       s.plugin_paths.push_back(resolve(base_dir, c.string((*x)[i], child_pointer("/plugin_paths", i))));
   }
-  if (const json* x = JsonChecker::member(doc, "format")) s.format = c.one_of(*x, "/format", kFormats);
+  if (const json* x = JsonChecker::member(doc, "format")) {
+    if (!x->is_string()) c.expected("/format", "a framework name, optionally with @version", *x);
+    try {
+      parse_launch_format(x->get<std::string>(), "/format", &s.format, &s.format_version);
+    } catch (const UserError& e) {
+      c.fail("", e.what());  // the message names /format
+    }
+  }
   if (const json* x = JsonChecker::member(doc, "on_stop")) s.on_stop = c.one_of(*x, "/on_stop", kOnStop);
 
   // The hash covers what the study means: a workload given by path counts by its contents.

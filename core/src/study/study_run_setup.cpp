@@ -307,6 +307,8 @@ RunResult StudyRun::run() {
   result.counted_trials = budget_.counted();
   result.trials_this_run = finished_this_run_;
   result.recommended_config = recommend();
+  // Kept with the study, so that `cotune export` takes it later.
+  if (result.recommended_config) store_->set_study_recommended(study_.id, result.recommended_config->trial_id);
   return result;
 }
 

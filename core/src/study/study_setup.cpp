@@ -28,14 +28,27 @@ void load_study_plugins(Registry& registry, const StudySpec& spec) {
 }
 
 std::unique_ptr<Space> make_study_space(const Registry& registry, const StudySpec& spec) {
+  std::unique_ptr<Space> space;
   try {
-    return registry.make_space(spec.space.name, spec.workload.dump(), spec.space.options.dump());
+    space = registry.make_space(spec.space.name, spec.workload.dump(), spec.space.options.dump());
   } catch (const PluginError& e) {
     // The space names the field inside the workload or its options; say which file that was.
     if (e.code() != COTUNE_ERR_INVALID_ARGUMENT) throw;
     std::string where = spec.workload_file.empty() ? "/workload" : "/workload (" + spec.workload_file + ")";
     throw UserError(spec.file + ": " + where + " or /space/options: the space '" + spec.space.name +
                     "' refused them: " + e.what());
+  }
+  set_launch_target(*space, spec.launch_target(), spec.file + ": /format");
+  return space;
+}
+
+void set_launch_target(Space& space, const std::string& target, const std::string& where) {
+  if (target.empty()) return;
+  try {
+    space.set_target(target);  // a space without launch targets renders its formats unversioned
+  } catch (const PluginError& e) {
+    if (e.code() != COTUNE_ERR_INVALID_ARGUMENT) throw;
+    throw UserError(where + ": " + e.what());
   }
 }
 
@@ -61,6 +74,9 @@ int32_t render_format_code(RenderFormat format) {
   switch (format) {
     case RenderFormat::megatron: return COTUNE_RENDER_MEGATRON;
     case RenderFormat::torchtitan: return COTUNE_RENDER_TORCHTITAN;
+    case RenderFormat::nemo: return COTUNE_RENDER_NEMO;
+    case RenderFormat::deepspeed: return COTUNE_RENDER_DEEPSPEED;
+    case RenderFormat::torchrec: return COTUNE_RENDER_TORCHREC;
     case RenderFormat::json: break;
   }
   return COTUNE_RENDER_JSON;

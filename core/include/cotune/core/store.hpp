@@ -68,6 +68,9 @@ class Store {
   std::vector<StudySummary> list_studies();  // ordered by creation
   void set_study_status(std::int64_t study_id, StudyStatus status);
   void set_study_environment(std::int64_t study_id, const std::string& environment_json);
+  // The trial the study recommends (StudyRecord::recommended_trial_id); a StoreError when it is not
+  // one of the study's trials.
+  void set_study_recommended(std::int64_t study_id, std::int64_t trial_id);
   // Opaque state blobs, so that a study resumes where it stopped. Empty optional: never saved.
   void save_searcher_state(std::int64_t study_id, const std::vector<std::uint8_t>& state);
   std::optional<std::vector<std::uint8_t>> load_searcher_state(std::int64_t study_id);

@@ -51,6 +51,9 @@ struct StudyRecord {
   StudyStatus status = StudyStatus::running;
   double created_at = 0;
   double updated_at = 0;
+  // The trial the predictor's denoised estimate ranks best among the measured ones, as of the end of
+  // the last run (single-objective studies); none before a run ended with a feasible trial.
+  std::optional<std::int64_t> recommended_trial_id;
 };
 
 // A study with its trial counts, for listings.

@@ -61,13 +61,18 @@ struct Budget {
   static constexpr std::int64_t kDefaultMaxUnavailable = 1000;
 };
 
-// How the best configuration is rendered.
-enum class RenderFormat { json, megatron, torchtitan };
+// The framework a study's configurations are launched with (and exported for); docs/exports.md.
+enum class RenderFormat { json, megatron, torchtitan, nemo, deepspeed, torchrec };
 // What Ctrl-C does to trials in flight.
 enum class OnStop { cancel, wait };
 
 std::string_view to_string(Prior p);
 std::string_view to_string(RenderFormat f);
+// Reads "framework[@version]" (the study file's "format", export's --format). Throws UserError
+// naming `where` and the frameworks when the framework is unknown; the version is checked by the
+// space (Space::set_target).
+void parse_launch_format(const std::string& text, const std::string& where, RenderFormat* format,
+                         std::string* version);
 std::string_view to_string(OnStop s);
 
 struct StudySpec {
@@ -90,9 +95,12 @@ struct StudySpec {
   std::uint64_t seed = 1;
   std::vector<std::string> plugin_paths;  // resolved against the study file's directory
   RenderFormat format = RenderFormat::json;
+  std::string format_version;  // after '@' in "format"; empty: the newest the space knows
   OnStop on_stop = OnStop::cancel;
 
   bool pareto() const { return objectives.size() > 1; }
+  // "megatron@core_v0.19.0" ("megatron" without a version; "" for json): Space::set_target's argument.
+  std::string launch_target() const;
   // canonical_json.hpp workload_key() of this study's workload and space.
   std::string workload_key() const;
   // The objectives as a JSON array of {metric, direction, constraints}, for the store.

@@ -18,8 +18,12 @@ namespace cotune::core {
 // plugins or one plugin library; a path that does not exist is a UserError naming it).
 void load_study_plugins(Registry& registry, const StudySpec& spec);
 
-// The study's space over its workload.
+// The study's space over its workload, targeting the study's launch format (set_launch_target).
 std::unique_ptr<Space> make_study_space(const Registry& registry, const StudySpec& spec);
+
+// Space::set_target(target) unless target is empty; a target the space does not know is a UserError
+// prefixed with `where`.
+void set_launch_target(Space& space, const std::string& target, const std::string& where);
 
 // The study document as the store keeps it: the study file with its workload inlined and its plugin
 // paths absolute.
