@@ -44,7 +44,10 @@ Chosen choose_trial(Store& store, const StudyRecord& study, const StudySpec& spe
   }
   if (!best && study.recommended_trial_id) {
     for (TrialRecord& t : trials)
-      if (t.id == *study.recommended_trial_id) return {std::move(t), "recommended trial " + std::to_string(t.seq)};
+      if (t.id == *study.recommended_trial_id) {
+        std::string how = "recommended trial " + std::to_string(t.seq);
+        return {std::move(t), std::move(how)};
+      }
   }
   if (recommended)
     throw UserError("study '" + study.name + "' has no recommended trial yet (" +
