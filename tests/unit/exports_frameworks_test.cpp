@@ -46,9 +46,10 @@ const Target kTargets[] = {
 };
 
 constexpr size_t kSample = 2000;             // configurations checked per study and target at most
-// ... for the recsys space, whose every render runs the sharding planner again (about 35 ms each on
-// the 500-table ads workload): 300 evenly spread plans still cover each sharding choice many times.
-constexpr size_t kSampleRecsys = 300;
+// ... for the recsys space, whose every check and render runs the sharding planner (a plan of the
+// 500-table ads workload takes about 0.1 s to make, render and check, so its grid is drawn from,
+// not enumerated): 100 plans of 500 tables each still cover every sharding choice many times.
+constexpr size_t kSampleRecsys = 100;
 constexpr double kEnumerateBelow = 200000;   // grids this small are enumerated (check() over every point)
 
 std::vector<std::string> example_studies() {
@@ -71,7 +72,7 @@ std::vector<double> configurations(const Space& space, size_t limit, std::string
     if (domains.back().empty()) size = kEnumerateBelow + 1;  // a float parameter: draw instead
   }
   std::vector<double> out;
-  if (size > kEnumerateBelow) {
+  if (size > kEnumerateBelow || limit == kSampleRecsys) {
     out.resize(limit * d);
     out.resize(space.sample(1, limit, out.data()) * d);
     *how = "drawn";
