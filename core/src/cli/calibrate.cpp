@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <cmath>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -40,6 +41,11 @@ void print_result(std::FILE* to, const core::perf::CalibrationResult& r) {
   for (const auto& f : r.fitted)
     std::fprintf(to, "  %-30s %12.4g %12.4g   [%.4g, %.4g]\n", f.name.c_str(), f.before, f.value, f.low, f.high);
   for (const std::string& n : r.not_fitted) std::fprintf(to, "  not fitted: %s\n", n.c_str());
+  if (r.selection_error.size() > 1) {
+    std::fprintf(to, "  cross-validated error fitting the 0, 1, 2, ... most telling constants:");
+    for (double e : r.selection_error) std::fprintf(to, " %.1f%%", 100 * (std::exp(e) - 1));
+    std::fprintf(to, " (mean |log ratio| as %%; the count with the lowest is fitted)\n");
+  }
   std::fprintf(to, "  step-time error on these runs: MAPE %.1f%% -> %.1f%%, median %.1f%% -> %.1f%%\n",
                100 * r.before.mape, 100 * r.after.mape, 100 * r.before.median_ape, 100 * r.after.median_ape);
   if (r.folds > 0)
@@ -83,7 +89,10 @@ int run_calibrate(int argc, char** argv) {
       ("gpu", "calibrate on the local GPU instead (microbenchmarks)")
       ("base", po::value(&base), "with --gpu: the catalogue GPU whose peaks, memory and network the measurement refines")
       ("out", po::value(&out_path), "write the calibration file here (default: stdout)")
-      ("fit", po::value(&fit), "comma-separated constants to fit (default: every constant the runs determine)")
+      ("fit", po::value(&fit), "comma-separated constants to fit (default: the most telling constants, as many as "
+                               "lower the cross-validated error)")
+      ("all-constants", "without --fit: every constant the runs determine, not only those that lower the "
+                        "cross-validated error")
       ("folds", po::value(&folds)->default_value(5), "folds of the held-out error (0: none)")
       ("prior-sigma", po::value(&prior_sigma)->default_value(0.5),
        "how far (natural log) a constant may stray from its catalogue value at one sigma")
@@ -125,6 +134,7 @@ int run_calibrate(int argc, char** argv) {
   options.folds = folds;
   options.held_out = folds >= 2;
   options.prior_sigma = prior_sigma;
+  options.select = vm.count("all-constants") == 0;
   std::vector<core::perf::CalibrationResult> results;
   for (const auto& [name, gpu_runs] : runs) {
     try {

@@ -133,7 +133,7 @@ struct Fit {
 
 // Minimises the robust loss plus the prior over theta within [lo, hi].
 Fit fit_theta(Model& m, const std::vector<size_t>& index, const Vector& theta0, const Vector& lo, const Vector& hi,
-              double prior_sigma) {
+              double prior_sigma, bool uncertainty = true) {
   auto objective = [&](const Vector& theta) {
     double loss = 0;
     for (double r : m.residuals(index, theta)) loss += huber(r);
@@ -158,6 +158,7 @@ Fit fit_theta(Model& m, const std::vector<size_t>& index, const Vector& theta0, 
     }
   dlib::find_min_box_constrained(dlib::bfgs_search_strategy(), dlib::objective_delta_stop_strategy(1e-7, 200),
                                  objective, dlib::derivative(objective, 1e-4), fit.theta, lo, hi);
+  if (!uncertainty) return fit;
   // Uncertainty: the inverse of the Gauss-Newton curvature of the loss, scaled by the residuals'
   // own scatter when there are more runs than constants.
   const auto J = jacobian(m, index, fit.theta);
@@ -176,6 +177,59 @@ Fit fit_theta(Model& m, const std::vector<size_t>& index, const Vector& theta0, 
   const dlib::matrix<double> cov = dlib::inv(H) * scale;
   for (long j = 0; j < p; ++j) fit.sigma.push_back(std::sqrt(std::max(0.0, cov(j, j))));
   return fit;
+}
+
+// Folds for cross-validation: leave-one-out up to kLeaveOneOutBelow runs, else `folds` folds (5 when
+// `folds` is under 2) of a fixed shuffle (the same folds every run: a calibration is reproducible).
+constexpr size_t kLeaveOneOutBelow = 12;
+
+std::vector<std::vector<size_t>> cv_folds(size_t n, size_t folds) {
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  const size_t k = n <= kLeaveOneOutBelow ? n : (folds >= 2 ? folds : 5);
+  if (k < n) {
+    // NOLINTNEXTLINE(cert-msc32-c,cert-msc51-cpp): a fixed seed keeps the folds reproducible
+    std::shuffle(order.begin(), order.end(), std::mt19937(12345));
+  }
+  std::vector<std::vector<size_t>> test(k);
+  for (size_t i = 0; i < n; ++i) test[i % k].push_back(order[i]);
+  return test;
+}
+
+// How many of `ordered` (the constants, most telling first) to fit: each prefix is fitted on every
+// fold's other runs and judged on the fold's own; the count with the lowest held-out error wins
+// (the fewer on a tie). More constants than the runs support fit their noise and predict other runs
+// worse than the catalogue did, which is what this guards against with few runs.
+size_t select_constant_count(const std::vector<CalibrationRun>& runs, const std::vector<size_t>& ordered,
+                             const Vector& theta_all, const CalibrationOptions& options, std::vector<double>* errors) {
+  const std::vector<std::vector<size_t>> tests = cv_folds(runs.size(), options.folds);
+  size_t smallest_train = runs.size();
+  for (const auto& t : tests) smallest_train = std::min(smallest_train, runs.size() - t.size());
+  const size_t most = std::min({ordered.size(), smallest_train, options.max_selected});
+  errors->assign(most + 1, 0.0);
+  for (size_t k = 0; k <= most; ++k) {
+    std::vector<size_t> index(ordered.begin(), ordered.begin() + long(k));
+    std::sort(index.begin(), index.end());
+    const long dims = static_cast<long>(k);
+    Vector theta0(dims), lo(dims), hi(dims);
+    for (size_t j = 0; j < k; ++j) {
+      theta0(long(j)) = theta_all(long(index[j]));
+      lo(long(j)) = std::log(kConstants[index[j]].lower);
+      hi(long(j)) = std::log(kConstants[index[j]].upper);
+    }
+    double sum = 0;
+    size_t count = 0;
+    for (const std::vector<size_t>& test : tests) {
+      std::vector<size_t> train;
+      for (size_t i = 0; i < runs.size(); ++i)
+        if (std::find(test.begin(), test.end(), i) == test.end()) train.push_back(i);
+      Model m_train(runs, train), m_test(runs, test);
+      const Vector theta = k == 0 ? theta0 : fit_theta(m_train, index, theta0, lo, hi, options.prior_sigma, false).theta;
+      for (double r : m_test.residuals(index, theta)) sum += std::fabs(r), ++count;
+    }
+    (*errors)[k] = count > 0 ? sum / double(count) : 0;
+  }
+  return static_cast<size_t>(std::min_element(errors->begin(), errors->end()) - errors->begin());
 }
 
 // The runs' GPU (they must share one).
@@ -377,6 +431,13 @@ CalibrationResult calibrate(const std::vector<CalibrationRun>& runs, const Calib
       } else {
         index.push_back(j);
       }
+    }
+    if (options.select && !index.empty()) {
+      const size_t k = select_constant_count(runs, index, theta_all, options, &result.selection_error);
+      for (size_t i = k; i < index.size(); ++i)
+        result.not_fitted.push_back(std::string(kConstants[index[i]].name) +
+                                    ": fitting it did not lower the cross-validated error on these runs");
+      index.resize(k);
     }
     std::sort(index.begin(), index.end());
   }

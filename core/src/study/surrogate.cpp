@@ -319,6 +319,9 @@ void Surrogate::refit_constants(const std::vector<double>& configs, const std::v
   perf::CalibrationOptions options;
   options.candidates = kInStudyConstants;
   options.held_out = false;
+  // No cross-validated choice of how many to fit: it costs a fit per fold and count at every
+  // refit; the few cheap candidates and the prior keep the fit steady instead.
+  options.select = false;
   for (const auto& [gpu, runs] : by_gpu) {
     if (runs.size() < 3) continue;
     try {

@@ -60,6 +60,11 @@ struct CalibrationOptions {
   size_t folds = 5;          // for the held-out error (fewer when there are fewer runs)
   double prior_sigma = 0.5;  // how far (in log) a constant may stray from its catalogue value at 1 sigma
   bool held_out = true;      // compute the k-fold held-out error (a fit per fold)
+  // Without `fit`: fit only as many of the most telling constants as lower the cross-validated error
+  // (leave-one-out up to 12 runs, else `folds` folds), at most max_selected; false fits every
+  // constant the runs determine.
+  bool select = true;
+  size_t max_selected = 14;
 };
 
 struct ConstantFit {
@@ -80,6 +85,9 @@ struct CalibrationResult {
   std::vector<std::string> not_fitted;  // "gemm_efficiency_fp4: no run's step depends on it"
   ErrorFigures before, after, held_out;
   size_t folds = 0;  // 0 when no held-out error was computed
+  // With options.select: the cross-validated mean |log(modelled / measured)| fitting the 0, 1, 2, ...
+  // most telling constants.
+  std::vector<double> selection_error;
   // The fitted values as GPU-description fields ({"gemm_efficiency_max": .., "network_efficiency":
   // {"cluster": ..}, ...}).
   nlohmann::json constants() const;
