@@ -1659,7 +1659,9 @@ class TitanCheck {
     const int64_t group = cfg_int(c_, "dp").value_or(dp_) * cfg_int(c_, "cp").value_or(cp_);
     const bool cp_shards = !head() || gets("parallelism", "spmd_backend") == "partial_dtensor";
     const int64_t fsdp = shard_ * (cp_shards ? cp_ : 1);
-    const std::string reshard = gets("parallelism", "fsdp_reshard_after_forward");
+    std::string reshard = gets("parallelism", "fsdp_reshard_after_forward");
+    // "default" frees the gathered weights after the forward only without a pipeline.
+    if (reshard.empty() || reshard == "default") reshard = pp_ > 1 ? "never" : "always";
     const std::string have = "replicate " + str(rep_) + ", shard " + str(shard_) + ", FSDP over " + str(fsdp) +
                              " ranks, fsdp_reshard_after_forward " + reshard;
     if (*zero == 1 && group > 1)
@@ -2171,6 +2173,9 @@ CheckResult deepspeed_allowed(const FrameworkData::DeepSpeedKey& k, const json& 
 CheckResult check_deepspeed_keys(const FrameworkData& data, const std::string& version, const json& obj,
                                  const std::string& prefix) {
   for (auto it = obj.begin(); it != obj.end(); ++it) {
+    // DeepSpeed ignores unknown top-level keys; cotune's export keeps there what a ds_config cannot
+    // say (pipeline stages, activation checkpointing). Any other unknown key is a typo.
+    if (prefix.empty() && it.key() == "cotune") continue;
     // The legacy section name "bfloat16" is read when "bf16" is absent.
     const std::string name = prefix.empty() && it.key() == "bfloat16" && !obj.contains("bf16") ? "bf16" : it.key();
     const std::string path = prefix.empty() ? name : prefix + "." + name;
@@ -2298,7 +2303,24 @@ class DeepSpeedCheck {
     return first_failure({
                           [&] { return agree("dp", dp_, cfg_int(c_, "dp")); },
                           [&] { return agree("train_micro_batch_size_per_gpu", micro_, cfg_int(c_, "micro_batch")); },
-                          [&] { return agree("train_batch_size", batch_, cfg_int(c_, "global_batch")); }});
+                          [&] { return agree("train_batch_size", batch_, cfg_int(c_, "global_batch")); },
+                          [&] { return what_the_script_does(); }});
+  }
+
+  // The pipeline and recomputation are the training script's (PipelineModule, checkpointing): the
+  // export must say them, under its "cotune" key, or the run differs from the one modelled.
+  CheckResult what_the_script_does() const {
+    const json stages = at_path(ds_, "cotune.pipeline_stages");
+    const int64_t exported = stages.is_number_integer() ? stages.get<int64_t>() : 1;
+    CheckResult r = agree("cotune.pipeline_stages", exported, cfg_int(c_, "pp"));
+    if (!r.ok) return r;
+    const json ac = at_path(ds_, "cotune.activation_checkpointing");
+    const std::string recompute = c_.value("recompute", std::string("none"));
+    const bool says_none = !ac.is_string() || ac.get<std::string>() == "none";
+    if ((recompute == "none") != says_none)
+      return fail("consistency", "recompute " + recompute + " but the export's cotune.activation_checkpointing is " +
+                                     (ac.is_null() ? std::string("absent") : ac.dump()));
+    return CheckResult::pass();
   }
 
   const json& ds_;

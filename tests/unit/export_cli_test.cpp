@@ -108,6 +108,13 @@ TEST_F(ExportCli, WritesTheNamedVersionToAFileAndRefusesWhatTheFrameworkRefuses)
   EXPECT_THAT(script, HasSubstr("MEGATRON_ARGS=(\n"));
   EXPECT_FALSE(fs::exists(launch + ".tmp"));
 
+  EXPECT_EQ(run({"export", "llm", "--out", dir_, "--store", store_}), 2);
+  EXPECT_THAT(err(), HasSubstr("is a directory"));
+  EXPECT_EQ(run({"export", "llm", "--out", dir_ + "/nodir/x.sh", "--store", store_}), 2);
+  EXPECT_THAT(err(), HasSubstr("the directory " + dir_ + "/nodir does not exist"));
+  EXPECT_EQ(run({"export", "llm", "--out", "", "--store", store_}), 2);
+  EXPECT_THAT(err(), HasSubstr("--out: expected a file name"));
+
   EXPECT_EQ(run({"export", "llm", "--format", "megatron@v9", "--store", store_}), 2);
   EXPECT_THAT(err(), HasSubstr("megatron@v9"));
   EXPECT_THAT(err(), HasSubstr("core_v0.19.0"));  // the versions it knows
@@ -124,6 +131,24 @@ TEST_F(ExportCli, WritesTheNamedVersionToAFileAndRefusesWhatTheFrameworkRefuses)
   EXPECT_EQ(run({"export", "llm", "--format", "torchtitan@v0.2.2", "--trial", std::to_string(zero1), "--store", store_}),
             2);
   EXPECT_THAT(err(), HasSubstr("TorchTitan v0.2.2"));
+  EXPECT_THAT(err(), HasSubstr("no optimizer-only sharding"));
+}
+
+TEST_F(ExportCli, AStudyWhoseTargetRefusesEveryConfigurationSaysSo) {
+  // TorchTitan has no optimizer-only sharding: a space of zero 1 over 32 data-parallel ranks alone
+  // has nothing it launches.
+  const json doc = {{"name", "titan"},
+                    {"workload", json::parse(R"({"model": {"preset": "llama3-8b"}, "training": {"global_batch": 256},
+                                                "cluster": {"gpu": "h100-sxm", "nodes": 4, "gpus_per_node": 8}})")},
+                    {"space", {{"name", "llm"}, {"options", {{"zero", {1}}, {"tp", {1}}, {"pp", {1}}, {"cp", {1}}}}}},
+                    {"searcher", "random"},
+                    {"executor", "sim"},
+                    {"objective", {{"metric", "tokens_per_s"}, {"direction", "maximize"}}},
+                    {"budget", {{"trials", 4}}},
+                    {"format", "torchtitan@v0.2.2"}};
+  std::ofstream(dir_ + "/titan.json") << doc.dump(2);
+  EXPECT_EQ(run({"run", dir_ + "/titan.json", "--store", store_}), 2);
+  EXPECT_THAT(err(), HasSubstr("/format torchtitan@v0.2.2 refuses every configuration"));
   EXPECT_THAT(err(), HasSubstr("no optimizer-only sharding"));
 }
 
@@ -146,6 +171,12 @@ TEST_F(ExportCli, ARecsysStudyExportsATorchRecPlan) {
     EXPECT_TRUE(t.contains("sharding_type")) << name;
     for (const json& r : t.value("ranks", json::array())) EXPECT_TRUE(r.is_number_integer()) << name;
   }
+
+  // Its own configuration as JSON: whole numbers as integers.
+  ASSERT_EQ(run({"export", "recsys-criteo-16xh100", "--format", "json", "--store", store_}), 0) << err();
+  const json config = json::parse(out());
+  EXPECT_TRUE(config["batch_per_gpu"].is_number_integer()) << config.dump();
+  EXPECT_TRUE(config["gpus"].is_number_integer()) << config.dump();
 
   EXPECT_EQ(run({"export", "recsys-criteo-16xh100", "--format", "megatron", "--store", store_}), 2);
   EXPECT_THAT(err(), HasSubstr("torchrec@main"));

@@ -288,6 +288,7 @@ seq_len = 8192
 
 [parallelism]
 data_parallel_shard_degree = 4
+fsdp_reshard_after_forward = "always"
 tensor_parallel_degree = 4
 pipeline_parallel_degree = 4
 pipeline_parallel_schedule = "Interleaved1F1B"
@@ -321,6 +322,7 @@ seq_len = 8192
 
 [parallelism]
 data_parallel_shard_degree = 8
+fsdp_reshard_after_forward = "always"
 tensor_parallel_degree = 4
 pipeline_parallel_degree = 2
 pipeline_parallel_schedule = "1F1B"
@@ -338,6 +340,7 @@ const std::string kTitanHead = R"(# TorchTitan main (b5bcd76c): command-line ove
 # torchrun --nnodes 8 --nproc-per-node 8 -m torchtitan.train --module llama3 --config <config function> "${TORCHTITAN_ARGS[@]}"
 TORCHTITAN_ARGS=(
   --parallelism.data_parallel_shard_degree 4
+  --parallelism.fsdp_reshard_after_forward always
   --parallelism.tensor_parallel_degree 4
   --parallelism.pipeline_parallel_degree 4
   --parallelism.pipeline_parallel_schedule Interleaved1F1B
@@ -387,6 +390,9 @@ TEST(FrameworkCheckTorchTitan, RefusesKeysTablesAndTypesTheVersionDoesNotHave) {
 }
 
 TEST(FrameworkCheckTorchTitan, MeshAndBatchRules) {
+  // With a pipeline, TorchTitan's "default" keeps the gathered weights: that is zero 2, not 3.
+  EXPECT_TRUE(breaks(titan(with(kTitan022, "fsdp_reshard_after_forward = \"always\"\n", ""), "v0.2.2", kTitanConfig),
+                     "consistency", "fsdp_reshard_after_forward never"));
   EXPECT_TRUE(breaks(titan(with(kTitan022, "data_parallel_shard_degree = 4", "data_parallel_shard_degree = 8"), "v0.2.2"),
                      "tt-world"));
   EXPECT_TRUE(passes(titan(with(kTitan022, "data_parallel_shard_degree = 4", "data_parallel_shard_degree = -1"), "v0.2.2")));
@@ -599,6 +605,9 @@ TEST(FrameworkCheckDeepSpeed, BatchZeroAndPrecisionRules) {
   EXPECT_TRUE(breaks(deepspeed(ds, "v0.19.5", pipeline), "ds-pipeline"));
   ds["zero_optimization"]["stage"] = 1;
   pipeline["zero"] = 1;
+  // The pipeline is the script's PipelineModule: the export says how many stages.
+  EXPECT_TRUE(breaks(deepspeed(ds, "v0.19.5", pipeline), "consistency", "cotune.pipeline_stages"));
+  ds["cotune"] = {{"pipeline_stages", 2}};
   EXPECT_TRUE(passes(deepspeed(ds, "v0.19.5", pipeline)));
   ds = kDeepSpeed;
   ds["fp16"] = {{"enabled", true}};

@@ -22,6 +22,7 @@ using cotune::core::Space;
 using nlohmann::json;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 namespace {
 
@@ -193,6 +194,11 @@ TEST_F(LlmModels, BadValuesOfTheNewFieldsNameTheField) {
   EXPECT_THAT(with({{"experts", 8}, {"shared_expert_ffn_hidden", 64}}),
               HasSubstr("/model/shared_expert_ffn_hidden: set shared_experts too"));
   EXPECT_THAT(error({{"preset", "llama-9"}}), HasSubstr("/model/preset: unknown preset 'llama-9'"));
+  EXPECT_THAT(with({{"activation", "relu"}}),
+              HasSubstr("/model/activation: expected \"swiglu\", \"gelu\" or \"squared_relu\", got \"relu\""));
+  EXPECT_THAT(with({{"activation", "squared_relu"}, {"gated_mlp", true}}),
+              HasSubstr("/model/activation: squared_relu is not gated, but gated_mlp is true"));
+  EXPECT_THAT(with({{"rope_base", -1}}), HasSubstr("/model/rope_base: expected a number >= 0"));
   EXPECT_THAT(with({{"heads", 7}}), HasSubstr("/model/heads: hidden (512) must be divisible by heads (7), or give head_dim"));
   // With head_dim the heads need not divide the hidden size (gpt-oss: 64 x 64 over 2880).
   EXPECT_EQ(with({{"heads", 7}, {"kv_heads", 7}, {"head_dim", 64}}), "no error");
@@ -210,6 +216,29 @@ TEST_F(LlmModels, BadValuesOfTheNewFieldsNameTheField) {
   } catch (const PluginError& e) {
     EXPECT_THAT(e.what(), HasSubstr("/training/kernels: expected fused, compiled or eager, got 'jit'"));
   }
+}
+
+TEST_F(LlmModels, MegatronBuildsTheModelThePresetDescribes) {
+  auto render = [&](const json& model) {
+    auto s = make(model, {{"tp", {8}}, {"pp", {1}}, {"dp", {1}}});
+    const auto c = s->parse(R"({"tp": 8, "pp": 1, "dp": 1, "sp": true})");
+    return s->render(c.data(), COTUNE_RENDER_MEGATRON);
+  };
+  json nemotron = {{"preset", "nemotron-8b"}};
+  const std::string n = render(nemotron);
+  EXPECT_THAT(n, HasSubstr("  --squared-relu\n"));
+  EXPECT_THAT(n, HasSubstr("  --position-embedding-type rope\n"));
+  EXPECT_THAT(n, HasSubstr("  --disable-bias-linear\n"));
+  EXPECT_THAT(n, Not(HasSubstr("--swiglu")));
+  EXPECT_THAT(n, Not(HasSubstr("RMSNorm")));
+  EXPECT_THAT(n, Not(HasSubstr("--rotary-base")));  // Megatron's default, 10000
+  const std::string l = render({{"preset", "llama3-8b"}});
+  EXPECT_THAT(l, HasSubstr("  --swiglu\n"));
+  EXPECT_THAT(l, HasSubstr("  --normalization RMSNorm\n"));
+  EXPECT_THAT(l, HasSubstr("  --rotary-base 500000\n"));
+  const std::string g = render({{"preset", "gpt3-5b"}});
+  EXPECT_THAT(g, Not(HasSubstr("--position-embedding-type")));  // learned positions, biases, GeLU
+  EXPECT_THAT(g, Not(HasSubstr("--disable-bias-linear")));
 }
 
 TEST_F(LlmModels, BadLayoutParametersAreRefusedWithTheRule) {

@@ -7,7 +7,9 @@
 
 #include <boost/program_options.hpp>
 
+#include <cerrno>
 #include <cstdio>
+#include <system_error>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -21,7 +23,8 @@ namespace po = boost::program_options;
 using namespace cotune::core;
 
 const char* const kUsage =
-    "cotune export STUDY [--format FRAMEWORK[@VERSION]] [--trial N | --recommended | --best] [--out FILE]";
+    "cotune export STUDY [--format FRAMEWORK[@VERSION]] [--trial N | --recommended | --best] [--out FILE]\n"
+    "                    [--store PATH]";
 
 // The trial to export and how it was chosen ("trial 12", "recommended trial 12", "best trial 7").
 struct Chosen {
@@ -49,34 +52,42 @@ Chosen choose_trial(Store& store, const StudyRecord& study, const StudySpec& spe
         return {std::move(t), std::move(how)};
       }
   }
+  std::vector<RankedTrial> ranked = best_trials(trials, spec.objectives, 1);
   if (recommended)
     throw UserError("study '" + study.name + "' has no recommended trial yet (" +
                     (spec.pareto() ? std::string("a Pareto study recommends a front, not one trial")
                                    : std::string("it is written when a run ends with a feasible trial")) +
-                    "); use --best or --trial N");
-  std::vector<RankedTrial> ranked = best_trials(trials, spec.objectives, 1);
-  if (ranked.empty()) throw UserError("study '" + study.name + "' has no feasible measured configuration yet");
+                    (ranked.empty() ? "); no trial is feasible yet either: use --trial N"
+                                    : "); use --best or --trial N"));
+  if (ranked.empty())
+    throw UserError("study '" + study.name + "' has no feasible measured configuration yet (--trial N exports any trial)");
   const std::int64_t s = ranked.front().trial.seq;
   return {ranked.front().trial, "best trial " + std::to_string(s)};
 }
 
 // Writes `text` to `path` through a temporary file in the same directory and a rename, so that a
-// reader never sees half of it.
+// reader never sees half of it. A symbolic link is written through (the file it names is replaced).
 void write_atomically(const std::string& path, const std::string& text) {
   namespace fs = std::filesystem;
-  const fs::path target(path);
-  const fs::path tmp = target.parent_path() / (target.filename().string() + ".tmp");
+  if (path.empty()) throw UserError("--out: expected a file name");
+  std::error_code ec;
+  fs::path target(path);
+  if (fs::is_symlink(target, ec)) target = fs::weakly_canonical(target, ec);
+  if (fs::is_directory(target, ec)) throw UserError("--out " + path + ": is a directory (expected a file name)");
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  if (!fs::is_directory(dir, ec)) throw UserError("--out " + path + ": the directory " + dir.string() + " does not exist");
+  const fs::path tmp = dir / (target.filename().string() + ".tmp");
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw UserError("--out " + path + ": cannot write (" + tmp.string() + ")");
+    if (!f) throw UserError("--out " + path + ": cannot write " + tmp.string() + ": " + std::generic_category().message(errno));
     f << text;
-    if (!f.flush()) throw UserError("--out " + path + ": write failed");
+    if (!f.flush()) throw UserError("--out " + path + ": write failed: " + std::generic_category().message(errno));
   }
-  std::error_code ec;
   fs::rename(tmp, target, ec);
   if (ec) {
+    const std::string why = ec.message();
     fs::remove(tmp, ec);
-    throw UserError("--out " + path + ": cannot replace it: " + ec.message());
+    throw UserError("--out " + path + ": cannot replace it: " + why);
   }
 }
 
@@ -113,6 +124,7 @@ int run(int argc, char** argv) {
     return 0;
   }
   if (name.empty()) throw UserError(std::string("usage: ") + kUsage);
+  if (vm.count("out") && out_path.empty()) throw UserError("--out: expected a file name");
   if ((vm.count("trial") > 0) + (vm.count("recommended") > 0) + (vm.count("best") > 0) > 1)
     throw UserError("--trial, --recommended and --best choose the trial: give one of them");
   if (vm.count("trial") && seq < 1) throw UserError("--trial: expected a trial number (1 or more)");
@@ -133,6 +145,11 @@ int run(int argc, char** argv) {
   set_launch_target(*space, spec.launch_target(), "--format");
 
   const Chosen chosen = choose_trial(store, *study, spec, seq, vm.count("recommended") > 0, vm.count("best") > 0);
+  // A trial that ran but breaks the study's constraints (memory over the limit, say) has no objective.
+  if (chosen.trial.status == TrialStatus::ok && !chosen.trial.objective)
+    std::fprintf(stderr, "cotune export: note: %s does not meet the study's constraints (cotune show %s lists them); "
+                         "exporting it all the same\n",
+                 chosen.how.c_str(), name.c_str());
   const std::vector<double> config = space->parse(chosen.trial.config_json);
   const std::string why = space->explain(config.data());
   // A measured trial ran whatever the memory estimate says; only a framework rule stops an export.

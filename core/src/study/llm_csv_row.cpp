@@ -20,7 +20,7 @@ std::string fmt(double v) {
   return buf;
 }
 
-enum class Kind { kWhole, kNumber, kBool };
+enum class Kind { kWhole, kNumber, kBool, kText };
 
 // A model column and the model field (under "mla" when `mla`) it sets.
 struct ModelColumn {
@@ -55,6 +55,8 @@ const ModelColumn kModelColumns[] = {
     {"v_head_dim", "v_head_dim", Kind::kWhole, true},
     {"gated_mlp", "gated_mlp", Kind::kBool, false},
     {"tie_embeddings", "tie_embeddings", Kind::kBool, false},
+    {"activation", "activation", Kind::kText, false},
+    {"rope_base", "rope_base", Kind::kNumber, false},
 };
 
 // Other names of a column, as published tables and logs write them.
@@ -128,6 +130,7 @@ json model_of(const Cells& r) {
     json v;
     if (c.kind == Kind::kBool) v = r.boolean(c.column, false);
     else if (c.kind == Kind::kNumber) v = r.number(c.column);
+    else if (c.kind == Kind::kText) v = r.text(c.column);
     else v = r.integer(c.column, 0);
     if (c.mla) model["mla"][c.field] = v;
     else model[c.field] = v;

@@ -4,6 +4,7 @@
 #include <cotune/core/json_document.hpp>
 #include <cotune/core/study_file.hpp>
 
+#include <cctype>
 #include <filesystem>
 
 #include "study/json_checks.hpp"
@@ -151,7 +152,8 @@ std::string_view to_string(RenderFormat f) { return word_of(kFormats, f); }
 void parse_launch_format(const std::string& text, const std::string& where, RenderFormat* format,
                          std::string* version) {
   const size_t at = text.find('@');
-  const std::string name = text.substr(0, at);
+  std::string name = text.substr(0, at);
+  for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));  // "Megatron" too
   for (const auto& [word, f] : kFormats)
     if (word == name) {
       *format = f;

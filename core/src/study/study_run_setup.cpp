@@ -94,9 +94,20 @@ void StudyRun::load_components() {
 
   // One valid configuration: proof that the workload fits somewhere, and the prior's probe.
   std::vector<double> probe(space_->num_params());
-  if (space_->sample(spec_.seed, 1, probe.data()) == 0)
+  if (space_->sample(spec_.seed, 1, probe.data()) == 0) {
+    // Without the launch target's rules there may be some: then the target is what refuses them.
+    if (!spec_.launch_target().empty()) {
+      StudySpec untargeted = spec_;
+      untargeted.format = RenderFormat::json;
+      const std::unique_ptr<Space> plain = make_study_space(registry_, untargeted);
+      if (plain->sample(spec_.seed, 1, probe.data()) == 1)
+        throw UserError(spec_.file + ": /format " + spec_.launch_target() + " refuses every configuration of the space '" +
+                        space_->info().name + "' for this workload (for example: " + space_->explain(probe.data()) +
+                        "); widen the space's options or choose another format");
+    }
     throw UserError(spec_.file + ": the space '" + space_->info().name +
                     "' has no valid configuration for this workload (does the model fit the cluster?)");
+  }
   const ObjectiveSpec& objective = spec_.objectives.front();
   surrogate_ = std::make_unique<Surrogate>(*space_, *predictor_, objective.metric, spec_.predictor.prior,
                                            probe.data());
@@ -276,7 +287,7 @@ RunResult StudyRun::run() {
   if (study_.status == StudyStatus::finished) {
     result.status = StudyStatus::finished;
     result.already_finished = true;
-    result.reason = "the study had already finished";
+    result.reason = "nothing left to run";
     result.counted_trials = 0;
     for (const TrialRecord& t : store_->trials(study_.id))
       if (t.status == TrialStatus::ok || t.status == TrialStatus::failed || t.status == TrialStatus::oom ||

@@ -22,27 +22,27 @@ constexpr const char* kPresetsJson = R"json([
  {"preset": "gpt3-175b", "layers": 96, "hidden": 12288, "heads": 96, "ffn_hidden": 49152, "vocab": 51200, "seq_len": 2048, "tie_embeddings": true},
  {"preset": "gpt3-5b", "layers": 24, "hidden": 4096, "heads": 32, "ffn_hidden": 16384, "vocab": 50304, "seq_len": 2048, "tie_embeddings": true},
  {"preset": "gpt3-20b", "layers": 44, "hidden": 6144, "heads": 48, "ffn_hidden": 24576, "vocab": 50304, "seq_len": 2048, "tie_embeddings": true},
- {"preset": "llama2-7b", "layers": 32, "hidden": 4096, "heads": 32, "ffn_hidden": 11008, "vocab": 32000, "seq_len": 4096, "gated_mlp": true},
- {"preset": "llama2-13b", "layers": 40, "hidden": 5120, "heads": 40, "ffn_hidden": 13824, "vocab": 32000, "seq_len": 4096, "gated_mlp": true},
- {"preset": "llama2-70b", "layers": 80, "hidden": 8192, "heads": 64, "kv_heads": 8, "ffn_hidden": 28672, "vocab": 32000, "seq_len": 4096, "gated_mlp": true},
- {"preset": "llama3-8b", "layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 8, "ffn_hidden": 14336, "vocab": 128256, "seq_len": 8192, "gated_mlp": true},
- {"preset": "llama3-70b", "layers": 80, "hidden": 8192, "heads": 64, "kv_heads": 8, "ffn_hidden": 28672, "vocab": 128256, "seq_len": 8192, "gated_mlp": true},
- {"preset": "llama3-405b", "layers": 126, "hidden": 16384, "heads": 128, "kv_heads": 8, "ffn_hidden": 53248, "vocab": 128256, "seq_len": 8192, "gated_mlp": true},
- {"preset": "llama3.1-8b", "layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 8, "ffn_hidden": 14336, "vocab": 128256, "seq_len": 8192, "gated_mlp": true},
- {"preset": "llama3.1-70b", "layers": 80, "hidden": 8192, "heads": 64, "kv_heads": 8, "ffn_hidden": 28672, "vocab": 128256, "seq_len": 8192, "gated_mlp": true},
- {"preset": "llama3.1-405b", "layers": 126, "hidden": 16384, "heads": 128, "kv_heads": 8, "ffn_hidden": 53248, "vocab": 128256, "seq_len": 8192, "gated_mlp": true},
- {"preset": "mixtral-8x7b", "layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 8, "ffn_hidden": 14336, "vocab": 32000, "seq_len": 4096, "experts": 8, "top_k": 2, "gated_mlp": true},
- {"preset": "mixtral-8x22b", "layers": 56, "hidden": 6144, "heads": 48, "kv_heads": 8, "ffn_hidden": 16384, "vocab": 32768, "seq_len": 4096, "experts": 8, "top_k": 2, "gated_mlp": true},
- {"preset": "qwen3-30b-a3b", "layers": 48, "hidden": 2048, "heads": 32, "kv_heads": 4, "head_dim": 128, "ffn_hidden": 6144, "vocab": 151936, "seq_len": 4096, "experts": 128, "top_k": 8, "expert_ffn_hidden": 768, "gated_mlp": true},
- {"preset": "qwen3-235b-a22b", "layers": 94, "hidden": 4096, "heads": 64, "kv_heads": 4, "head_dim": 128, "ffn_hidden": 12288, "vocab": 151936, "seq_len": 4096, "experts": 128, "top_k": 8, "expert_ffn_hidden": 1536, "gated_mlp": true},
- {"preset": "deepseek-v3", "layers": 61, "hidden": 7168, "heads": 128, "ffn_hidden": 18432, "vocab": 129280, "seq_len": 4096, "experts": 256, "top_k": 8, "expert_ffn_hidden": 2048, "shared_experts": 1, "shared_expert_ffn_hidden": 2048, "dense_layers_first": 3, "mtp_layers": 1, "gated_mlp": true,
+ {"preset": "llama2-7b", "layers": 32, "hidden": 4096, "heads": 32, "ffn_hidden": 11008, "vocab": 32000, "seq_len": 4096, "gated_mlp": true, "rope_base": 10000},
+ {"preset": "llama2-13b", "layers": 40, "hidden": 5120, "heads": 40, "ffn_hidden": 13824, "vocab": 32000, "seq_len": 4096, "gated_mlp": true, "rope_base": 10000},
+ {"preset": "llama2-70b", "layers": 80, "hidden": 8192, "heads": 64, "kv_heads": 8, "ffn_hidden": 28672, "vocab": 32000, "seq_len": 4096, "gated_mlp": true, "rope_base": 10000},
+ {"preset": "llama3-8b", "layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 8, "ffn_hidden": 14336, "vocab": 128256, "seq_len": 8192, "gated_mlp": true, "rope_base": 500000},
+ {"preset": "llama3-70b", "layers": 80, "hidden": 8192, "heads": 64, "kv_heads": 8, "ffn_hidden": 28672, "vocab": 128256, "seq_len": 8192, "gated_mlp": true, "rope_base": 500000},
+ {"preset": "llama3-405b", "layers": 126, "hidden": 16384, "heads": 128, "kv_heads": 8, "ffn_hidden": 53248, "vocab": 128256, "seq_len": 8192, "gated_mlp": true, "rope_base": 500000},
+ {"preset": "llama3.1-8b", "layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 8, "ffn_hidden": 14336, "vocab": 128256, "seq_len": 8192, "gated_mlp": true, "rope_base": 500000},
+ {"preset": "llama3.1-70b", "layers": 80, "hidden": 8192, "heads": 64, "kv_heads": 8, "ffn_hidden": 28672, "vocab": 128256, "seq_len": 8192, "gated_mlp": true, "rope_base": 500000},
+ {"preset": "llama3.1-405b", "layers": 126, "hidden": 16384, "heads": 128, "kv_heads": 8, "ffn_hidden": 53248, "vocab": 128256, "seq_len": 8192, "gated_mlp": true, "rope_base": 500000},
+ {"preset": "mixtral-8x7b", "layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 8, "ffn_hidden": 14336, "vocab": 32000, "seq_len": 4096, "experts": 8, "top_k": 2, "gated_mlp": true, "rope_base": 1000000},
+ {"preset": "mixtral-8x22b", "layers": 56, "hidden": 6144, "heads": 48, "kv_heads": 8, "ffn_hidden": 16384, "vocab": 32768, "seq_len": 4096, "experts": 8, "top_k": 2, "gated_mlp": true, "rope_base": 1000000},
+ {"preset": "qwen3-30b-a3b", "layers": 48, "hidden": 2048, "heads": 32, "kv_heads": 4, "head_dim": 128, "ffn_hidden": 6144, "vocab": 151936, "seq_len": 4096, "experts": 128, "top_k": 8, "expert_ffn_hidden": 768, "gated_mlp": true, "rope_base": 1000000},
+ {"preset": "qwen3-235b-a22b", "layers": 94, "hidden": 4096, "heads": 64, "kv_heads": 4, "head_dim": 128, "ffn_hidden": 12288, "vocab": 151936, "seq_len": 4096, "experts": 128, "top_k": 8, "expert_ffn_hidden": 1536, "gated_mlp": true, "rope_base": 1000000},
+ {"preset": "deepseek-v3", "layers": 61, "hidden": 7168, "heads": 128, "ffn_hidden": 18432, "vocab": 129280, "seq_len": 4096, "experts": 256, "top_k": 8, "expert_ffn_hidden": 2048, "shared_experts": 1, "shared_expert_ffn_hidden": 2048, "dense_layers_first": 3, "mtp_layers": 1, "gated_mlp": true, "rope_base": 10000,
   "mla": {"q_lora_rank": 1536, "kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128}},
- {"preset": "kimi-k2", "layers": 61, "hidden": 7168, "heads": 64, "ffn_hidden": 18432, "vocab": 163840, "seq_len": 4096, "experts": 384, "top_k": 8, "expert_ffn_hidden": 2048, "shared_experts": 1, "shared_expert_ffn_hidden": 2048, "dense_layers_first": 1, "gated_mlp": true,
+ {"preset": "kimi-k2", "layers": 61, "hidden": 7168, "heads": 64, "ffn_hidden": 18432, "vocab": 163840, "seq_len": 4096, "experts": 384, "top_k": 8, "expert_ffn_hidden": 2048, "shared_experts": 1, "shared_expert_ffn_hidden": 2048, "dense_layers_first": 1, "gated_mlp": true, "rope_base": 10000,
   "mla": {"q_lora_rank": 1536, "kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128}},
- {"preset": "gpt-oss-120b", "layers": 36, "hidden": 2880, "heads": 64, "kv_heads": 8, "head_dim": 64, "ffn_hidden": 2880, "vocab": 201088, "seq_len": 4096, "experts": 128, "top_k": 4, "expert_ffn_hidden": 2880, "gated_mlp": true},
- {"preset": "nemotron-8b", "layers": 32, "hidden": 4096, "heads": 32, "ffn_hidden": 16384, "vocab": 256000, "seq_len": 4096},
- {"preset": "nemotron-22b", "layers": 40, "hidden": 6144, "heads": 48, "ffn_hidden": 24576, "vocab": 256000, "seq_len": 4096},
- {"preset": "nemotron-4-340b", "layers": 96, "hidden": 18432, "heads": 96, "kv_heads": 8, "ffn_hidden": 73728, "vocab": 256000, "seq_len": 4096},
+ {"preset": "gpt-oss-120b", "layers": 36, "hidden": 2880, "heads": 64, "kv_heads": 8, "head_dim": 64, "ffn_hidden": 2880, "vocab": 201088, "seq_len": 4096, "experts": 128, "top_k": 4, "expert_ffn_hidden": 2880, "gated_mlp": true, "rope_base": 150000},
+ {"preset": "nemotron-8b", "layers": 32, "hidden": 4096, "heads": 32, "ffn_hidden": 16384, "vocab": 256000, "seq_len": 4096, "activation": "squared_relu", "rope_base": 10000},
+ {"preset": "nemotron-22b", "layers": 40, "hidden": 6144, "heads": 48, "ffn_hidden": 24576, "vocab": 256000, "seq_len": 4096, "activation": "squared_relu", "rope_base": 10000},
+ {"preset": "nemotron-4-340b", "layers": 96, "hidden": 18432, "heads": 96, "kv_heads": 8, "ffn_hidden": 73728, "vocab": 256000, "seq_len": 4096, "activation": "squared_relu", "rope_base": 10000},
  {"preset": "gpt-1.7b", "layers": 24, "hidden": 2304, "heads": 24, "ffn_hidden": 9216, "vocab": 51200, "seq_len": 2048, "tie_embeddings": true},
  {"preset": "gpt-3.6b", "layers": 30, "hidden": 3072, "heads": 32, "ffn_hidden": 12288, "vocab": 51200, "seq_len": 2048, "tie_embeddings": true},
  {"preset": "gpt-7.5b", "layers": 36, "hidden": 4096, "heads": 32, "ffn_hidden": 16384, "vocab": 51200, "seq_len": 2048, "tie_embeddings": true},
@@ -279,12 +279,26 @@ Model parse_model(const json& j, const std::string& where) {
     else if (k == "mla") m.mla = parse_mla(v, at);
     else if (k == "gated_mlp") m.gated_mlp = boolean(v, at);
     else if (k == "tie_embeddings") m.tie_embeddings = boolean(v, at);
-    else
+    else if (k == "activation") {
+      if (!v.is_string() || (v != "swiglu" && v != "gelu" && v != "squared_relu"))
+        throw std::invalid_argument(at + ": expected \"swiglu\", \"gelu\" or \"squared_relu\", got " + v.dump());
+      m.activation = v.get<std::string>();
+    } else if (k == "rope_base") {
+      if (!v.is_number() || !(v.get<double>() >= 0) || v.get<double>() > 1e12)
+        throw std::invalid_argument(at + ": expected a number >= 0 (0: learned absolute positions), got " + v.dump());
+      m.rope_base = v.get<double>();
+    } else
       throw std::invalid_argument(at + ": unknown model field (expected preset, layers, hidden, heads, kv_heads, "
                                   "head_dim, ffn_hidden, vocab, seq_len, experts, top_k, expert_ffn_hidden, "
                                   "shared_experts, shared_expert_ffn_hidden, moe_layer_freq, dense_layers_first, "
-                                  "capacity_factor, mla, mtp_layers, gated_mlp, tie_embeddings)");
+                                  "capacity_factor, mla, mtp_layers, gated_mlp, tie_embeddings, activation, "
+                                  "rope_base)");
   }
+  // SwiGLU is the gated MLP; the others have two matrices.
+  if (m.activation.empty()) m.activation = m.gated_mlp ? "swiglu" : "gelu";
+  else if (m.activation == "swiglu") m.gated_mlp = true;
+  else if (m.gated_mlp)
+    throw std::invalid_argument(where + "/activation: " + m.activation + " is not gated, but gated_mlp is true");
   if (!preset.empty()) m.name = j.size() > 1 ? preset + "+overrides" : preset;
   if (preset.empty()) {
     for (const char* r : {"layers", "hidden", "heads", "vocab", "seq_len"})

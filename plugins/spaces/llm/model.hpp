@@ -36,6 +36,11 @@ struct Model {
   Mla mla;
   bool gated_mlp = false;       // SwiGLU-style MLP (three weight matrices)
   bool tie_embeddings = false;  // the output layer shares the input embedding
+  // The MLP's nonlinearity: "swiglu" (gated_mlp), "gelu" or "squared_relu" (Nemotron). It costs the
+  // same memory-bound work either way; the launch arguments name it.
+  std::string activation;
+  // Rotary position embeddings and their base; 0: learned absolute positions (GPT-2/3 style).
+  double rope_base = 0;
 
   bool moe() const { return experts > 1; }
   double head_dim() const { return head_dim_given > 0 ? head_dim_given : hidden / heads; }

@@ -1,6 +1,7 @@
 // A DeepSpeed ds_config (docs/exports.md, deepspeed_rules.md): batch sizes that satisfy DeepSpeed's
 // consistency check, the ZeRO stage, precision, and the one model-parallel dimension a ds_config can
-// carry (AutoTP or Ulysses; a pipeline comes from PipelineModule in code).
+// carry (AutoTP or Ulysses); under "cotune" what the script must do itself (the pipeline stages of
+// PipelineModule, activation checkpointing).
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -28,6 +29,16 @@ std::string render_deepspeed(const Workload& w, const Config& c, const Target& t
   j["zero_optimization"] = zero;
   if (c.tp > 1) j["tensor_parallel"] = {{"autotp_size", whole(c.tp)}};
   if (c.cp > 1) j["sequence_parallel_size"] = whole(c.cp);
+  // What a ds_config cannot carry, for the training script (DeepSpeed ignores unknown top-level keys,
+  // deepspeed_rules.md): the pipeline is PipelineModule(num_stages=pp) in code, recomputation is the
+  // model's own checkpointing of each block (deepspeed.checkpointing.checkpoint).
+  nlohmann::ordered_json ours;
+  ours["pipeline_stages"] = whole(c.pp);
+  ours["activation_checkpointing"] = c.recompute == kRecomputeFull ? "every transformer block"
+                                     : c.recompute == kRecomputeSelective ? "the attention core of every block"
+                                                                          : "none";
+  ours["data_parallel_size"] = whole(c.dp);
+  j["cotune"] = ours;
   return j.dump(2);
 }
 

@@ -37,6 +37,25 @@ std::string modules_list(uint32_t mask) {
   return "[" + out + "]";
 }
 
+// A Megatron-Bridge recipe (at the pinned commit, nemo_recipe_parallelism.csv) that builds each
+// preset's model; the overrides then replace its layout.
+const char* recipe_of(const std::string& preset) {
+  static const std::pair<const char*, const char*> kRecipes[] = {
+      {"llama2-7b", "llama2_7b_pretrain_2gpu_h100_bf16_config"},
+      {"llama3-8b", "llama3_8b_pretrain_2gpu_h100_bf16_config"},
+      {"llama3-70b", "llama3_70b_pretrain_32gpu_h100_bf16_config"},
+      {"llama3.1-8b", "llama31_8b_pretrain_2gpu_h100_bf16_config"},
+      {"llama3.1-70b", "llama31_70b_pretrain_32gpu_h100_bf16_config"},
+      {"llama3.1-405b", "llama31_405b_pretrain_256gpu_h100_bf16_config"},
+      {"qwen3-30b-a3b", "qwen3_30b_a3b_pretrain_16gpu_h100_bf16_config"},
+      {"qwen3-235b-a22b", "qwen3_235b_a22b_pretrain_256gpu_h100_bf16_config"},
+      {"deepseek-v3", "deepseek_v3_pretrain_1024gpu_h100_bf16_config"},
+      {"gpt-oss-120b", "gpt_oss_120b_pretrain_64gpu_h100_bf16_config"}};
+  for (const auto& [name, recipe] : kRecipes)
+    if (preset == name) return recipe;
+  return nullptr;
+}
+
 }  // namespace
 
 std::string render_nemo(const Workload& w, const Config& c, const Target& t, const cotune_hardware& hw) {
@@ -91,8 +110,10 @@ std::string render_nemo(const Workload& w, const Config& c, const Target& t, con
 
   double nodes = 1, per_node = 1;
   std::string out = "# " + t.label() + ": recipe overrides for " + render_detail::world(c, hw, &nodes, &per_node) + "\n";
-  out += "# cfg = apply_cotune(<your model's " + std::string(w.training.lora ? "_peft_" : "_pretrain_") +
-         " recipe>()); the model cotune modelled: " + num(m.layers) + " layers, hidden " + num(m.hidden) + "\n";
+  const char* recipe = w.training.lora ? nullptr : recipe_of(m.name);
+  out += "# cfg = apply_cotune(" +
+         (recipe ? std::string(recipe) : "<your model's " + std::string(w.training.lora ? "_peft_" : "_pretrain_") + " recipe>") +
+         "()); the model cotune modelled: " + num(m.layers) + " layers, hidden " + num(m.hidden) + "\n";
   out += "def apply_cotune(cfg):\n";
   for (const auto& [path, value] : set) out += "    cfg." + path + " = " + value + "\n";
   return out + "    return cfg\n";

@@ -53,6 +53,11 @@ class Toml {
   std::string out_;
 };
 
+// zero 2 keeps the gathered weights, zero 3 frees them after the forward. TorchTitan's "default"
+// frees them only without a pipeline (parallelize.py: reshard_after_forward = not pp_enabled), so
+// zero 3 with pp > 1 says "always".
+const char* reshard_after_forward(const Config& c) { return c.zero == 2 ? "never" : "always"; }
+
 std::string toml_job(const Workload& w, const Config& c, const Target& t, const cotune_hardware& hw) {
   const Model& m = w.model;
   const bool v010 = t.is(Framework::kTorchtitan, "v0.1.0");
@@ -64,7 +69,11 @@ std::string toml_job(const Workload& w, const Config& c, const Target& t, const 
     j.set("name", Toml::str(f->name));
     j.set("flavor", Toml::str(f->flavor));
   }
-  if (fp8) j.set("converters", v010 ? "[\"float8\"]" : "[\"quantize.linear.float8\"]");
+  // MoE experts are grouped GEMMs: v0.2.2 converts them with their own converter (v0.1.0 has no MoE).
+  if (fp8)
+    j.set("converters", v010 ? "[\"float8\"]"
+                             : m.moe() ? "[\"quantize.linear.float8\", \"quantize.grouped_mm.float8\"]"
+                                       : "[\"quantize.linear.float8\"]");
 
   j.table("training");
   // Without pipelining a data-parallel rank runs micro-batches of local_batch_size and accumulates
@@ -85,7 +94,7 @@ std::string toml_job(const Workload& w, const Config& c, const Target& t, const 
   j.table("parallelism");
   j.set("data_parallel_replicate_degree", c.zero == 0 ? c.dp : 1);
   j.set("data_parallel_shard_degree", c.zero == 0 ? 1 : c.dp);
-  if (c.zero == 2) j.set("fsdp_reshard_after_forward", Toml::str("never"));
+  if (c.zero >= 2) j.set("fsdp_reshard_after_forward", Toml::str(reshard_after_forward(c)));
   j.set("tensor_parallel_degree", c.tp);
   j.set("context_parallel_degree", c.cp);
   if (!v010 && m.moe()) {
@@ -110,6 +119,10 @@ std::string toml_job(const Workload& w, const Config& c, const Target& t, const 
     if (c.zero >= 2 && c.dp > 1) {
       j.set("enable_fsdp_float8_all_gather", "true");
       j.set("precompute_float8_dynamic_scale_for_fsdp", "true");
+    }
+    if (!v010 && m.moe()) {
+      j.table("quantize.grouped_mm.float8");
+      j.set("fqns", "[\"experts\"]");
     }
   }
 
@@ -139,7 +152,7 @@ std::string cli_overrides(const Workload& w, const Config& c, const Target& t, c
   if (w.training.kernels == Kernels::kCompiled) a.push_back("--compile.enable");
   setn("parallelism.data_parallel_replicate_degree", c.zero == 0 ? c.dp : 1);
   setn("parallelism.data_parallel_shard_degree", c.zero == 0 ? 1 : c.dp);
-  if (c.zero == 2) set("parallelism.fsdp_reshard_after_forward", "never");
+  if (c.zero >= 2) set("parallelism.fsdp_reshard_after_forward", reshard_after_forward(c));
   // The default spmd_types backend shards over dp_shard alone; cotune's FSDP spans dp x cp.
   if (c.zero >= 2 && c.cp > 1) set("parallelism.spmd_backend", "partial_dtensor");
   setn("parallelism.tensor_parallel_degree", c.tp);
@@ -163,8 +176,9 @@ std::string cli_overrides(const Workload& w, const Config& c, const Target& t, c
                     " --config <config function> \"${TORCHTITAN_ARGS[@]}\"\n";
   out += "# the model cotune modelled: " + dimensions(m) + "\n";
   if (w.training.dtype == COTUNE_DTYPE_FP8)
-    out += "# float8: add Float8LinearConverter.Config(recipe_name=\"rowwise\") to your config function's "
-           "model_registry converters (HEAD has no command-line path)\n";
+    out += std::string("# float8: add Float8LinearConverter.Config(recipe_name=\"rowwise\")") +
+           (m.moe() ? " and Float8GroupedExpertsConverter.Config()" : "") +
+           " to your config function's model_registry converters (HEAD has no command-line path)\n";
   out += "TORCHTITAN_ARGS=(\n";
   for (const std::string& l : a) out += "  " + l + "\n";
   return out + ")\n";

@@ -70,8 +70,12 @@ bool divides(double a, double b) { return a >= 1 && std::fmod(b, a) == 0; }
     for (size_t i = 0; i < f.versions.size(); ++i) known += std::string(i ? ", " : "") + f.versions[i].name;
     known += ")";
   }
-  throw cotune::Error(COTUNE_ERR_INVALID_ARGUMENT, "unknown launch target '" + std::string(text) +
-                                                       "' (the llm space knows " + known + "; json needs no target)");
+  const std::string word = lower(text.substr(0, text.find('@')));
+  const std::string what = word == "torchrec" ? "TorchRec plans are the recsys space's; the llm space launches with "
+                                              : "the llm space knows ";
+  throw cotune::Error(COTUNE_ERR_INVALID_ARGUMENT,
+                      "unknown launch target '" + std::string(text) + "' (" + what + known +
+                          "; a version may also be HEAD or a commit prefix of 7+ characters; json needs no target)");
 }
 
 // Writes "<label>: <rule>" into *why and returns false.

@@ -12,22 +12,32 @@ namespace cotune_recsys {
 
 using nlohmann::json;
 
+namespace {
+
+// A whole value as a JSON integer (4096, not 4096.0), any other as a number.
+json number(double v) {
+  if (std::fabs(v) < 9e15 && v == std::floor(v)) return static_cast<int64_t>(v);
+  return v;
+}
+
+}  // namespace
+
 std::string render_json(const double* v) {
   const Config c = Config::decode(v);
   json j;
   j["large_table_sharding"] = kShardingNames[static_cast<int>(c.large_sharding)];
-  j["large_table_rows"] = v[kLargeRows];
-  j["column_split"] = v[kColumnSplit];
-  j["replicate_below_mib"] = v[kReplicateMib];
+  j["large_table_rows"] = number(v[kLargeRows]);
+  j["column_split"] = number(v[kColumnSplit]);
+  j["replicate_below_mib"] = number(v[kReplicateMib]);
   j["balance"] = kBalanceNames[static_cast<int>(c.balance)];
   j["emb_precision"] = kEmbPrecisionNames[c.emb_precision];
   j["a2a_precision"] = kA2aPrecisionNames[c.a2a_precision];
   j["offload"] = c.offload;
-  j["cache_percent"] = v[kCachePercent];
-  j["batch_per_gpu"] = v[kBatchPerGpu];
+  j["cache_percent"] = number(v[kCachePercent]);
+  j["batch_per_gpu"] = number(v[kBatchPerGpu]);
   j["pipeline"] = kPipelineNames[static_cast<int>(c.pipeline)];
   j["dense_parallel"] = kDenseParallelNames[static_cast<int>(c.dense_parallel)];
-  j["gpus"] = v[kGpus];
+  j["gpus"] = number(v[kGpus]);
   return j.dump();
 }
 
