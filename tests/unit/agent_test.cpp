@@ -172,6 +172,25 @@ TEST_F(AgentTest, OutOfOrderAndUnknownFramesCloseTheConnection) {
   EXPECT_TRUE(wait_until([&] { return agent.logged("unknown message type"); }, 2000));
 }
 
+TEST_F(AgentTest, ADeeplyNestedFrameClosesOnlyItsConnection) {
+  // A signed-in client's submit whose workload is nested 100,000 deep (it crashed the agent: the
+  // parsed value was dumped and destroyed recursively). Written as text: building it as a value
+  // would recurse here too.
+  InProcessAgent agent(options());
+  RawClient deep(agent.port());
+  ASSERT_TRUE(deep.handshake(kSecret).welcomed);
+  std::string body = R"({"v": 1, "type": "submit", "trial_id": "deep/1", "workload": )";
+  body += std::string(100000, '[') + std::string(100000, ']') + "}";
+  ASSERT_TRUE(deep.send_bytes(cotune::core::agent::encode_frame(body)));
+  EXPECT_TRUE(deep.closed_by_agent());
+  EXPECT_TRUE(wait_until([&] { return agent.logged("nested deeper than 64 levels"); }, 2000)) << agent.log_text();
+  // The agent still serves everyone else.
+  RawClient other(agent.port());
+  ASSERT_TRUE(other.handshake(kSecret).welcomed);
+  other.send({{"type", "ping"}});
+  EXPECT_TRUE(other.read_type("pong").has_value());
+}
+
 TEST_F(AgentTest, RateLimitClosesAFloodingConnection) {
   AgentOptions o = options();
   o.rate_per_s = 5;

@@ -151,6 +151,45 @@ TEST_F(ProcessExecutorTest, ResultFileMustHoldNumbers) {
   EXPECT_THAT(r.error, HasSubstr("'step_time_s' is not a number"));
 }
 
+TEST_F(ProcessExecutorTest, HostileOutputFailsTheTrialAndNothingElse) {
+  // Each job writes what once crashed the host (std::regex recursed per character of a line; a deep
+  // result was dumped recursively) or blocked it; each is a failed trial with the reason.
+  struct Case {
+    std::string script, expected;
+    bool regex;
+  };
+  const std::vector<Case> cases = {
+      // A 100 KB line, then the metric: the long line is cut and skipped, the metric still found.
+      {"head -c 100000 /dev/zero | tr '\\0' 7; echo; echo 'step time: 1.5 s'", "", true},
+      // A 50,000-digit number captured by the metric's group: not a number, said so.
+      {"printf 'step time: '; head -c 50000 /dev/zero | tr '\\0' 9; echo", "which is not a number", true},
+      {"printf '{{\"a\":' > \"$COTUNE_RESULT_FILE\"; head -c 300000 /dev/zero | tr '\\0' '[' >> \"$COTUNE_RESULT_FILE\"",
+       "nested deeper than 64 levels", false},
+      {"printf '{{\"a\": \"' > \"$COTUNE_RESULT_FILE\"; head -c 2000000 /dev/zero | tr '\\0' x >> \"$COTUNE_RESULT_FILE\"; "
+       "echo '\"}}' >> \"$COTUNE_RESULT_FILE\"",
+       "at most 1048576 are read", false},
+      {"mkfifo \"$COTUNE_RESULT_FILE\"", "not a regular file", false},
+  };
+  int n = 0;
+  for (const Case& c : cases) {
+    nlohmann::json o = sh(c.script);
+    if (c.regex) o["metrics_regex"] = {{"step_time_s", "step time: ([0-9.]+)"}};
+    auto ex = make(o);
+    const std::string id = std::to_string(++n);
+    Trial t(space_, "s/h" + id, workdir("h" + id), {1, 1, 0, 0});
+    auto job = ex->submit(t.raw);
+    TrialResult r = wait(*job);
+    if (c.expected.empty()) {
+      ASSERT_EQ(r.status, COTUNE_STATUS_OK) << c.script << ": " << r.error;
+      EXPECT_DOUBLE_EQ(nlohmann::json::parse(r.metrics_json)["step_time_s"].get<double>(), 1.5);
+    } else {
+      EXPECT_EQ(r.status, COTUNE_STATUS_FAILED) << c.script;
+      EXPECT_THAT(r.error, HasSubstr(c.expected)) << c.script;
+      EXPECT_LT(r.error.size(), 1000u) << "the error holds no copy of the output";
+    }
+  }
+}
+
 TEST_F(ProcessExecutorTest, FailingExitCodeReportsCodeAndStderrTail) {
   auto ex = make(sh("for i in 1 2 3 4 5; do echo \"line $i\" >&2; done; echo 'fatal: bad tp' >&2; exit 3"));
   Trial t(space_, "s/5", workdir("t5"), {1, 1, 0, 0});

@@ -4,6 +4,7 @@
 // `unavailable`, and bad tables fail with errors that name the file, line and column. Then whole
 // studies over a sparse table: only available trials count, unavailable ones are stored once and
 // never proposed again, and the study ends.
+#include <sys/stat.h>
 #include <cotune/core/components.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/registry.hpp>
@@ -209,6 +210,11 @@ TEST_F(ReplayExecutorTest, MissingFileIsAClearError) {
   EXPECT_THAT(create_error({{"file", dir_ + "/absent.csv"}}), AllOf(HasSubstr("absent.csv"), HasSubstr("cannot open")));
   EXPECT_THAT(create_error({{"metrics", {{"x", "y"}}}, {"file", 3}}), HasSubstr("options/file"));
   EXPECT_THAT(create_error({{"file", table_}, {"speed", 1}}), HasSubstr("unknown option"));
+  // A folder failed mid-read ("basic_filebuf::underflow"); a FIFO blocked until a writer came.
+  EXPECT_THAT(create_error({{"file", dir_}}), HasSubstr("is a folder (expected a CSV file)"));
+  const std::string fifo = dir_ + "/table.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_THAT(create_error({{"file", fifo}}), HasSubstr("is not a regular file"));
   try {
     registry_.make_executor("replay", "{}");
     ADD_FAILURE() << "no file accepted";

@@ -8,6 +8,7 @@
 #include "support/cli_process.hpp"
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -181,6 +182,15 @@ TEST_F(RunCli, ShowsTheRecommendedConfigurationWhenItIsNotTheBestMeasured) {
   ASSERT_EQ(run({"run", path, "--store", dir_ + "/exact.db"}), 0) << err();
   EXPECT_EQ(out().find("recommended"), std::string::npos) << "without noise the best measured is the recommended:\n"
                                                           << out();
+}
+
+TEST_F(RunCli, AFifoAsStudyFileIsRefusedNotWaitedOn) {
+  const std::string fifo = dir_ + "/study.json";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const pid_t pid = spawn({"run", fifo, "--store", store_});
+  const int status = cotune::testing::wait_exit_within(pid, std::chrono::seconds(20));
+  EXPECT_EQ(status, 2) << "it blocked on the FIFO or failed otherwise: " << err();
+  EXPECT_NE(err().find("not a regular file"), std::string::npos) << err();
 }
 
 TEST_F(RunCli, BadStudyFileExitsWithStatusTwo) {

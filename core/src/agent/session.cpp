@@ -1,6 +1,7 @@
 #include "agent/session.hpp"
 
 #include <cotune/core/agent/frame.hpp>
+#include <cotune/core/json_document.hpp>
 
 #include "agent/trial_book.hpp"
 
@@ -31,6 +32,9 @@ void Session::reply(nlohmann::json m) {
 }
 
 std::optional<std::string> Session::handle(std::string_view body) {
+  // A frame is a few levels deep; a deeper one would be dumped and destroyed recursively.
+  if (cotune::core::json_nesting_depth(body) > cotune::core::kMaxJsonNesting)
+    return "malformed frame: nested deeper than " + std::to_string(cotune::core::kMaxJsonNesting) + " levels";
   const nlohmann::json m = nlohmann::json::parse(body.begin(), body.end(), nullptr, false);
   if (m.is_discarded()) return "malformed frame: not JSON";
   if (!m.is_object()) return "malformed frame: not a JSON object";

@@ -144,10 +144,33 @@ nlohmann::json parse_json_document(std::string_view text, const std::string& lab
   return doc;
 }
 
+int json_nesting_depth(std::string_view text) {
+  int depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (char ch : text) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (ch == '\\') escaped = true;
+      else if (ch == '"') in_string = false;
+    } else if (ch == '"') {
+      in_string = true;
+    } else if (ch == '[' || ch == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if (ch == ']' || ch == '}') {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
 std::string read_text_file(const std::string& path, std::string_view what) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw UserError("cannot read " + std::string(what) + " " + path + ": it is a directory");
+  // A FIFO would block the open until some writer came; a device never ends.
+  const auto type = std::filesystem::status(path, ec).type();
+  if (!ec && type != std::filesystem::file_type::regular)
+    throw UserError("cannot read " + std::string(what) + " " + path + ": not a regular file");
   auto too_large = [&](const std::string& size) {
     return UserError("cannot read " + std::string(what) + " " + path + ": it is " + size + "; at most " +
                      std::to_string(kMaxDocumentBytes >> 20) + " MiB is read (is it the right file?)");

@@ -198,7 +198,7 @@ void ProcessExecutor::finish(Run& run) {
   }
   const std::string result_file = run.workdir + "/" + kResultFileName;
   Metrics m;
-  if (options_.result_file && file_exists(result_file)) {
+  if (options_.result_file && path_exists(result_file)) {
     m = read_result_file(result_file);
   } else if (!options_.metrics_regex.empty()) {
     m = metrics_from_regex(run.request.stdout_path, options_.metrics_regex);

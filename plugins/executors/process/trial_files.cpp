@@ -7,16 +7,23 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cmath>
 #include <system_error>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 namespace cotune_exec {
 
 bool file_exists(const std::string& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool path_exists(const std::string& path) {
+  struct stat st;
+  return ::lstat(path.c_str(), &st) == 0;
 }
 
 void make_directories(const std::string& dir) {
@@ -53,16 +60,78 @@ void write_trial_file(const std::string& path, const cotune_trial& trial, const 
   if (!out) throw cotune::Error(COTUNE_ERR_UNAVAILABLE, "cannot write trial file '" + path + "'");
 }
 
+namespace {
+
+// A value for a message: at most 80 characters of it.
+std::string shown(const std::string& text) { return text.size() <= 80 ? text : text.substr(0, 77) + "..."; }
+
+// Whether `path` names a regular file (not a FIFO, a device or a folder, which would block or fail
+// mid-read), with its size.
+bool regular_file(const std::string& path, size_t* size) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  *size = static_cast<size_t>(st.st_size);
+  return true;
+}
+
+}  // namespace
+
+int json_depth(const std::string& text) {
+  int depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (char ch : text) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (ch == '\\') escaped = true;
+      else if (ch == '"') in_string = false;
+    } else if (ch == '"') {
+      in_string = true;
+    } else if (ch == '[' || ch == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if (ch == ']' || ch == '}') {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+boost::regex compile_metric_regex(const std::string& pattern) {
+  boost::regex re;
+  try {
+    re = boost::regex(pattern, boost::regex::perl);
+  } catch (const boost::regex_error& e) {
+    throw std::invalid_argument(std::string("a valid regular expression (") + e.what() + ")");
+  }
+  if (re.mark_count() < 1) throw std::invalid_argument("a regular expression with a capture group for the number");
+  return re;
+}
+
 Metrics read_result_file(const std::string& path) {
   Metrics m;
-  std::ifstream in(path);
+  size_t size = 0;
+  if (!regular_file(path, &size)) {
+    m.error = "result file '" + path + "' is missing or not a regular file";
+    return m;
+  }
+  if (size > kMaxResultBytes) {
+    m.error = "result file '" + path + "' is " + std::to_string(size) + " bytes; at most " +
+              std::to_string(kMaxResultBytes) + " are read (it holds a JSON object of numbers)";
+    return m;
+  }
+  std::ifstream in(path, std::ios::binary);
   if (!in) {
     m.error = "cannot read result file '" + path + "'";
     return m;
   }
-  std::stringstream text;
-  text << in.rdbuf();
-  auto doc = nlohmann::json::parse(text.str(), nullptr, false);
+  std::string text(size, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(size));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (json_depth(text) > kMaxJsonDepth) {
+    m.error = "result file '" + path + "' is nested deeper than " + std::to_string(kMaxJsonDepth) +
+              " levels (it holds a JSON object of numbers)";
+    return m;
+  }
+  auto doc = nlohmann::json::parse(text, nullptr, false);
   if (doc.is_discarded() || !doc.is_object()) {
     m.error = "result file '" + path + "' is not a JSON object";
     return m;
@@ -74,7 +143,8 @@ Metrics read_result_file(const std::string& path) {
   nlohmann::ordered_json metrics = nlohmann::ordered_json::object();
   for (auto it = doc.begin(); it != doc.end(); ++it) {
     if (!it.value().is_number() || !std::isfinite(it.value().get<double>())) {
-      m.error = "result file '" + path + "': field '" + it.key() + "' is not a number (" + it.value().dump() + ")";
+      m.error = "result file '" + path + "': field '" + shown(it.key()) + "' is not a number (" +
+                shown(it.value().dump()) + ")";
       return m;
     }
     metrics[it.key()] = it.value().get<double>();
@@ -86,30 +156,46 @@ Metrics read_result_file(const std::string& path) {
 
 Metrics metrics_from_regex(const std::string& path, const std::vector<MetricRegex>& regexes) {
   Metrics m;
-  std::ifstream in(path);
+  size_t size = 0;
+  std::ifstream in;
+  if (regular_file(path, &size)) in.open(path, std::ios::binary);
   if (!in) {
-    m.error = "cannot read '" + path + "'";
+    m.error = "cannot read '" + path + "' (missing or not a regular file)";
     return m;
   }
   std::vector<std::string> found(regexes.size());
   std::string line;
-  while (std::getline(in, line)) {
+  size_t number = 0;
+  while (in) {
+    // One line, cut at kMaxLineBytes (the rest of a longer one is skipped).
+    line.clear();
+    int ch = 0;
+    while ((ch = in.get()) != EOF && ch != '\n')
+      if (line.size() < kMaxLineBytes) line.push_back(static_cast<char>(ch));
+    if (ch == EOF && line.empty()) break;
+    ++number;
     for (size_t i = 0; i < regexes.size(); ++i) {
-      std::smatch match;
-      if (std::regex_search(line, match, regexes[i].re) && match.size() > 1 && match[1].matched)
-        found[i] = match[1].str();
+      boost::smatch match;
+      try {
+        if (boost::regex_search(line, match, regexes[i].re) && match.size() > 1 && match[1].matched)
+          found[i] = match[1].str();
+      } catch (const std::runtime_error&) {
+        m.error = "metric '" + regexes[i].name + "': /" + shown(regexes[i].pattern) + "/ is too complex to match line " +
+                  std::to_string(number) + " of " + path;
+        return m;
+      }
     }
   }
   nlohmann::ordered_json metrics = nlohmann::ordered_json::object();
   for (size_t i = 0; i < regexes.size(); ++i) {
     if (found[i].empty()) {
-      m.error = "metric '" + regexes[i].name + "': /" + regexes[i].pattern + "/ matched no line of " + path;
+      m.error = "metric '" + regexes[i].name + "': /" + shown(regexes[i].pattern) + "/ matched no line of " + path;
       return m;
     }
     char* end = nullptr;
     double v = std::strtod(found[i].c_str(), &end);
     if (end == found[i].c_str() || *end != '\0' || !std::isfinite(v)) {
-      m.error = "metric '" + regexes[i].name + "': captured '" + found[i] + "', which is not a number";
+      m.error = "metric '" + regexes[i].name + "': captured '" + shown(found[i]) + "', which is not a number";
       return m;
     }
     metrics[regexes[i].name] = v;

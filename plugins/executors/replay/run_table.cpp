@@ -1,5 +1,7 @@
 #include "run_table.hpp"
 
+#include <sys/stat.h>
+
 #include <cotune/cotune.hpp>
 
 #include <cctype>
@@ -39,6 +41,12 @@ int32_t row_status(std::string_view cell, const std::string& where) {
 }  // namespace
 
 RunTable::RunTable(const ReplayOptions& options) : file_(options.file) {
+  // Only a regular file: a folder fails mid-read, a FIFO blocks the open until some writer comes.
+  struct stat st {};
+  if (::stat(options.file.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    throw cotune::Error(COTUNE_ERR_INVALID_ARGUMENT, "replay executor: the table " + options.file + " is " +
+                                                         (S_ISDIR(st.st_mode) ? "a folder" : "not a regular file") +
+                                                         " (expected a CSV file)");
   std::ifstream in(options.file, std::ios::binary);
   if (!in) {
     const int err = errno;

@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <fstream>
 #include <map>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <system_error>
@@ -239,7 +238,7 @@ void SlurmExecutor::complete(Track& t) {
   const std::string& wd = t.command.workdir;
   const std::string result_file = wd + "/" + kResultFileName;
   Metrics m;
-  if (options_.result_file && file_exists(result_file)) {
+  if (options_.result_file && path_exists(result_file)) {
     m = read_result_file(result_file);
   } else if (!options_.metrics_regex.empty()) {
     m = metrics_from_regex(wd + "/" + kStdoutName, options_.metrics_regex);
@@ -429,10 +428,18 @@ void SlurmExecutor::cancel(Job& job) {
 }
 
 std::unique_ptr<SlurmExecutor::Job> SlurmExecutor::attach(const cotune_trial& trial, std::string_view external_id) {
-  static const std::regex id_format("^[0-9]+(_[0-9]+)?$");
+  // JOBID or JOBID_TASK, checked by hand: the id comes from the store, of any length.
   std::string id(external_id);
-  if (!std::regex_match(id, id_format))
-    throw cotune::Error(COTUNE_ERR_INVALID_ARGUMENT, "slurm executor: '" + id + "' is not a Slurm job id (JOBID or JOBID_TASK)");
+  const size_t underscore = id.find('_');
+  auto digits = [](std::string_view s) {
+    return !s.empty() && s.size() <= 20 && std::all_of(s.begin(), s.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+  };
+  const bool ok = underscore == std::string::npos
+                      ? digits(id)
+                      : digits(std::string_view(id).substr(0, underscore)) && digits(std::string_view(id).substr(underscore + 1));
+  if (!ok)
+    throw cotune::Error(COTUNE_ERR_INVALID_ARGUMENT, "slurm executor: '" + id.substr(0, 80) +
+                                                         "' is not a Slurm job id (JOBID or JOBID_TASK)");
   forget_released();
   auto t = prepare(trial);  // keeps the files the job may have written while cotune was down
   t->phase = Track::Phase::kSubmitted;

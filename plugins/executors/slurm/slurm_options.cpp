@@ -126,13 +126,12 @@ SlurmOptions parse_slurm_options(std::string_view text) {
     for (auto it = m.begin(); it != m.end(); ++it) {
       const std::string field = "metrics_regex." + it.key();
       if (!it.value().is_string()) invalid(field, "a regular expression string");
-      MetricRegex r{it.key(), it.value().get<std::string>(), {}};
+      MetricRegex r{it.key(), it.value().get<std::string>(), boost::regex()};
       try {
-        r.re = std::regex(r.pattern, std::regex::ECMAScript);
-      } catch (const std::regex_error& e) {
-        invalid(field, std::string("a valid regular expression (") + e.what() + ")");
+        r.re = compile_metric_regex(r.pattern);
+      } catch (const std::invalid_argument& e) {
+        invalid(field, e.what());
       }
-      if (r.re.mark_count() < 1) invalid(field, "a regular expression with a capture group for the number");
       o.metrics_regex.push_back(std::move(r));
     }
   }

@@ -5,7 +5,8 @@
 
 #include <cotune/cotune.h>
 
-#include <regex>
+#include <boost/regex.hpp>
+
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,11 +26,23 @@ void make_directories(const std::string& dir);
 // Writes {"trial_id", "params": {name: text}, "config": <config_json>, "launch_args", "workload"}.
 void write_trial_file(const std::string& path, const cotune_trial& trial, const FormattedParams& params);
 
-// A metric extractor: a name and a regular expression whose first group is the number.
+// A metric extractor: a name and a regular expression whose first group is the number. Boost.Regex
+// (perl syntax) matches without recursion and gives up past its complexity limit, so no line a job
+// prints can overflow the stack (std::regex recursed once per character).
 struct MetricRegex {
   std::string name, pattern;
-  std::regex re;
+  boost::regex re;
 };
+
+// What is read of a job's output, whatever it prints: lines beyond kMaxLineBytes are cut there, a
+// result file beyond kMaxResultBytes or nested deeper than kMaxJsonDepth is refused.
+inline constexpr size_t kMaxLineBytes = size_t{64} * 1024;
+inline constexpr size_t kMaxResultBytes = size_t{1} << 20;
+inline constexpr int kMaxJsonDepth = 64;
+
+// Compiles a metric's pattern; throws std::invalid_argument with the reason when it is not valid or
+// has no capture group.
+boost::regex compile_metric_regex(const std::string& pattern);
 
 // What a job measured, or why nothing usable was found.
 struct Metrics {
@@ -38,16 +51,24 @@ struct Metrics {
   std::string error;  // otherwise
 };
 
-// Reads a result file: a JSON object whose values are all finite numbers.
+// Reads a result file: a regular file of at most kMaxResultBytes holding a JSON object whose values
+// are all finite numbers.
 Metrics read_result_file(const std::string& path);
 
-// Applies each regex to each line of the file; the last match of each wins. Every metric must match.
+// Applies each regex to each line of the file (lines cut at kMaxLineBytes); the last match of each
+// wins. Every metric must match.
 Metrics metrics_from_regex(const std::string& path, const std::vector<MetricRegex>& regexes);
+
+// The deepest nesting of arrays and objects in JSON text, counted without parsing (strings skipped).
+int json_depth(const std::string& text);
 
 // The last `lines` lines of a file (at most `max_bytes` from its end); "" when it cannot be read.
 std::string tail_lines(const std::string& path, int lines, size_t max_bytes = size_t{64} * 1024);
 
-bool file_exists(const std::string& path);
+bool file_exists(const std::string& path);  // a regular file
+
+// Anything at `path` (a FIFO or folder too: read_result_file then says what it is).
+bool path_exists(const std::string& path);
 
 }  // namespace cotune_exec
 

@@ -21,6 +21,12 @@ nlohmann::json read_json_file(const std::string& path);
 // Reads a whole file as bytes (UserError naming the file when it cannot be read).
 std::string read_text_file(const std::string& path, std::string_view what = "file");
 
+// The deepest nesting of arrays and objects in JSON text, counted without parsing (what is inside
+// strings does not count): what comes from outside is checked against kMaxJsonNesting before it is
+// parsed, since reading a deep document back (dump, compare, destroy) recurses.
+int json_nesting_depth(std::string_view text);
+inline constexpr int kMaxJsonNesting = 64;
+
 // A JSON pointer token for an object key ('~' -> "~0", '/' -> "~1").
 std::string json_pointer_token(std::string_view key);
 
