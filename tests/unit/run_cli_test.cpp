@@ -184,6 +184,36 @@ TEST_F(RunCli, ShowsTheRecommendedConfigurationWhenItIsNotTheBestMeasured) {
                                                           << out();
 }
 
+TEST_F(RunCli, OneRunOfAStudyAtATime) {
+  // Trials that take 0.2 s each, one at a time: the first run is still going when the second starts.
+  std::string path = write_study("busy", 15, 1, "random");
+  json doc = json::parse(read_file(path));
+  doc["executor"] = {{"name", "process"},
+                     {"options", {{"command", {"/bin/sh", "-c",
+                                               "sleep 0.2; echo '{{\"tokens_per_s\": {tp}}}' > \"$COTUNE_RESULT_FILE\""}}}}};
+  std::ofstream(path) << doc.dump(2);
+  const pid_t first = spawn({"run", path, "--store", store_});
+  ASSERT_TRUE(wait_for_trials(first, "busy", 2)) << "the first run ended early:\n" << err();
+  // (Its own files: the second run must not write over the first's stdout and stderr.)
+  const pid_t second = cotune::testing::spawn_cotune(dir_, {"run", path, "--store", store_}, dir_ + "/out2", dir_ + "/err2");
+  EXPECT_EQ(wait_for(second), 2);
+  const std::string refused = read_file(dir_ + "/err2");
+  EXPECT_NE(refused.find("study 'busy' is being run by pid " + std::to_string(first)), std::string::npos) << refused;
+  EXPECT_EQ(wait_for(first), 0) << err();
+  // Each trial ran and was stored once, by the first run.
+  std::vector<TrialRecord> ts = trials("busy");
+  EXPECT_EQ(ts.size(), 15u);
+  std::set<std::string> keys;
+  for (const TrialRecord& t : ts) {
+    EXPECT_EQ(t.status, TrialStatus::ok) << t.seq << " " << t.error.value_or("");
+    keys.insert(t.config_key);
+  }
+  EXPECT_EQ(keys.size(), ts.size());
+  // Once it has finished, the study is free again.
+  EXPECT_EQ(run({"run", path, "--store", store_}), 0) << err();
+  EXPECT_NE(out().find("had already finished"), std::string::npos) << out();
+}
+
 TEST_F(RunCli, AFifoAsStudyFileIsRefusedNotWaitedOn) {
   const std::string fifo = dir_ + "/study.json";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);

@@ -75,12 +75,21 @@ const char* const kVersion2 = R"sql(
 ALTER TABLE studies ADD COLUMN recommended_trial_id INTEGER REFERENCES trials (id) ON DELETE SET NULL;
 )sql";
 
+// Version 3: the run working on a study (its host and pid) and when it last said so: one study is
+// run by one `cotune run` at a time.
+const char* const kVersion3 = R"sql(
+ALTER TABLE studies ADD COLUMN lease_host TEXT;
+ALTER TABLE studies ADD COLUMN lease_pid INTEGER;
+ALTER TABLE studies ADD COLUMN lease_heartbeat REAL;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
   static const std::vector<Migration> steps = {
       {1, "studies, trials and imported history", kVersion1},
       {2, "the recommended trial of a study", kVersion2},
+      {3, "the run that holds a study", kVersion3},
   };
   return steps;
 }

@@ -270,6 +270,57 @@ void Store::set_study_recommended(std::int64_t study_id, std::int64_t trial_id) 
   });
 }
 
+std::optional<StudyLease> Store::take_study_lease(std::int64_t study_id, const StudyLease& me,
+                                                  const std::function<bool(const StudyLease& holder)>& holds) {
+  std::optional<StudyLease> held;
+  write([&] {
+    held.reset();
+    auto q = impl_->db.prepare("SELECT lease_host, lease_pid, lease_heartbeat FROM studies WHERE id = ?1");
+    q->bind(1, study_id);
+    if (!q->step()) throw StoreError("store " + impl_->db.path() + ": no study with id " + std::to_string(study_id));
+    if (!q->is_null(0) && !q->is_null(1)) {
+      StudyLease holder{q->text(0), q->int64(1), q->is_null(2) ? 0.0 : q->real(2)};
+      const bool mine = holder.host == me.host && holder.pid == me.pid;
+      if (!mine && holds(holder)) {
+        held = holder;
+        return;
+      }
+    }
+    auto u = impl_->db.prepare(
+        "UPDATE studies SET lease_host = ?1, lease_pid = ?2, lease_heartbeat = ?3 WHERE id = ?4");
+    u->bind(1, me.host);
+    u->bind(2, me.pid);
+    u->bind(3, now_seconds());
+    u->bind(4, study_id);
+    u->step();
+  });
+  return held;
+}
+
+void Store::renew_study_lease(std::int64_t study_id, const StudyLease& me) {
+  write([&] {
+    auto q = impl_->db.prepare(
+        "UPDATE studies SET lease_heartbeat = ?1 WHERE id = ?2 AND lease_host = ?3 AND lease_pid = ?4");
+    q->bind(1, now_seconds());
+    q->bind(2, study_id);
+    q->bind(3, me.host);
+    q->bind(4, me.pid);
+    q->step();
+  });
+}
+
+void Store::release_study_lease(std::int64_t study_id, const StudyLease& me) {
+  write([&] {
+    auto q = impl_->db.prepare(
+        "UPDATE studies SET lease_host = NULL, lease_pid = NULL, lease_heartbeat = NULL "
+        "WHERE id = ?1 AND lease_host = ?2 AND lease_pid = ?3");
+    q->bind(1, study_id);
+    q->bind(2, me.host);
+    q->bind(3, me.pid);
+    q->step();
+  });
+}
+
 void Store::set_study_environment(std::int64_t study_id, const std::string& environment_json) {
   write([&] {
     auto q = impl_->db.prepare("UPDATE studies SET environment_json = ?1, updated_at = ?2 WHERE id = ?3");

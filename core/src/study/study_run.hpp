@@ -70,6 +70,11 @@ class StudyRun {
   void load_components();
   void restrict_to_executor_candidates();
   void open_study();
+  // One run per study (Store::take_study_lease): refused with who holds it; a holder whose pid is
+  // gone on this host, or whose heartbeat stopped, is taken over.
+  void take_lease();
+  void renew_lease();  // at most every kLeaseRenewEvery
+  void release_lease() noexcept;
   void restore();
   void restore_history();
   void restore_searcher(const std::vector<TrialRecord>& finished, const std::vector<double>& configs);
@@ -128,6 +133,9 @@ class StudyRun {
   std::vector<RunningTrial> running_;
   std::deque<RunningTrial> resubmit_;     // interrupted trials waiting for a slot
   std::string best_config_;
+
+  StudyLease lease_;  // this run, once it holds the study (pid 0 before)
+  std::chrono::steady_clock::time_point lease_renewed_;
 
   std::chrono::steady_clock::time_point started_;
   std::optional<std::chrono::steady_clock::time_point> cancel_deadline_;

@@ -40,6 +40,7 @@ void StudyRun::loop() {
   auto sleep = kFirstSleep;
   for (;;) {
     handle_stop_requests();
+    renew_lease();
     const size_t finished = poll_round();
     const double elapsed = elapsed_s();
     if (!stopping_ && !done_) check_budget(elapsed);

@@ -6,8 +6,13 @@
 #include <cotune/core/search_context.hpp>
 #include <cotune/core/study_setup.hpp>
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <chrono>
 #include <filesystem>
 #include <limits>
 
@@ -45,7 +50,7 @@ StudyRun::StudyRun(const StudySpec& spec, const RunOptions& options)
       progress_(options.display_out, progress_mode(options.display)),
       started_(std::chrono::steady_clock::now()) {}
 
-StudyRun::~StudyRun() = default;
+StudyRun::~StudyRun() { release_lease(); }
 
 // An executor that answers a fixed set of configurations (a table of runs) lists them: the search
 // then proposes only those, instead of spending proposals on what would come back unavailable.
@@ -139,6 +144,58 @@ void StudyRun::open_study() {
   namespace fs = std::filesystem;
   fs::path store_dir = fs::absolute(options_.store_path).parent_path();
   runs_dir_ = (store_dir / "cotune-runs" / directory_name(spec_.name)).lexically_normal().string();
+}
+
+namespace {
+
+// A lease whose heartbeat is this much older than now is stale, whichever host holds it (a run
+// renews it every kLeaseRenewEvery; a refit or a plugin call can hold the loop for a while).
+constexpr double kLeaseStaleAfterS = 120;
+constexpr auto kLeaseRenewEvery = std::chrono::seconds(5);
+
+std::string host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "unknown-host";
+  return name;
+}
+
+// Whether `pid` names a live process on this host (EPERM: alive, another user's).
+bool alive(std::int64_t pid) { return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM); }
+
+}  // namespace
+
+void StudyRun::take_lease() {
+  const StudyLease me{host_name(), static_cast<std::int64_t>(::getpid()), 0};
+  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const auto holder = store_->take_study_lease(study_.id, me, [&](const StudyLease& h) {
+    if (now - h.heartbeat > kLeaseStaleAfterS) return false;
+    return h.host != me.host || alive(h.pid);
+  });
+  if (holder) {
+    const double ago = std::max(0.0, now - holder->heartbeat);
+    throw UserError("study '" + spec_.name + "' is being run by pid " + std::to_string(holder->pid) + " on " +
+                    holder->host + " (last heard from " + std::to_string(static_cast<long long>(ago)) +
+                    " s ago); one run works on a study at a time: wait for it or stop it (Ctrl-C; its trials " +
+                    "are resumed by the next run)");
+  }
+  lease_ = me;
+  lease_renewed_ = std::chrono::steady_clock::now();
+}
+
+void StudyRun::renew_lease() {
+  if (lease_.pid == 0 || std::chrono::steady_clock::now() - lease_renewed_ < kLeaseRenewEvery) return;
+  store_->renew_study_lease(study_.id, lease_);
+  lease_renewed_ = std::chrono::steady_clock::now();
+}
+
+void StudyRun::release_lease() noexcept {
+  if (lease_.pid == 0) return;
+  try {
+    store_->release_study_lease(study_.id, lease_);
+  } catch (const std::exception&) {
+    // the next run takes a lease over once its holder is gone
+  }
+  lease_.pid = 0;
 }
 
 void StudyRun::add_training(const double* config, const std::string& metrics_json, const TrainingRowOrigin& origin) {
@@ -295,12 +352,14 @@ RunResult StudyRun::run() {
         ++result.counted_trials;
     return result;
   }
+  take_lease();
   store_->set_study_status(study_.id, StudyStatus::running);
   store_->set_study_environment(study_.id, fingerprint_json_);
   try {
     restore();
     loop();
   } catch (...) {
+    release_lease();
     progress_.clear();
     // Trials in flight keep their "running" record: the next run re-attaches or resubmits them.
     try {
@@ -320,6 +379,7 @@ RunResult StudyRun::run() {
   result.recommended_config = recommend();
   // Kept with the study, so that `cotune export` takes it later.
   if (result.recommended_config) store_->set_study_recommended(study_.id, result.recommended_config->trial_id);
+  release_lease();
   return result;
 }
 

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -71,6 +72,17 @@ class Store {
   // The trial the study recommends (StudyRecord::recommended_trial_id); a StoreError when it is not
   // one of the study's trials.
   void set_study_recommended(std::int64_t study_id, std::int64_t trial_id);
+
+  // One study is run by one process at a time. take_study_lease gives the study to `me` unless
+  // another holder has it and `holds(holder)` says it still does (the caller decides: its pid alive
+  // on this host, a recent heartbeat elsewhere); that holder is returned then and nothing changes.
+  // The check and the take are one transaction, so two runs starting together cannot both win.
+  std::optional<StudyLease> take_study_lease(std::int64_t study_id, const StudyLease& me,
+                                             const std::function<bool(const StudyLease& holder)>& holds);
+  // Heartbeat of the holder `me` (nothing when it no longer holds the study).
+  void renew_study_lease(std::int64_t study_id, const StudyLease& me);
+  // Gives the study back, if `me` holds it.
+  void release_study_lease(std::int64_t study_id, const StudyLease& me);
   // Opaque state blobs, so that a study resumes where it stopped. Empty optional: never saved.
   void save_searcher_state(std::int64_t study_id, const std::vector<std::uint8_t>& state);
   std::optional<std::vector<std::uint8_t>> load_searcher_state(std::int64_t study_id);

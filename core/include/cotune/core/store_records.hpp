@@ -56,6 +56,13 @@ struct StudyRecord {
   std::optional<std::int64_t> recommended_trial_id;
 };
 
+// The run working on a study: where it runs and when it last said it still does.
+struct StudyLease {
+  std::string host;
+  std::int64_t pid = 0;
+  double heartbeat = 0;  // seconds since the epoch
+};
+
 // A study with its trial counts, for listings.
 struct StudySummary {
   StudyRecord study;
