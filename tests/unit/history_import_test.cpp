@@ -97,6 +97,16 @@ TEST(Csv, QuotedFieldsAndLineNumbers) {
   EXPECT_EQ(out.str(), "\"x, \"\"y\"\"\",plain\n");
 }
 
+TEST(Csv, ByteOrderMarkAndOldMacLineEnds) {
+  // A spreadsheet's UTF-8 BOM before the first column name ("column hidden: missing" before), and
+  // records ended by a lone CR (read as one record before: no rows, exit 0).
+  const CsvTable t = table_of("\xEF\xBB\xBFhidden,layers\r1024,8\r2048,16\r");
+  EXPECT_EQ(t.header[0], "hidden");
+  ASSERT_EQ(t.rows.size(), 2u);
+  EXPECT_EQ(t.rows[1].fields[1], "16");
+  EXPECT_EQ(t.rows[1].line, 3u);
+}
+
 TEST(Csv, BadFilesAreUserErrors) {
   EXPECT_THROW(table_of(""), UserError);
   try {

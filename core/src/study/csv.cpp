@@ -41,7 +41,12 @@ bool CsvReader::next(CsvRecord& out) {
     } else if (ch == '\n') {
       ++line_;
       break;
-    } else if (ch != '\r') {
+    } else if (ch == '\r') {
+      // CR LF ends a record, and so does a lone CR (old Mac files): it is never part of a field.
+      if (in_.peek() == '\n') in_.get();
+      ++line_;
+      break;
+    } else {
       field += ch;
     }
   }
@@ -67,6 +72,8 @@ CsvTable read_csv_table(std::istream& in, const std::string& source) {
   if (!reader.next(rec) || (rec.fields.size() == 1 && rec.fields[0].empty()))
     throw UserError(source + ": empty CSV (expected a header row)");
   t.header = rec.fields;
+  // A spreadsheet's UTF-8 byte-order mark is no part of the first column's name.
+  if (t.header[0].rfind("\xEF\xBB\xBF", 0) == 0) t.header[0].erase(0, 3);
   for (size_t i = 0; i < t.header.size(); ++i)
     for (size_t j = 0; j < i; ++j)
       if (t.header[i] == t.header[j])

@@ -60,6 +60,7 @@ RunTable::RunTable(const ReplayOptions& options) : file_(options.file) {
   std::set<std::string> names;
   for (size_t i = 0; i < fields.size(); ++i) {
     std::string name(trim(fields[i]));
+    if (i == 0 && name.rfind("\xEF\xBB\xBF", 0) == 0) name.erase(0, 3);  // a spreadsheet's UTF-8 BOM
     if (name.empty()) bad(options.file + " line " + std::to_string(line) + ": column " + std::to_string(i + 1) + " has no name");
     if (!names.insert(name).second) bad(options.file + " line " + std::to_string(line) + ": column '" + name + "' appears twice");
     columns_.push_back(std::move(name));
