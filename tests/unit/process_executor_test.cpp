@@ -282,6 +282,16 @@ TEST_F(ProcessExecutorTest, InjectionAttemptsAreRefusedBeforeAnythingRuns) {
   refused({1, 1, 0, 0, 0}, "trial id '-rf' is not usable", "-rf");
 }
 
+TEST_F(ProcessExecutorTest, TheProgramCannotBeAPlaceholder) {
+  // ["{recompute}"] ran whatever "full" (a parameter value) was on PATH.
+  try {
+    make({{"command", {"{recompute}", "--x"}}});
+    ADD_FAILURE() << "accepted a placeholder as the program";
+  } catch (const cotune::core::PluginError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("command[0] \"{recompute}\": the program (the first element) cannot hold a placeholder"));
+  }
+}
+
 TEST_F(ProcessExecutorTest, UnknownPlaceholderIsAnErrorNamingIt) {
   auto ex = make(sh("true", {"{pipeline_stages}"}));
   Trial t(space_, "s/11", workdir("t11"), {1, 1, 0, 0});

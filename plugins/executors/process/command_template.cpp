@@ -1,5 +1,7 @@
 #include "command_template.hpp"
 
+#include <algorithm>
+
 #include <cotune/cotune.hpp>
 
 #include <cctype>
@@ -153,6 +155,10 @@ CommandTemplate::CommandTemplate(const std::vector<std::string>& argv, std::stri
       }
     }
     if (!literal.empty() || pieces.empty()) pieces.push_back({false, std::move(literal)});
+    // The program is the study file's to name: a placeholder there would run whatever a parameter
+    // value names on PATH ("full", say).
+    if (a == 0 && std::any_of(pieces.begin(), pieces.end(), [](const Piece& p) { return p.placeholder; }))
+      invalid(where + ": the program (the first element) cannot hold a placeholder; name it literally");
     args_.push_back(std::move(pieces));
   }
   if (args_[0].size() == 1 && !args_[0][0].placeholder && args_[0][0].text.empty())
