@@ -228,6 +228,13 @@ TEST_F(RunCli, BadStudyFileExitsWithStatusTwo) {
       "direction": "maximize"}})";
   EXPECT_EQ(run({"run", dir_ + "/bad.json", "--store", store_}), 2);
   EXPECT_NE(err().find("/budget"), std::string::npos) << err();
+  // An executor refusing its options is the study file's error too: the file, the field, exit 2.
+  json doc = json::parse(read_file(write_study("opts", 2, 1)));
+  doc["executor"] = {{"name", "sim"}, {"options", {{"noise", "lots"}}}};
+  std::ofstream(dir_ + "/opts.json") << doc.dump(2);
+  EXPECT_EQ(run({"run", dir_ + "/opts.json", "--store", store_}), 2);
+  EXPECT_NE(err().find("opts.json: /executor/options: "), std::string::npos) << err();
+  EXPECT_NE(err().find("noise"), std::string::npos) << err();
 }
 
 TEST_F(RunCli, ResumesAfterKillNineWithNothingLostOrRepeated) {

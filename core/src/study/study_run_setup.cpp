@@ -82,17 +82,38 @@ void StudyRun::restrict_to_executor_candidates() {
           "; the search proposes only those");
 }
 
+namespace {
+
+// A component's refusal of its options is the study file's error: exit 2, the file and the field.
+template <class Make>
+auto made_from_options(const StudySpec& spec, const std::string& field, Make make) -> decltype(make()) {
+  try {
+    return make();
+  } catch (const PluginError& e) {
+    if (e.code() != COTUNE_ERR_INVALID_ARGUMENT) throw;
+    throw UserError(spec.file + ": " + field + ": " + e.what());
+  }
+}
+
+}  // namespace
+
 void StudyRun::load_components() {
   load_study_plugins(registry_, spec_);
   space_ = make_study_space(registry_, spec_);
-  executor_ = registry_.make_executor(spec_.executor.name, spec_.executor.options.dump());
+  executor_ = made_from_options(spec_, "/executor/options", [&] {
+    return registry_.make_executor(spec_.executor.name, spec_.executor.options.dump());
+  });
   if (executor_->needs_trace() && !space_->can_lower())
     throw UserError(spec_.file + ": /executor: the executor '" + executor_->info().name +
                     "' needs step traces, which the space '" + space_->info().name + "' does not produce");
   if (executor_->has_candidates()) restrict_to_executor_candidates();
-  predictor_ = registry_.make_predictor(
-      spec_.predictor.name, surrogate_predictor_options(spec_.predictor.options.dump(), spec_.file + ": /predictor/options"));
-  searcher_ = registry_.make_searcher(spec_.searcher.name, spec_.searcher.options.dump(), *space_, spec_.seed);
+  predictor_ = made_from_options(spec_, "/predictor/options", [&] {
+    return registry_.make_predictor(
+        spec_.predictor.name, surrogate_predictor_options(spec_.predictor.options.dump(), spec_.file + ": /predictor/options"));
+  });
+  searcher_ = made_from_options(spec_, "/searcher/options", [&] {
+    return registry_.make_searcher(spec_.searcher.name, spec_.searcher.options.dump(), *space_, spec_.seed);
+  });
   capacity_ = static_cast<size_t>(std::max<std::int64_t>(1, std::min<std::int64_t>(spec_.parallel, executor_->capacity())));
   launch_format_ = render_format_code(spec_.format);
   workload_json_ = spec_.workload.dump();
