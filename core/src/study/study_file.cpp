@@ -4,6 +4,7 @@
 #include <cotune/core/json_document.hpp>
 #include <cotune/core/study_file.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
 
@@ -200,6 +201,35 @@ nlohmann::json StudySpec::objectives_json() const {
   return out;
 }
 
+namespace {
+
+// One name rule for studies: the name is a file name (trial folders, reports) and a word pasted into
+// shells, so letters, digits, '.', '_' and '-', starting with a letter or digit, at most 100.
+constexpr size_t kMaxStudyName = 100;
+
+void check_study_name(const std::string& name, const JsonChecker& c) {
+  auto safe = [](unsigned char ch) { return std::isalnum(ch) || ch == '.' || ch == '_' || ch == '-'; };
+  const bool ok = !name.empty() && name.size() <= kMaxStudyName && std::isalnum(static_cast<unsigned char>(name[0])) &&
+                  std::all_of(name.begin(), name.end(), [&](char ch) { return safe(static_cast<unsigned char>(ch)); });
+  if (ok) return;
+  // The name as it can be printed: control and other bytes as \xNN, at most 60 characters.
+  std::string shown;
+  for (unsigned char ch : name.substr(0, 60)) {
+    if (ch >= 0x20 && ch < 0x7f) {
+      shown += static_cast<char>(ch);
+    } else {
+      static const char* const hex = "0123456789abcdef";
+      shown += std::string("\\x") + hex[ch >> 4] + hex[ch & 15];
+    }
+  }
+  if (name.size() > 60) shown += "...";
+  c.fail("/name", "expected 1-" + std::to_string(kMaxStudyName) +
+                      " letters, digits, '.', '_' or '-', starting with a letter or digit (the name is a file name "
+                      "and a shell word), got \"" + shown + "\"");
+}
+
+}  // namespace
+
 StudySpec parse_study_file(std::string_view text, const std::string& label, const std::string& base_dir) {
   json doc = parse_json_document(text, label);
   JsonChecker c(label);
@@ -210,6 +240,7 @@ StudySpec parse_study_file(std::string_view text, const std::string& label, cons
   s.file = label;
   s.text = std::string(text);
   s.name = c.string(c.required(doc, "", "name", "a non-empty string (the study's name in the store)"), "/name");
+  check_study_name(s.name, c);
   if (const json* d = JsonChecker::member(doc, "description")) {
     if (!d->is_string()) c.expected("/description", "a string", *d);
     s.description = d->get<std::string>();
