@@ -172,6 +172,31 @@ TEST_F(AgentTest, OutOfOrderAndUnknownFramesCloseTheConnection) {
   EXPECT_TRUE(wait_until([&] { return agent.logged("unknown message type"); }, 2000));
 }
 
+TEST_F(AgentTest, BeforeSignInFramesAreSmall) {
+  // 500 connections each announcing a 1 MiB frame held 510 MiB of the agent before any signed in.
+  InProcessAgent agent(options());  // 1 MiB frames once signed in
+  RawClient early(agent.port());
+  early.send_bytes(std::string("\x00\x01\x90\x00", 4));  // announces 100 KiB
+  EXPECT_TRUE(early.closed_by_agent());
+  EXPECT_TRUE(wait_until([&] { return agent.logged("exceeds the limit of 16384 bytes"); }, 2000)) << agent.log_text();
+  // Signed in, a frame of 100 KiB is fine (its content is refused for what it says, not its size).
+  RawClient in(agent.port());
+  ASSERT_TRUE(in.handshake(kSecret).welcomed);
+  nlohmann::json big = {{"type", "ping"}, {"pad", std::string(100 * 1024, 'x')}};
+  in.send(big);
+  EXPECT_TRUE(in.read_type("pong").has_value()) << agent.log_text();
+}
+
+TEST_F(AgentTest, WhatAClientSendsCannotForgeALogLine) {
+  InProcessAgent agent(options());
+  RawClient c(agent.port());
+  c.send({{"type", "x\nFORGED: #9 signed in"}});
+  EXPECT_TRUE(c.closed_by_agent());
+  ASSERT_TRUE(wait_until([&] { return agent.logged("x\\x0aFORGED"); }, 2000)) << agent.log_text();
+  const std::string log = agent.log_text();
+  EXPECT_EQ(log.find("\nFORGED"), std::string::npos) << log;
+}
+
 TEST_F(AgentTest, ADeeplyNestedFrameClosesOnlyItsConnection) {
   // A signed-in client's submit whose workload is nested 100,000 deep (it crashed the agent: the
   // parsed value was dumped and destroyed recursively). Written as text: building it as a value

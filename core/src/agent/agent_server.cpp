@@ -12,6 +12,7 @@
 #include <boost/asio/ssl.hpp>
 #include <boost/filesystem.hpp>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -56,7 +57,18 @@ struct AgentServer::Impl {
   bool draining = false;
   asio::signal_set signals{io};
 
-  void log(const std::string& line) const {
+  // One line per event: control characters from a client (a trial id with a newline, say) are
+  // written as \xNN, so no client can forge or split a line of the log.
+  void log(const std::string& text) const {
+    std::string line;
+    for (unsigned char ch : text) {
+      if (ch >= 0x20 && ch != 0x7f) {
+        line += static_cast<char>(ch);
+      } else {
+        static const char* const hex = "0123456789abcdef";
+        line += std::string("\\x") + hex[ch >> 4] + hex[ch & 15];
+      }
+    }
     if (opt.log) {
       opt.log(line);
       return;
@@ -70,11 +82,16 @@ struct AgentServer::Impl {
   void drain();
 };
 
+// Before a client has signed in it sends a hello and an auth of a few hundred bytes: larger frames
+// are refused then, so that unauthenticated connections cannot hold a megabyte each.
+constexpr size_t kMaxFrameBytesBeforeSignIn = size_t{16} * 1024;
+
 // One client connection: TLS (optional), framing, deadlines and the rate limit around a Session.
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
   Connection(AgentServer::Impl& server, tcp::socket socket, uint64_t id)
-      : server_(server), socket_(std::move(socket)), id_(id), decoder_(server.opt.max_frame_bytes),
+      : server_(server), socket_(std::move(socket)), id_(id),
+        decoder_(std::min(server.opt.max_frame_bytes, kMaxFrameBytesBeforeSignIn)),
         deadline_(server.io), tokens_(server.opt.rate_burst), refilled_(Clock::now()) {
     boost::system::error_code ec;
     auto ep = socket_.remote_endpoint(ec);
@@ -163,6 +180,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
         if (!body) break;
         if (!take_token()) return close_after_flush("rate limit exceeded (" + std::to_string(server_.opt.rate_per_s) + " frames/s)");
         if (auto reason = session_->handle(*body)) return close_after_flush(*reason);
+        if (session_->authenticated()) decoder_.set_limit(server_.opt.max_frame_bytes);
         server_.schedule_tick();
       }
     } catch (const FrameError& e) {

@@ -37,6 +37,8 @@ class FrameDecoder {
   std::optional<std::string> next();
   // True while part of a frame (header or body) has arrived but not all of it.
   bool mid_frame() const { return pos_ < buffer_.size(); }
+  // A new limit for the frames still to come (the agent raises it once a client has signed in).
+  void set_limit(size_t max_frame_bytes) { max_ = max_frame_bytes; }
 
  private:
   void check_header() const;
