@@ -283,6 +283,15 @@ TEST_F(RemoteTest, BadOptionsAreNamed) {
     EXPECT_NE(std::string(e.what()).find("agents[0].address 'nohost': expected host:port"), std::string::npos) << e.what();
   }
   EXPECT_THROW(registry.make_executor("remote", R"({"agents": []})"), std::exception);
+  // An agent on another machine is reached over TLS only.
+  try {
+    remote(json::array({{{"address", "10.1.2.3:7700"}, {"secret_file", secret_file}}}));
+    FAIL() << "a plain connection to another machine was accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("agents[0]: the agent at 10.1.2.3 is not on this machine: set \"tls\": true"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

@@ -62,6 +62,12 @@ AgentConfig parse_agent(const nlohmann::json& a, size_t index) {
     if (!tls->get<bool>() && !c.tls_ca.empty()) bad(where + ": tls_ca given with \"tls\": false");
     c.tls = tls->get<bool>();
   }
+  // The agent refuses plain TCP beyond loopback; the client does not send trials to one in clear
+  // either (a man in the middle would see and alter configurations and results).
+  const bool loopback = c.host == "localhost" || c.host == "::1" || c.host.rfind("127.", 0) == 0;
+  if (!c.tls && !loopback)
+    bad(where + ": the agent at " + c.host + " is not on this machine: set \"tls\": true (with \"tls_ca\" for "
+                "its certificate authority); plain TCP is for loopback agents only");
   c.server_name = c.host;
   if (auto sn = a.find("server_name"); sn != a.end()) {
     if (!sn->is_string()) bad(where + ".server_name must be a string");
