@@ -227,6 +227,28 @@ TEST_F(StudyLoop, ExhaustsASmallSpaceWithoutRepeatingAConfiguration) {
   EXPECT_EQ(ts.size(), valid.size()) << "every valid configuration ran once";
 }
 
+TEST_F(StudyLoop, SubmissionsTheExecutorRefusesAreUnavailableNotFailedRuns) {
+  // The executor cannot launch anything ({nosuch} names no parameter): that says nothing of the
+  // configurations, so they are stored unavailable (no later study learns them as failed runs),
+  // and three refusals in a row stop the run naming the executor.
+  json doc = study("refused", {{"trials", 6}}, "random");
+  doc["executor"] = {{"name", "process"}, {"options", {{"command", {"/bin/true", "{nosuch}"}}}}};
+  doc["parallel"] = 1;
+  try {
+    run(spec(doc));
+    FAIL() << "a run whose executor refuses everything went on";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("the executor 'process' refused 3 submissions in a row"), std::string::npos)
+        << e.what();
+  }
+  const std::vector<TrialRecord> ts = trials("refused");
+  ASSERT_EQ(ts.size(), 3u);
+  for (const TrialRecord& t : ts) {
+    EXPECT_EQ(t.status, TrialStatus::unavailable) << t.seq;
+    EXPECT_NE(t.error.value_or("").find("the executor refused the submission"), std::string::npos) << t.seq;
+  }
+}
+
 TEST_F(StudyLoop, FailedRunsInTheHistoryAreNeverProposed) {
   json doc = study("history", {{"trials", 500}}, "random");
   doc["space"] = {{"name", "llm"}, {"options", kSmallSpace}};

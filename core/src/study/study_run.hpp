@@ -104,7 +104,6 @@ class StudyRun {
   void record_starts();
   size_t poll_round();
   Observation commit(RunningTrial& trial, const TrialResult& result);
-  void commit_failure(RunningTrial& trial, const std::string& error);
 
   const StudySpec& spec_;
   const RunOptions& options_;

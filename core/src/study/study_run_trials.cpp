@@ -126,7 +126,12 @@ bool StudyRun::launch(RunningTrial& r, const std::string* attach_id) {
     r.start_recorded = false;
   } catch (const PluginError& e) {
     r.job.reset();
-    commit_failure(r, std::string("submission failed: ") + e.what());
+    // Refused before it ran: the executor could not launch it (its options, the cluster), which says
+    // nothing of the configuration. Unavailable, so that no study learns it as a failed run.
+    TrialResult refused;
+    refused.status = COTUNE_STATUS_UNAVAILABLE;
+    refused.error = std::string("the executor refused the submission: ") + e.what();
+    observe({commit(r, refused)});
     if (++failed_submissions_ >= kMaxFailedSubmissions)
       throw std::runtime_error("the executor '" + executor_->info().name + "' refused " +
                                std::to_string(kMaxFailedSubmissions) + " submissions in a row; the last: " + e.what());
@@ -239,13 +244,6 @@ Observation StudyRun::commit(RunningTrial& r, const TrialResult& result) {
   progress_.trial_finished(line, progress_state());
   if (options_.on_trial_committed && stored) options_.on_trial_committed(*stored);
   return obs;
-}
-
-void StudyRun::commit_failure(RunningTrial& r, const std::string& error) {
-  TrialResult result;
-  result.status = COTUNE_STATUS_FAILED;
-  result.error = error;
-  observe({commit(r, result)});
 }
 
 }  // namespace cotune::core
