@@ -158,7 +158,7 @@ TEST_F(ExportCli, ARecsysStudyExportsATorchRecPlan) {
   doc["format"] = "torchrec";
   std::ofstream(dir_ + "/recsys.json") << doc.dump(2);
   ASSERT_EQ(run({"run", dir_ + "/recsys.json", "--store", store_}), 0) << err();
-  EXPECT_THAT(out(), HasSubstr("launch: cotune export 'recsys-criteo-16xh100' --format torchrec"));
+  EXPECT_THAT(out(), HasSubstr("launch: cotune export recsys-criteo-16xh100 --format torchrec"));
 
   const std::string plan_path = dir_ + "/plan.json";
   ASSERT_EQ(run({"export", "recsys-criteo-16xh100", "--out", plan_path, "--store", store_}), 0) << err();

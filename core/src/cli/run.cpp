@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "cli/command.hpp"
+#include "cli/shell_word.hpp"
 #include "study/progress.hpp"
 
 namespace cotune::cli {
@@ -97,15 +98,17 @@ void print_summary(const StudySpec& spec, const RunResult& result, const std::st
   std::vector<TrialRecord>().swap(trials);  // the report reads the study itself: not twice in memory
   std::string abs_store = std::filesystem::absolute(store_path).lexically_normal().string();
   std::printf("\nstore: %s\n", abs_store.c_str());
-  std::printf("details: cotune show '%s' --store %s\n", spec.name.c_str(), abs_store.c_str());
+  const std::string name = shell_word(spec.name), store_word = shell_word(abs_store);
+  std::printf("details: cotune show %s --store %s\n", name.c_str(), store_word.c_str());
   if (!best.empty()) {
     const std::string target = spec.launch_target().empty() ? "json" : spec.launch_target();
     const bool other = result.recommended_config && result.recommended_config->trial_id != best.front().trial.id;
-    std::printf("launch: cotune export '%s' --format %s --store %s  (%s)\n", spec.name.c_str(), target.c_str(),
-                abs_store.c_str(), other ? "the recommended trial, not the best measured" : "the best measured trial");
+    std::printf("launch: cotune export %s --format %s --store %s  (%s)\n", name.c_str(), target.c_str(),
+                store_word.c_str(), other ? "the recommended trial, not the best measured" : "the best measured trial");
   }
   std::printf("%s\n", report::write_run_report(store_path, spec.name).c_str());
-  if (result.interrupted) std::printf("resume: cotune run %s --store %s\n", spec.file.c_str(), abs_store.c_str());
+  if (result.interrupted)
+    std::printf("resume: cotune run %s --store %s\n", shell_word(spec.file).c_str(), store_word.c_str());
 }
 
 int run(int argc, char** argv) {
