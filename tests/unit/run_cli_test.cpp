@@ -214,6 +214,35 @@ TEST_F(RunCli, OneRunOfAStudyAtATime) {
   EXPECT_NE(out().find("had already finished"), std::string::npos) << out();
 }
 
+TEST_F(RunCli, SigintEndsARunWhoseExecutorHangsInACall) {
+  // testecho's poll here sleeps 10 minutes whatever its timeout: a plugin call that does not return.
+  std::string path = write_study("hung", 4, 2, "random");
+  json doc = json::parse(read_file(path));
+  doc["executor"] = {{"name", "testecho"}, {"options", {{"hang_poll_ms", 600000}}}};
+  doc["plugin_paths"] = {COTUNE_BINARY_DIR "/lib/cotune/test-plugins"};
+  std::ofstream(path) << doc.dump(2);
+  const pid_t pid = spawn({"run", path, "--store", store_});
+  // Once a trial is recorded, the loop soon enters the executor's poll and stays there.
+  bool started = false;
+  for (int i = 0; i < 500 && !started; ++i) {
+    started = !trials("hung").empty();
+    if (!started) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(started) << err();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto asked = std::chrono::steady_clock::now();
+  ASSERT_EQ(::kill(pid, SIGINT), 0);
+  EXPECT_EQ(cotune::testing::wait_exit_within(pid, std::chrono::seconds(15)), 128 + SIGINT) << err();
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count();
+  EXPECT_LT(took, 5.0) << "the hung call kept the run alive";
+  EXPECT_NE(err().find("a plugin call has not returned"), std::string::npos) << err();
+  // Nothing is lost: the trials in flight are still recorded as in flight, for the next run.
+  const std::vector<TrialRecord> ts = trials("hung");
+  ASSERT_FALSE(ts.empty());
+  for (const TrialRecord& t : ts)
+    EXPECT_TRUE(t.status == TrialStatus::running || t.status == TrialStatus::pending) << to_string(t.status);
+}
+
 TEST_F(RunCli, AFifoAsStudyFileIsRefusedNotWaitedOn) {
   const std::string fifo = dir_ + "/study.json";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);

@@ -15,11 +15,15 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli/command.hpp"
@@ -38,7 +42,17 @@ static_assert(std::atomic<int>::is_always_lock_free, "the signal handler needs a
 
 extern "C" void on_stop_signal(int) { g_stop_requests.fetch_add(1); }
 
-// Installs the stop handlers for its lifetime and restores the previous ones after.
+std::atomic<std::int64_t> g_loop_heartbeat{0};
+
+// After a stop request the study loop goes round at least every few hundred milliseconds (cancelling
+// or waiting for its trials). When it stands still this long, a plugin call does not return.
+constexpr auto kHungAfter = std::chrono::seconds(3);
+
+// Installs the stop handlers for its lifetime and restores the previous ones after. A watchdog
+// thread ends the process when, after a stop request, the loop stops going round: a plugin hung in
+// a call would otherwise keep cotune run alive until SIGKILL. Exiting then loses nothing: every
+// finished trial is stored, and the trials in flight stay recorded as running for the next run to
+// re-attach to or run again.
 class StopSignals {
  public:
   StopSignals() {
@@ -47,8 +61,11 @@ class StopSignals {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old_int_);
     sigaction(SIGTERM, &sa, &old_term_);
+    watchdog_ = std::thread([this] { watch(); });
   }
   ~StopSignals() {
+    done_.store(true);
+    watchdog_.join();
     sigaction(SIGINT, &old_int_, nullptr);
     sigaction(SIGTERM, &old_term_, nullptr);
   }
@@ -56,7 +73,32 @@ class StopSignals {
   StopSignals& operator=(const StopSignals&) = delete;
 
  private:
+  void watch() {
+    std::int64_t seen = 0;
+    std::optional<std::chrono::steady_clock::time_point> still_since;
+    while (!done_.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      if (g_stop_requests.load() == 0) continue;
+      const std::int64_t beat = g_loop_heartbeat.load();
+      const auto now = std::chrono::steady_clock::now();
+      if (!still_since || beat != seen) {
+        seen = beat;
+        still_since = now;
+      } else if (now - *still_since > kHungAfter && !done_.load()) {
+        std::fprintf(stderr,
+                     "\ncotune run: stop requested, but a plugin call has not returned for %lld s; exiting now. The "
+                     "trials in flight stay recorded as running: the next cotune run of the study re-attaches to "
+                     "them or runs them again.\n",
+                     static_cast<long long>(std::chrono::duration_cast<std::chrono::seconds>(now - *still_since).count()));
+        std::fflush(stderr);
+        std::_Exit(128 + SIGINT);
+      }
+    }
+  }
+
   struct sigaction old_int_ {}, old_term_ {};
+  std::atomic<bool> done_{false};
+  std::thread watchdog_;
 };
 
 // The recommended configuration (RecommendedConfig), only when it is not the best measured one.
@@ -148,6 +190,7 @@ int run(int argc, char** argv) {
                     : isatty(fileno(stderr)) != 0 ? RunOptions::Display::live
                                                     : RunOptions::Display::lines;
   options.stop = &g_stop_requests;
+  options.heartbeat = &g_loop_heartbeat;
   RunResult result;
   {
     StopSignals signals;

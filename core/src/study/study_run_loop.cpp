@@ -39,6 +39,7 @@ ProgressState StudyRun::progress_state() const {
 void StudyRun::loop() {
   auto sleep = kFirstSleep;
   for (;;) {
+    if (options_.heartbeat != nullptr) options_.heartbeat->fetch_add(1);
     handle_stop_requests();
     renew_lease();
     const size_t finished = poll_round();

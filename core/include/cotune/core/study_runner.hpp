@@ -28,6 +28,9 @@ struct RunOptions {
   // Stop requests (a signal handler increments it): 1 stops proposing and applies the study's
   // on_stop to the trials in flight; 2 or more cancels them at once. nullptr: never stopped.
   const std::atomic<int>* stop = nullptr;
+  // Advanced by every round of the study loop: a watchdog that sees it stand still after a stop
+  // request knows a plugin call does not return (cotune run then exits; see cli/run.cpp).
+  std::atomic<std::int64_t>* heartbeat = nullptr;
   // Called after each trial is committed (tests use it to interrupt at a chosen point).
   std::function<void(const TrialRecord&)> on_trial_committed;
 };
