@@ -186,7 +186,8 @@ TEST_F(RunCli, ShowsTheRecommendedConfigurationWhenItIsNotTheBestMeasured) {
 
 TEST_F(RunCli, OneRunOfAStudyAtATime) {
   // Trials that take 0.2 s each, one at a time: the first run is still going when the second starts.
-  std::string path = write_study("busy", 15, 1, "random");
+  // (40 trials, 8 s at least: long enough under the sanitizers for the second run to start meanwhile.)
+  std::string path = write_study("busy", 40, 1, "random");
   json doc = json::parse(read_file(path));
   doc["executor"] = {{"name", "process"},
                      {"options", {{"command", {"/bin/sh", "-c",
@@ -202,7 +203,7 @@ TEST_F(RunCli, OneRunOfAStudyAtATime) {
   EXPECT_EQ(wait_for(first), 0) << err();
   // Each trial ran and was stored once, by the first run.
   std::vector<TrialRecord> ts = trials("busy");
-  EXPECT_EQ(ts.size(), 15u);
+  EXPECT_EQ(ts.size(), 40u);
   std::set<std::string> keys;
   for (const TrialRecord& t : ts) {
     EXPECT_EQ(t.status, TrialStatus::ok) << t.seq << " " << t.error.value_or("");
