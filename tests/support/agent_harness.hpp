@@ -27,6 +27,7 @@
 #include <fstream>
 #include <mutex>
 #include <optional>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -131,7 +132,9 @@ class InProcessAgent {
 // The real `cotune agent` binary, started with `args`; learns its port from its first line.
 class AgentProcess {
  public:
-  explicit AgentProcess(const std::vector<std::string>& args, const std::string& log_file) {
+  // `child_setup` runs in the child just before exec (resource limits, say).
+  explicit AgentProcess(const std::vector<std::string>& args, const std::string& log_file,
+                        const std::function<void()>& child_setup = {}) {
     int out[2];
     if (::pipe(out) != 0) throw std::runtime_error("pipe failed");
     pid_ = ::fork();
@@ -140,6 +143,7 @@ class AgentProcess {
       const int err = ::open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
       if (err >= 0) ::dup2(err, 2);
       ::close(out[0]);
+      if (child_setup) child_setup();
       std::vector<char*> argv;
       std::string cli = COTUNE_CLI, cmd = "agent";
       argv.push_back(cli.data());

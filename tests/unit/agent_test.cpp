@@ -8,11 +8,27 @@
 
 #include "support/agent_harness.hpp"
 
+#include <sys/resource.h>
+
+#include <filesystem>
+
 namespace {
+namespace fs = std::filesystem;
 using namespace cotune::testing;
 using cotune::core::UserError;
 using cotune::core::agent::AgentOptions;
 using nlohmann::json;
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+size_t count_substring(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + needle.size())) ++n;
+  return n;
+}
 
 class AgentTest : public ::testing::Test {
  protected:
@@ -321,6 +337,75 @@ TEST_F(AgentTest, ShutdownCancelsRunningTrialsWhenAskedTo) {
   c.send({{"type", "ack"}, {"trial_id", "long/1"}});
   agent.stop();
   EXPECT_TRUE(agent.logged("shutting down"));
+}
+
+TEST_F(AgentTest, AcknowledgedTrialsLeaveNoFolderBehindUnlessAskedTo) {
+  for (bool keep : {false, true}) {
+    AgentOptions o = options();
+    o.workdir = dir.file(keep ? "work-kept" : "work");
+    o.keep_trial_dirs = keep;
+    InProcessAgent agent(o);
+    RawClient c(agent.port());
+    ASSERT_TRUE(c.handshake(kSecret).welcomed);
+    c.send(submit_message("dir/1", grid_config()));
+    ASSERT_TRUE(c.read_type("result")) << agent.log_text();
+    ASSERT_EQ(std::distance(fs::directory_iterator(o.workdir), fs::directory_iterator{}), 1) << "the trial's folder";
+    c.send({{"type", "ack"}, {"trial_id", "dir/1"}});
+    c.send({{"type", "attach"}, {"trial_id", "dir/1"}});
+    ASSERT_TRUE(c.read_type("unknown"));  // the ack was handled
+    EXPECT_EQ(std::distance(fs::directory_iterator(o.workdir), fs::directory_iterator{}), keep ? 1 : 0) << keep;
+  }
+}
+
+TEST_F(AgentTest, HoldsAtMostMaxTrialsUntilResultsAreAcknowledged) {
+  AgentOptions o = options();
+  o.max_trials = 2;
+  InProcessAgent agent(o);
+  RawClient c(agent.port());
+  ASSERT_TRUE(c.handshake(kSecret).welcomed);
+  for (const char* id : {"held/1", "held/2"}) {
+    c.send(submit_message(id, grid_config()));
+    ASSERT_TRUE(c.read_type("result")) << id;
+  }
+  c.send(submit_message("held/3", grid_config()));
+  auto rejected = c.read_type("rejected");
+  ASSERT_TRUE(rejected);
+  EXPECT_EQ((*rejected)["retry"], true) << "room comes back with acknowledgements";
+  EXPECT_NE((*rejected)["reason"].get<std::string>().find("--max-trials"), std::string::npos) << *rejected;
+  // A resubmission of a held trial is still answered.
+  c.send(submit_message("held/2", grid_config()));
+  ASSERT_TRUE(c.read_type("result"));
+  c.send({{"type", "ack"}, {"trial_id", "held/1"}});
+  c.send(submit_message("held/3", grid_config()));
+  auto result = c.read_type("result");
+  ASSERT_TRUE(result);
+  EXPECT_EQ((*result)["trial_id"], "held/3");
+}
+
+// With its file descriptors used up, the agent waits before accepting again and logs about once a
+// second, instead of spinning on accept() with a line per try; it serves again once they free up.
+TEST_F(AgentTest, OutOfFileDescriptorsSlowsAcceptInsteadOfSpinning) {
+  const std::string log = dir.file("agent.log");
+  AgentProcess agent({"--listen", "127.0.0.1:0", "--secret-file", secret_file, "--executor", "testecho",
+                      "--plugin-dir", kTestPluginDir},
+                     log, [] {
+                       rlimit limit{48, 48};
+                       ::setrlimit(RLIMIT_NOFILE, &limit);
+                     });
+  std::vector<std::unique_ptr<RawClient>> crowd;
+  for (int i = 0; i < 80; ++i) crowd.push_back(std::make_unique<RawClient>(agent.port()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  const size_t failures = count_substring(read_text(log), "accept failed");
+  EXPECT_GE(failures, 1u) << read_text(log);
+  EXPECT_LE(failures, 5u) << "at most a line a second:\n" << read_text(log);
+  crowd.clear();
+  bool served = false;
+  for (int i = 0; i < 100 && !served; ++i) {
+    RawClient c(agent.port());
+    served = c.handshake(kSecret).welcomed;
+    if (!served) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(served) << read_text(log);
 }
 
 }  // namespace

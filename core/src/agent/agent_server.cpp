@@ -7,6 +7,7 @@
 
 #include "agent/session.hpp"
 #include "agent/trial_book.hpp"
+#include "net/accept_backoff.hpp"
 
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
@@ -43,8 +44,11 @@ struct AgentServer::Impl {
   asio::io_context io;
   std::optional<ssl::context> tls;
   tcp::acceptor acceptor{io};
+  asio::steady_timer accept_timer{io};
+  net::AcceptBackoff accept_backoff;
   Registry registry;
   std::unique_ptr<TrialBook> book;
+  std::string temporary_workdir;  // the agent made it (no --workdir)
   SessionContext context;
   std::map<uint64_t, std::weak_ptr<Connection>> connections;
   std::atomic<size_t> open_connections{0};
@@ -283,8 +287,16 @@ void AgentServer::Impl::accept() {
         ++open_connections;
         c->start();
       }
+      accept_backoff.succeeded();
     } else {
-      log("accept failed: " + ec.message());
+      // Out of file descriptors (or another lasting failure): wait, then try again.
+      std::string line;
+      accept_timer.expires_after(accept_backoff.failed(ec.message(), &line));
+      if (!line.empty()) log(line);
+      accept_timer.async_wait([this](const boost::system::error_code& wait_ec) {
+        if (!wait_ec) accept();
+      });
+      return;
     }
     accept();
   });
@@ -314,6 +326,7 @@ void AgentServer::Impl::begin_shutdown() {
   context.shutting_down = true;
   boost::system::error_code ec;
   acceptor.close(ec);
+  accept_timer.cancel();
   signals.cancel(ec);
   log(std::string("shutting down: ") + std::to_string(book->active()) + " trial(s) in flight will be " +
       (opt.cancel_on_shutdown ? "cancelled" : "finished"));
@@ -390,11 +403,14 @@ AgentServer::AgentServer(AgentOptions options) : impl_(std::make_unique<Impl>(st
   book_options.max_parallel = o.max_parallel;
   book_options.state_dir = o.state_dir;
   book_options.workdir = o.workdir;
+  book_options.max_trials = o.max_trials;
+  book_options.keep_trial_dirs = o.keep_trial_dirs;
   if (book_options.workdir.empty()) {
     const auto dir = boost::filesystem::temp_directory_path() /
                      boost::filesystem::unique_path("cotune-agent-%%%%%%%%");
     boost::filesystem::create_directories(dir);
     book_options.workdir = dir.string();
+    s.temporary_workdir = book_options.workdir;
   }
   s.book = std::make_unique<TrialBook>(s.registry, std::move(executor), book_options,
                                        [this](const std::string& line) { impl_->log(line); });
@@ -422,6 +438,13 @@ AgentServer::~AgentServer() {  // NOLINT(bugprone-exception-escape): see above
     for (auto& [id, weak] : impl_->connections)
       if (auto c = weak.lock()) open.push_back(c);
     for (auto& c : open) c->close("agent destroyed");
+    // The temporary parent of the trial directories goes with the agent when nothing is left in
+    // it (the directories of unacknowledged results stay).
+    if (!impl_->temporary_workdir.empty()) {
+      impl_->book.reset();
+      boost::system::error_code ec;
+      boost::filesystem::remove(impl_->temporary_workdir, ec);  // only when empty
+    }
   }
 }
 

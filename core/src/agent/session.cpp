@@ -115,6 +115,14 @@ std::optional<std::string> Session::on_request(const std::string& type, const nl
       reply({{"type", "rejected"}, {"trial_id", *trial_id}, {"reason", "agent is shutting down"}, {"retry", true}});
       return std::nullopt;
     }
+    if (!book.has_room_for(*trial_id)) {
+      reply({{"type", "rejected"},
+             {"trial_id", *trial_id},
+             {"reason", "the agent holds " + std::to_string(book.max_trials()) +
+                            " trials not yet acknowledged (its --max-trials): acknowledge results, then retry"},
+             {"retry", true}});
+      return std::nullopt;
+    }
     const std::string refused = book.submit(*trial_id, *space, *workload, *config);
     if (!refused.empty()) {
       reply({{"type", "rejected"}, {"trial_id", *trial_id}, {"reason", refused}, {"retry", false}});

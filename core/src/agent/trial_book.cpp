@@ -67,9 +67,16 @@ Space& TrialBook::space_for(const std::string& name, const std::string& workload
   return *spaces_.emplace(key, std::move(space)).first->second;
 }
 
+bool TrialBook::has_room_for(const std::string& trial_id) const {
+  return trials_.count(trial_id) > 0 || trials_.size() < options_.max_trials;
+}
+
 std::string TrialBook::submit(const std::string& trial_id, const std::string& space,
                               const nlohmann::json& workload, const nlohmann::json& values) {
   if (find(trial_id) != nullptr) return {};
+  if (!has_room_for(trial_id))
+    return "the agent holds " + std::to_string(trials_.size()) + " trials (queued, running, or finished and not "
+           "acknowledged), its limit (--max-trials)";
   auto t = std::make_unique<Trial>();
   t->id = trial_id;
   t->space = space;
@@ -94,7 +101,7 @@ void TrialBook::start(Trial& t) {
   try {
     Space& s = space_for(t.space, t.workload);
     const std::string config_json = s.render(t.config.data(), COTUNE_RENDER_JSON);
-    const fs::path dir = fs::path(options_.workdir) / ("trial-" + sha256_hex(t.id).substr(0, 24));
+    const fs::path dir = trial_dir(t.id);
     fs::create_directories(dir);
     const std::string& workdir = dir.native();
     cotune_trial trial = empty_trial();
@@ -203,7 +210,16 @@ bool TrialBook::acknowledge(const std::string& trial_id) {
   if (t == nullptr || !t->result.finished()) return false;
   unpersist(trial_id);
   trials_.erase(trial_id);
+  if (!options_.keep_trial_dirs) {
+    boost::system::error_code ec;
+    fs::remove_all(trial_dir(trial_id), ec);
+    if (ec) log_("cannot remove the directory of trial '" + trial_id + "': " + ec.message());
+  }
   return true;
+}
+
+fs::path TrialBook::trial_dir(const std::string& trial_id) const {
+  return fs::path(options_.workdir) / ("trial-" + sha256_hex(trial_id).substr(0, 24));
 }
 
 size_t TrialBook::active() const {

@@ -7,6 +7,7 @@
 #include <cotune/core/components.hpp>
 #include <cotune/core/registry.hpp>
 
+#include <boost/filesystem/path.hpp>
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -25,6 +26,10 @@ class TrialBook {
     int max_parallel = 1;
     std::string state_dir;  // "" keeps results in memory only
     std::string workdir;    // parent of the per-trial directories
+    // Trials held at once: queued, running, or finished and not yet acknowledged. A client that
+    // never acknowledges cannot grow the agent's memory and state directory without bound.
+    size_t max_trials = 10000;
+    bool keep_trial_dirs = false;  // false: a trial's directory goes when its result is acknowledged
   };
   // (subscriber, message) for every status change of a trial with a subscriber.
   using Notify = std::function<void(uint64_t subscriber, const nlohmann::json& message)>;
@@ -35,6 +40,11 @@ class TrialBook {
 
   void set_notify(Notify notify) { notify_ = std::move(notify); }
   int capacity() const;
+
+  // Whether a trial with this id can be submitted now: it is known already, or fewer than
+  // max_trials are held. When not, the client should acknowledge results and retry.
+  bool has_room_for(const std::string& trial_id) const;
+  size_t max_trials() const { return options_.max_trials; }
 
   // Validates and queues a trial. Returns the refusal reason, or empty when accepted. A trial id
   // that is already known is accepted without running it again (a resubmission after a drop).
@@ -68,6 +78,7 @@ class TrialBook {
   void unpersist(const std::string& trial_id);
   void load_persisted();
   std::string trial_file(const std::string& trial_id) const;
+  boost::filesystem::path trial_dir(const std::string& trial_id) const;
   nlohmann::json message(const Trial& t) const;
   Space& space_for(const std::string& name, const std::string& workload_text);
 

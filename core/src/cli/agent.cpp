@@ -62,7 +62,9 @@ int run_agent(int argc, char** argv) {
       ("handshake-timeout-ms", po::value(&o.handshake_timeout_ms)->default_value(o.handshake_timeout_ms), "time to authenticate")
       ("frame-timeout-ms", po::value(&o.frame_timeout_ms)->default_value(o.frame_timeout_ms), "time to finish a started frame")
       ("idle-timeout-ms", po::value(&o.idle_timeout_ms)->default_value(o.idle_timeout_ms), "idle connections are closed after this")
-      ("max-connections", po::value(&o.max_connections)->default_value(o.max_connections), "connections open at once");
+      ("max-connections", po::value(&o.max_connections)->default_value(o.max_connections), "connections open at once")
+      ("max-trials", po::value(&o.max_trials)->default_value(o.max_trials), "trials held at once (queued, running, unacknowledged)")
+      ("keep-trial-dirs", po::bool_switch(&o.keep_trial_dirs), "keep each trial's directory after its result is acknowledged");
   po::variables_map vm;
   try {
     po::store(po::parse_command_line(argc, argv, desc), vm);
@@ -78,6 +80,7 @@ int run_agent(int argc, char** argv) {
   if (on_shutdown != "finish" && on_shutdown != "cancel")
     throw core::UserError("--on-shutdown must be 'finish' or 'cancel', got '" + on_shutdown + "'");
   o.cancel_on_shutdown = on_shutdown == "cancel";
+  if (o.max_trials < 1) throw core::UserError("--max-trials must be at least 1");
   core::agent::AgentServer server(o);
   // The port on stdout, so that scripts and tests can listen on port 0 and learn the real one.
   std::cout << "listening on port " << server.port() << std::endl;

@@ -33,6 +33,8 @@ struct AgentOptions {
   int frame_timeout_ms = 10000;     // from the first byte of a frame to its last
   int idle_timeout_ms = 300000;     // between frames of an authenticated session
   int max_connections = 512;
+  size_t max_trials = 10000;     // queued, running and unacknowledged trials held at once
+  bool keep_trial_dirs = false;  // keep each trial's directory after its result is acknowledged
   int shutdown_drain_ms = 2000;  // after the last trial ends, time for clients to acknowledge
   // Where log lines go (one line per call); stderr when empty.
   std::function<void(const std::string&)> log;
