@@ -1,5 +1,6 @@
 // The live view's HTTP server for real on 127.0.0.1 (ephemeral port) over a real store: its pages,
-// 404 for unknown paths, refusal of path traversal and of writes, and its size and rate limits.
+// 404 for unknown paths, refusal of path traversal and of writes, its size, rate and connection
+// limits, rendering beside the accept loop, and `cotune serve` out of file descriptors.
 #include <cotune/core/errors.hpp>
 #include <cotune/core/report/live_server.hpp>
 #include <cotune/core/store.hpp>
@@ -11,9 +12,13 @@
 #include <boost/beast/http.hpp>
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+
 #include <filesystem>
+#include <future>
 #include <thread>
 
+#include "support/cli_process.hpp"
 #include "unit/report_study_fixture.hpp"
 
 namespace cotune::core::report {
@@ -161,15 +166,142 @@ TEST_F(Serve, RequestSizeIsLimited) {
   EXPECT_EQ(get(port(), "/").status, 200);  // the server carries on
 }
 
-TEST_F(Serve, RequestRateIsLimitedPerClient) {
+// Requests over one kept-alive connection, each reply read before the next request goes.
+std::vector<int> statuses_on_one_connection(std::uint16_t port, int requests) {
+  boost::asio::io_context ioc;
+  tcp::socket socket(ioc);
+  socket.connect(tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), port));
+  boost::beast::flat_buffer buffer;
+  std::vector<int> out;
+  for (int i = 0; i < requests; ++i) {
+    boost::asio::write(socket, boost::asio::buffer(std::string("GET /nope HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")));
+    http::response<http::string_body> res;
+    http::read(socket, buffer, res);
+    out.push_back(static_cast<int>(res.result_int()));
+  }
+  return out;
+}
+
+TEST_F(Serve, RequestRateIsLimitedPerConnection) {
   LiveServerOptions o;
   o.requests_per_second = 0.01;
   o.burst = 3;
   start(o);
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(get(port(), "/nope").status, 404) << i;
-  Reply limited = get(port(), "/");
-  EXPECT_EQ(limited.status, 429);
-  EXPECT_EQ(limited.message[http::field::retry_after], "1");
+  EXPECT_EQ(statuses_on_one_connection(port(), 4), (std::vector<int>{404, 404, 404, 429}));
+  // Another client on the same address is not held back by the first one's rate.
+  Reply other = get(port(), "/nope");
+  EXPECT_EQ(other.status, 404);
+  boost::asio::io_context ioc;
+  tcp::socket socket(ioc);
+  socket.connect(tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), port()));
+  boost::asio::write(socket, boost::asio::buffer(std::string("GET / HTTP/1.1\r\nHost: x\r\n\r\n")));
+  for (int i = 0; i < 3; ++i)
+    boost::asio::write(socket, boost::asio::buffer(std::string("GET /x HTTP/1.1\r\nHost: x\r\n\r\n")));
+  boost::beast::flat_buffer buffer;
+  int limited = 0;
+  for (int i = 0; i < 4; ++i) {
+    http::response<http::string_body> res;
+    http::read(socket, buffer, res);
+    limited += res.result_int() == 429;
+    if (res.result_int() == 429) {
+      EXPECT_EQ(res[http::field::retry_after], "1");
+    }
+  }
+  EXPECT_EQ(limited, 1);
+}
+
+TEST_F(Serve, ConnectionsBeyondTheCapAreClosed) {
+  LiveServerOptions o;
+  o.max_connections = 2;
+  start(o);
+  boost::asio::io_context ioc;
+  std::vector<tcp::socket> held;
+  for (int i = 0; i < 2; ++i) {
+    held.emplace_back(ioc);
+    held.back().connect(tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), port()));
+  }
+  // Both are served (the server has accepted them) before the third arrives.
+  for (auto& s : held) {
+    boost::asio::write(s, boost::asio::buffer(std::string("GET /nope HTTP/1.1\r\nHost: x\r\n\r\n")));
+    boost::beast::flat_buffer buffer;
+    http::response<http::string_body> res;
+    http::read(s, buffer, res);
+    EXPECT_EQ(res.result_int(), 404u);
+  }
+  EXPECT_ANY_THROW(get(port(), "/")) << "a third connection is closed unanswered";
+  held.clear();
+  int status = 0;
+  for (int i = 0; i < 100 && status != 200; ++i) {
+    try {
+      status = get(port(), "/").status;
+    } catch (const std::exception&) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  EXPECT_EQ(status, 200) << "served again once the others closed";
+}
+
+// A report being generated does not hold up other clients: the page of the study is held on its
+// rendering thread until another request has been answered.
+TEST_F(Serve, AReportBeingRenderedDoesNotHoldUpOtherClients) {
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  LiveServerOptions o;
+  o.on_render = [released](const std::string& target) {
+    if (target.rfind("/studies/", 0) == 0) released.wait();
+  };
+  start(o);
+  auto slow = std::async(std::launch::async, [this] { return get(port(), "/studies/my%20study").status; });
+  auto quick = std::async(std::launch::async, [this] { return get(port(), "/nope").status; });
+  ASSERT_EQ(quick.wait_for(std::chrono::seconds(30)), std::future_status::ready) << "held up by the slow page";
+  EXPECT_EQ(quick.get(), 404);
+  EXPECT_NE(slow.wait_for(std::chrono::milliseconds(0)), std::future_status::ready);
+  release.set_value();
+  EXPECT_EQ(slow.get(), 200);
+}
+
+// `cotune serve` out of file descriptors: it waits before accepting again and logs about once a
+// second instead of spinning with a line per try; it serves again once descriptors free up.
+TEST_F(Serve, OutOfFileDescriptorsSlowsAcceptInsteadOfSpinning) {
+  const std::string out = dir_ + "/serve.out", err = dir_ + "/serve.err";
+  const pid_t pid = testing::spawn_cotune(dir_, {"serve", "--store", store_path_, "--listen", "127.0.0.1:0"}, out, err, [] {
+    rlimit limit{40, 40};
+    return ::setrlimit(RLIMIT_NOFILE, &limit);
+  });
+  std::uint16_t serve_port = 0;
+  for (int i = 0; i < 200 && serve_port == 0; ++i) {
+    const std::string text = testing::read_file(out);
+    const size_t at = text.find("http://127.0.0.1:");
+    if (at != std::string::npos && text.find('/', at + 17) != std::string::npos)
+      serve_port = static_cast<std::uint16_t>(std::stoi(text.substr(at + 17)));
+    else
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_NE(serve_port, 0) << testing::read_file(err);
+  boost::asio::io_context ioc;
+  std::vector<tcp::socket> crowd;
+  for (int i = 0; i < 80; ++i) {
+    crowd.emplace_back(ioc);
+    crowd.back().connect(tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), serve_port));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  const std::string log = testing::read_file(err);
+  size_t failures = 0;
+  for (size_t at = log.find("accept failed"); at != std::string::npos; at = log.find("accept failed", at + 1)) ++failures;
+  EXPECT_GE(failures, 1u) << log;
+  EXPECT_LE(failures, 5u) << "at most a line a second:\n" << log;
+  crowd.clear();
+  int status = 0;
+  for (int i = 0; i < 100 && status != 200; ++i) {
+    try {
+      status = get(serve_port, "/").status;
+    } catch (const std::exception&) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  EXPECT_EQ(status, 200) << testing::read_file(err);
+  ::kill(pid, SIGTERM);
+  EXPECT_EQ(testing::wait_exit_within(pid, std::chrono::seconds(20)), 0) << testing::read_file(err);
 }
 
 TEST_F(Serve, BadListenAddressAndMissingStoreAreUserErrors) {

@@ -46,7 +46,8 @@ int run(int argc, char** argv) {
   opts.add_options()("help,h", "show this help")("store", po::value(&o.store_path),
                                                   "the study store (default: ./cotune.db)")(
       "listen", po::value(&listen), "ADDRESS:PORT to listen on (default: 127.0.0.1:8080; port 0: any free port)")(
-      "refresh", po::value(&o.refresh_s), "seconds between reloads of a running study's page (default: 5)");
+      "refresh", po::value(&o.refresh_s), "seconds between reloads of a running study's page (default: 5)")(
+      "max-connections", po::value(&o.max_connections), "connections open at once; more are closed (default: 256)");
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(argc, argv).options(opts).run(), vm);
@@ -56,9 +57,12 @@ int run(int argc, char** argv) {
   }
   if (vm.count("help")) {
     std::cout << opts << "\nServes the list of studies at / and each study's report at /studies/NAME, regenerated\n"
-                         "from the store on every request. Read-only; loopback unless --listen says otherwise.\n";
+                         "from the store on every request. Read-only; loopback unless --listen says otherwise.\n"
+                         "Each connection may make 10 requests a second (30 at once; more get 429).\n";
     return 0;
   }
+  if (o.max_connections < 1)
+    throw UserError("--max-connections: expected a positive number, got " + std::to_string(o.max_connections));
   if (o.refresh_s < 1) throw UserError("--refresh: expected a positive number of seconds, got " + std::to_string(o.refresh_s));
   parse_listen(listen, &o);
   report::LiveServer server(o);

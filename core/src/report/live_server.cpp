@@ -7,12 +7,19 @@
 #include <cotune/core/store.hpp>
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <atomic>
 #include <cctype>
 #include <chrono>
-#include <map>
+#include <mutex>
+#include <vector>
+
+#include "net/accept_backoff.hpp"
 
 namespace cotune::core::report {
 namespace {
@@ -65,57 +72,90 @@ Reply message_page(http::status status, const std::string& text) {
                       "</p><p><a href=\"/\">all studies</a></p></body></html>\n"};
 }
 
-// A token bucket per client address.
-class RateLimiter {
+// A token bucket: `rate` requests a second sustained, `burst` at once.
+class TokenBucket {
  public:
-  RateLimiter(double rate, double burst) : rate_(rate), burst_(burst) {}
-  bool allow(const std::string& client) {
+  TokenBucket(double rate, double burst) : rate_(rate), burst_(burst), tokens_(burst), last_(Clock::now()) {}
+  bool take() {
     const Clock::time_point now = Clock::now();
-    if (buckets_.size() > 10000) buckets_.clear();  // bounded memory under many addresses
-    auto [it, fresh] = buckets_.try_emplace(client, Bucket{burst_, now});
-    Bucket& b = it->second;
-    if (!fresh) b.tokens = std::min(burst_, b.tokens + rate_ * std::chrono::duration<double>(now - b.last).count());
-    b.last = now;
-    if (b.tokens < 1) return false;
-    b.tokens -= 1;
+    tokens_ = std::min(burst_, tokens_ + rate_ * std::chrono::duration<double>(now - last_).count());
+    last_ = now;
+    if (tokens_ < 1) return false;
+    tokens_ -= 1;
     return true;
   }
 
  private:
-  struct Bucket {
-    double tokens;
-    Clock::time_point last;
-  };
-  double rate_, burst_;
-  std::map<std::string, Bucket> buckets_;
+  double rate_, burst_, tokens_;
+  Clock::time_point last_;
+};
+
+// Read connections to the store, one per rendering thread at most: a Store is used by one thread
+// at a time, and SQLite lets separate connections read while a study run writes.
+class StorePool {
+ public:
+  explicit StorePool(std::string path) : path_(std::move(path)) { idle_.push_back(open()); }
+  std::unique_ptr<Store> take() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!idle_.empty()) {
+        std::unique_ptr<Store> s = std::move(idle_.back());
+        idle_.pop_back();
+        return s;
+      }
+    }
+    return open();
+  }
+  void give_back(std::unique_ptr<Store> s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    idle_.push_back(std::move(s));
+  }
+
+ private:
+  std::unique_ptr<Store> open() const {
+    Store::Options so;
+    so.create = false;
+    return std::make_unique<Store>(path_, so);
+  }
+  std::string path_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<Store>> idle_;
 };
 
 }  // namespace
 
 struct LiveServer::Impl {
+  // Declared in the order they may be destroyed: sessions that the io_context still holds count
+  // themselves out of open_sessions, and the render pool's threads use the stores until joined.
   LiveServerOptions options;
-  std::unique_ptr<Store> store;
+  StorePool stores;
+  std::atomic<int> open_sessions{0};
+  Clock::time_point refused_logged{};
+  net::AcceptBackoff accept_backoff;
   asio::io_context ioc{1};
   tcp::acceptor acceptor{ioc};
-  RateLimiter limiter;
+  asio::steady_timer accept_timer{ioc};
+  asio::thread_pool render_pool;
 
-  explicit Impl(const LiveServerOptions& o) : options(o), limiter(o.requests_per_second, o.burst) {}
+  explicit Impl(const LiveServerOptions& o)
+      : options(o), stores(o.store_path), render_pool(static_cast<size_t>(std::max(1, o.render_threads))) {}
+  ~Impl() { render_pool.join(); }
 
-  Reply route(std::string_view target) {
+  Reply route(Store& store, std::string_view target) {
     std::string_view path = target.substr(0, target.find_first_of("?#"));
     if (path == "/" || path == "/index.html")
       return {http::status::ok,
-              studies_index_html(*store, [](const std::string& n) { return std::string(kStudyPrefix) + percent_encode(n); },
+              studies_index_html(store, [](const std::string& n) { return std::string(kStudyPrefix) + percent_encode(n); },
                                  options.refresh_s)};
     if (path.rfind(kStudyPrefix, 0) == 0) {
       std::optional<std::string> name = percent_decode(path.substr(std::string_view(kStudyPrefix).size()));
       // A study name is one path segment: slashes and dot segments name no study.
       if (name && !name->empty() && name->find('/') == std::string::npos && *name != "." && *name != "..") {
-        std::optional<StudyRecord> study = store->find_study(*name);
+        std::optional<StudyRecord> study = store.find_study(*name);
         if (study) {
           HtmlReportOptions ro;
           if (study->status == StudyStatus::running) ro.refresh_s = options.refresh_s;
-          return {http::status::ok, study_report_html(*store, *name, ro)};
+          return {http::status::ok, study_report_html(store, *name, ro)};
         }
         return message_page(http::status::not_found, "No study named '" + *name + "' in this store.");
       }
@@ -123,13 +163,14 @@ struct LiveServer::Impl {
     return message_page(http::status::not_found, "No such page.");
   }
 
-  Reply respond(const http::request<http::string_body>& req, const std::string& client) {
-    if (!limiter.allow(client)) return message_page(http::status::too_many_requests, "Too many requests; slow down.");
-    if (req.method() != http::verb::get && req.method() != http::verb::head)
-      return message_page(http::status::method_not_allowed, "This server is read-only: GET and HEAD only.");
-    if (req.target().empty() || req.target()[0] != '/') return message_page(http::status::bad_request, "Bad request target.");
+  // On a rendering thread.
+  Reply render(const std::string& target) {
+    if (options.on_render) options.on_render(target);
     try {
-      return route(std::string_view(req.target().data(), req.target().size()));
+      std::unique_ptr<Store> store = stores.take();
+      Reply r = route(*store, target);
+      stores.give_back(std::move(store));
+      return r;
     } catch (const std::exception& e) {
       core::log(COTUNE_LOG_WARN, "serve", e.what());
       return message_page(http::status::internal_server_error, e.what());
@@ -141,11 +182,12 @@ namespace {
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, LiveServer::Impl& server) : stream_(std::move(socket)), server_(server) {
-    beast::error_code ec;
-    tcp::endpoint peer = stream_.socket().remote_endpoint(ec);
-    client_ = ec ? std::string("unknown") : peer.address().to_string();
+  Session(tcp::socket socket, LiveServer::Impl& server)
+      : stream_(std::move(socket)), server_(server),
+        bucket_(server.options.requests_per_second, server.options.burst) {
+    ++server_.open_sessions;
   }
+  ~Session() { --server_.open_sessions; }
   void start() { read(); }
 
  private:
@@ -165,7 +207,22 @@ class Session : public std::enable_shared_from_this<Session> {
       return send(message_page(http::status::payload_too_large, "Request body too large."), false, false);
     if (ec) return close();  // end of stream, timeout, malformed request
     const http::request<http::string_body>& req = parser_->get();
-    send(server_.respond(req, client_), req.keep_alive(), req.method() == http::verb::head);
+    const bool keep_alive = req.keep_alive(), head = req.method() == http::verb::head;
+    if (!bucket_.take())
+      return send(message_page(http::status::too_many_requests, "Too many requests; slow down."), keep_alive, head);
+    if (req.method() != http::verb::get && !head)
+      return send(message_page(http::status::method_not_allowed, "This server is read-only: GET and HEAD only."),
+                  keep_alive, head);
+    if (req.target().empty() || req.target()[0] != '/')
+      return send(message_page(http::status::bad_request, "Bad request target."), keep_alive, head);
+    // The page is generated on a rendering thread; the reply is written back on this one.
+    stream_.expires_never();
+    asio::post(server_.render_pool, [self = shared_from_this(), target = std::string(req.target()), keep_alive, head] {
+      Reply page = self->server_.render(target);
+      asio::post(self->stream_.get_executor(), [self, page = std::move(page), keep_alive, head]() mutable {
+        self->send(std::move(page), keep_alive, head);
+      });
+    });
   }
 
   void send(Reply page, bool keep_alive, bool head) {
@@ -182,6 +239,7 @@ class Session : public std::enable_shared_from_this<Session> {
     res->body() = std::move(page.body);
     res->prepare_payload();
     if (head) res->body().clear();  // Content-Length stays that of the GET
+    stream_.expires_after(std::chrono::milliseconds(static_cast<long>(server_.options.idle_timeout_s * 1000)));
     http::async_write(stream_, *res, [self = shared_from_this(), res, keep_alive](beast::error_code ec, size_t) {
       if (ec || !keep_alive) return self->close();
       self->read();
@@ -195,7 +253,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   beast::tcp_stream stream_;
   LiveServer::Impl& server_;
-  std::string client_;
+  TokenBucket bucket_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
 };
@@ -203,7 +261,29 @@ class Session : public std::enable_shared_from_this<Session> {
 void accept(LiveServer::Impl& server) {
   server.acceptor.async_accept([&server](beast::error_code ec, tcp::socket socket) {
     if (!server.acceptor.is_open()) return;
-    if (!ec) std::make_shared<Session>(std::move(socket), server)->start();
+    if (ec) {
+      // Out of file descriptors (or another lasting failure): wait, then try again.
+      std::string line;
+      server.accept_timer.expires_after(server.accept_backoff.failed(ec.message(), &line));
+      if (!line.empty()) core::log(COTUNE_LOG_WARN, "serve", line);
+      server.accept_timer.async_wait([&server](beast::error_code wait_ec) {
+        if (!wait_ec) accept(server);
+      });
+      return;
+    }
+    server.accept_backoff.succeeded();
+    if (server.open_sessions.load() >= server.options.max_connections) {
+      const Clock::time_point now = Clock::now();
+      if (now - server.refused_logged >= std::chrono::seconds(1)) {
+        core::log(COTUNE_LOG_WARN, "serve",
+                  "refusing connections: " + std::to_string(server.options.max_connections) + " are open");
+        server.refused_logged = now;
+      }
+      beast::error_code ignored;
+      socket.close(ignored);
+    } else {
+      std::make_shared<Session>(std::move(socket), server)->start();
+    }
     accept(server);
   });
 }
@@ -211,9 +291,6 @@ void accept(LiveServer::Impl& server) {
 }  // namespace
 
 LiveServer::LiveServer(const LiveServerOptions& options) : impl_(std::make_unique<Impl>(options)) {
-  Store::Options so;
-  so.create = false;
-  impl_->store = std::make_unique<Store>(options.store_path, so);
   beast::error_code ec;
   asio::ip::address address = asio::ip::make_address(options.address, ec);
   if (ec) throw UserError("--listen: '" + options.address + "' is not an IP address");
@@ -242,6 +319,7 @@ void LiveServer::stop() {
   asio::post(impl_->ioc, [this] {
     beast::error_code ec;
     impl_->acceptor.close(ec);
+    impl_->accept_timer.cancel();
     impl_->ioc.stop();
   });
 }
