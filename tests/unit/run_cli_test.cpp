@@ -244,6 +244,23 @@ TEST_F(RunCli, SigintEndsARunWhoseExecutorHangsInACall) {
     EXPECT_TRUE(t.status == TrialStatus::running || t.status == TrialStatus::pending) << to_string(t.status);
 }
 
+TEST_F(RunCli, APluginCallPastItsDeadlineStopsTheStudyNamingThePluginAndTheCall) {
+  std::string path = write_study("late", 4, 2, "random");
+  json doc = json::parse(read_file(path));
+  doc["executor"] = {{"name", "testecho"}, {"options", {{"hang_poll_ms", 600000}}}};
+  doc["plugin_paths"] = {COTUNE_BINARY_DIR "/lib/cotune/test-plugins"};
+  doc["deadlines"] = {{"executor", 1}};
+  std::ofstream(path) << doc.dump(2);
+  const pid_t pid = spawn({"run", path, "--store", store_});
+  EXPECT_EQ(cotune::testing::wait_exit_within(pid, std::chrono::seconds(30)), 3) << err();
+  EXPECT_NE(err().find("the executor 'org.cotune.test.executor.testecho' has been in its poll call"), std::string::npos) << err();
+  EXPECT_NE(err().find("past its deadline of 1 s"), std::string::npos) << err();
+  const std::vector<TrialRecord> ts = trials("late");
+  ASSERT_FALSE(ts.empty());
+  for (const TrialRecord& t : ts)
+    EXPECT_TRUE(t.status == TrialStatus::running || t.status == TrialStatus::pending) << to_string(t.status);
+}
+
 TEST_F(RunCli, AFifoAsStudyFileIsRefusedNotWaitedOn) {
   const std::string fifo = dir_ + "/study.json";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);

@@ -116,7 +116,7 @@ TEST(StudyFile, EveryFieldIsRead) {
     "budget": {"trials": 200, "wall_time_s": 3600.5, "gpu_hours": 12, "target": 1e6, "patience": 25},
     "parallel": 4, "seed": 18446744073709551615,
     "plugin_paths": ["plugins", "/opt/cotune/plugins"],
-    "format": "torchtitan", "on_stop": "wait"
+    "format": "torchtitan", "on_stop": "wait", "deadlines": {"executor": 30, "searcher": 7.5}
   })");
   StudySpec s = parse_study_file(doc.dump(), "dir/study.json", "dir");
   EXPECT_EQ(s.description, "speed vs cost");
@@ -145,6 +145,9 @@ TEST(StudyFile, EveryFieldIsRead) {
   EXPECT_EQ(s.plugin_paths, (std::vector<std::string>{"dir/plugins", "/opt/cotune/plugins"}));
   EXPECT_EQ(s.format, RenderFormat::torchtitan);
   EXPECT_EQ(s.on_stop, OnStop::wait);
+  EXPECT_EQ(s.deadlines.executor_s, 30.0);
+  EXPECT_EQ(s.deadlines.searcher_s, 7.5);
+  EXPECT_EQ(s.deadlines.predictor_s, CallDeadlines{}.predictor_s) << "the default where not given";
   json objectives = s.objectives_json();
   EXPECT_EQ(objectives[0]["constraints"][1], json::parse(R"({"metric": "gpus", "min": 8.0, "max": 64.0})"));
   EXPECT_EQ(objectives[1]["direction"], "minimize");
@@ -316,6 +319,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadField{{{"format", "json@v1"}}, "/format: json has no versions (got 'json@v1')"},
         BadField{{{"format", 3}}, "/format: expected a framework name, optionally with @version, got 3"},
         BadField{{{"on_stop", "kill"}}, "/on_stop: expected one of \"cancel\" or \"wait\", got \"kill\""},
+        BadField{{{"deadlines", 60}}, "/deadlines: expected an object of seconds per plugin kind"},
+        BadField{{{"deadlines", {{"executor", 0}}}}, "/deadlines/executor: expected a positive number, got 0"},
+        BadField{{{"deadlines", {{"exector", 5}}}}, "/deadlines/exector: unknown field (did you mean \"executor\"?)"},
         BadField{{{"predictor", {{"prior", "magic"}}}},
                  "/predictor/prior: expected one of \"analytic\", \"roofline\" or \"none\", got \"magic\""},
         BadField{{{"predictor", {{"name", 3}}}}, "/predictor/name: expected a non-empty string, got 3"},

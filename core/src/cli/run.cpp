@@ -1,6 +1,7 @@
 // `cotune run STUDY.json [--store FILE] [--quiet]`: runs a study (or resumes it) to the end of its
 // budget, then prints the best configurations. Ctrl-C (SIGINT) or SIGTERM stops it cleanly (exit
 // 130); running the same command again resumes it.
+#include <cotune/core/call_watch.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/store.hpp>
 #include <cotune/core/study_file.hpp>
@@ -47,6 +48,8 @@ std::atomic<std::int64_t> g_loop_heartbeat{0};
 // After a stop request the study loop goes round at least every few hundred milliseconds (cancelling
 // or waiting for its trials). When it stands still this long, a plugin call does not return.
 constexpr auto kHungAfter = std::chrono::seconds(3);
+// The exit status when a plugin call overran its deadline.
+constexpr int kOverdueExit = 3;
 
 // Installs the stop handlers for its lifetime and restores the previous ones after. A watchdog
 // thread ends the process when, after a stop request, the loop stops going round: a plugin hung in
@@ -78,6 +81,7 @@ class StopSignals {
     std::optional<std::chrono::steady_clock::time_point> still_since;
     while (!done_.load()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      stop_if_overdue();
       if (g_stop_requests.load() == 0) continue;
       const std::int64_t beat = g_loop_heartbeat.load();
       const auto now = std::chrono::steady_clock::now();
@@ -94,6 +98,22 @@ class StopSignals {
         std::_Exit(128 + SIGINT);
       }
     }
+  }
+
+  // A plugin call past its deadline ("deadlines" in the study file) cannot be taken back; the
+  // study stops here, as after a hung call on Ctrl-C.
+  static void stop_if_overdue() {
+    const std::optional<OverdueCall> late = CallWatch::overdue();
+    if (!late) return;
+    std::fprintf(stderr,
+                 "\ncotune run: the %s '%s' has been in its %s call for %.0f s, past its deadline of %.0f s "
+                 "(\"deadlines\": {\"%s\": ...} in the study file); the study stops here. Finished trials are "
+                 "stored; the trials in flight stay recorded as running: the next cotune run of the study "
+                 "re-attaches to them or runs them again.\n",
+                 to_string(late->kind), late->plugin.c_str(), late->call.c_str(), late->running_s, late->deadline_s,
+                 to_string(late->kind));
+    std::fflush(stderr);
+    std::_Exit(kOverdueExit);
   }
 
   struct sigaction old_int_ {}, old_term_ {};
@@ -178,12 +198,14 @@ int run(int argc, char** argv) {
                  "(one objective) the recommended one when it is another: the measured feasible\n"
                  "configuration the predictor's denoised estimate ranks best. On a terminal a live\n"
                  "line shows the progress; otherwise one line per finished trial.\n"
-                 "Ctrl-C stops cleanly (exit 130); the same command resumes the study.\n";
+                 "Ctrl-C stops cleanly (exit 130); the same command resumes the study. A plugin call\n"
+                 "past its deadline (\"deadlines\" in the study file) stops it with exit 3.\n";
     return 0;
   }
   if (study_path.empty()) throw UserError("usage: cotune run STUDY.json [--store FILE] [--quiet]");
 
   StudySpec spec = load_study_file(study_path);
+  CallWatch::set_deadlines(spec.deadlines);
   RunOptions options;
   options.store_path = store_path;
   options.display = vm.count("quiet")               ? RunOptions::Display::quiet

@@ -122,6 +122,18 @@ Budget read_budget(const JsonChecker& c, const json& doc) {
   return b;
 }
 
+// Seconds one plugin call of each kind may take (call_watch.hpp).
+CallDeadlines read_deadlines(const JsonChecker& c, const json& v) {
+  c.object(v, "/deadlines", "an object of seconds per plugin kind: space, searcher, predictor, executor");
+  c.only_known(v, "/deadlines", {"space", "searcher", "predictor", "executor"});
+  CallDeadlines d;
+  if (const json* x = JsonChecker::member(v, "space")) d.space_s = c.positive_number(*x, "/deadlines/space");
+  if (const json* x = JsonChecker::member(v, "searcher")) d.searcher_s = c.positive_number(*x, "/deadlines/searcher");
+  if (const json* x = JsonChecker::member(v, "predictor")) d.predictor_s = c.positive_number(*x, "/deadlines/predictor");
+  if (const json* x = JsonChecker::member(v, "executor")) d.executor_s = c.positive_number(*x, "/deadlines/executor");
+  return d;
+}
+
 // The workload: inline, or a path (relative to the study file) to a JSON file holding it.
 void read_workload(const JsonChecker& c, const json& doc, const std::string& label, const std::string& base_dir,
                    StudySpec& s) {
@@ -180,7 +192,7 @@ std::string_view to_string(OnStop s) { return word_of(kOnStop, s); }
 const std::vector<std::string>& study_file_fields() {
   static const std::vector<std::string> fields = {
       "name",       "description", "workload", "space",  "predictor", "searcher",     "executor", "objective",
-      "objectives", "budget",      "parallel", "seed",   "plugin_paths", "format",    "on_stop", "calibration"};
+      "objectives", "budget",      "parallel", "seed",   "plugin_paths", "format",    "on_stop", "calibration", "deadlines"};
   return fields;
 }
 
@@ -285,6 +297,7 @@ StudySpec parse_study_file(std::string_view text, const std::string& label, cons
     }
   }
   if (const json* x = JsonChecker::member(doc, "on_stop")) s.on_stop = c.one_of(*x, "/on_stop", kOnStop);
+  if (const json* x = JsonChecker::member(doc, "deadlines")) s.deadlines = read_deadlines(c, *x);
 
   // The hash covers what the study means: a workload given by path counts by its contents.
   json hashed = doc;

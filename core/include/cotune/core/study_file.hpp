@@ -5,6 +5,7 @@
 #ifndef COTUNE_CORE_STUDY_FILE_HPP_
 #define COTUNE_CORE_STUDY_FILE_HPP_
 
+#include <cotune/core/call_watch.hpp>
 #include <cotune/core/store_records.hpp>
 
 #include <nlohmann/json.hpp>
@@ -97,6 +98,7 @@ struct StudySpec {
   RenderFormat format = RenderFormat::json;
   std::string format_version;  // after '@' in "format"; empty: the newest the space knows
   OnStop on_stop = OnStop::cancel;
+  CallDeadlines deadlines;  // "deadlines": seconds one plugin call of each kind may take
 
   bool pareto() const { return objectives.size() > 1; }
   // "megatron@core_v0.19.0" ("megatron" without a version; "" for json): Space::set_target's argument.
