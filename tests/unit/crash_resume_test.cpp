@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <random>
 #include <set>
@@ -153,6 +154,47 @@ TEST_F(CrashResume, SimExecutorSurvivesRepeatedKillNine) {
 }
 
 TEST_F(CrashResume, ProcessExecutorSurvivesRepeatedKillNine) { kill_and_resume(process_executor(), 1202); }
+
+// A trial process outlives a kill -9 of its host (it is in a process group of its own). The resumed
+// run stops it before it runs the trial again: never two processes of one trial side by side.
+TEST_F(CrashResume, ATrialProcessThatOutlivedItsHostIsStoppedBeforeTheTrialRunsAgain) {
+  // The first attempt of a trial writes its pid and waits (for ten minutes); a later attempt, which
+  // finds the marker, writes its result at once.
+  const char* script =
+      "if [ ! -e \"$COTUNE_WORKDIR/started\" ]; then touch \"$COTUNE_WORKDIR/started\"; echo $$ > \"$COTUNE_WORKDIR/pid\"; "
+      "sleep 600; fi; printf '{{\"tokens_per_s\": 1}}' > \"$COTUNE_RESULT_FILE\"";
+  json doc = study_doc("leftover", {{"name", "process"}, {"options", {{"command", {"/bin/sh", "-c", script}}}}});
+  doc["budget"] = {{"trials", 1}};
+  doc["parallel"] = 1;
+  const std::string study = dir_.file("leftover.json");
+  std::ofstream(study) << doc.dump(2);
+  const std::string pid_file = dir_.file("cotune-runs/leftover/1/pid");
+  pid_t host = spawn({"run", study, "--store", store_});
+  pid_t job = 0;
+  for (int i = 0; i < 1000 && job == 0; ++i) {
+    const std::string text = testing::read_file(pid_file);
+    if (!text.empty() && text.back() == '\n') job = std::atoi(text.c_str());
+    else std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_GT(job, 0) << "the trial did not start: " << testing::read_file(dir_.file("stderr"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the run records the job's id
+  ::kill(host, SIGKILL);
+  testing::wait_exit(host);
+  ASSERT_EQ(::kill(job, 0), 0) << "the trial's process should have outlived its host";
+
+  ASSERT_EQ(testing::wait_exit(spawn({"run", study, "--store", store_})), 0) << testing::read_file(dir_.file("stderr"));
+  EXPECT_NE(testing::read_file(dir_.file("stderr")).find("outlived the run that started it and has been stopped"),
+            std::string::npos)
+      << testing::read_file(dir_.file("stderr"));
+  // Gone (or a zombie nobody reaps, where the container's init does not).
+  std::ifstream stat("/proc/" + std::to_string(job) + "/stat");
+  std::string fields((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const size_t close = fields.rfind(')');
+  EXPECT_TRUE(close == std::string::npos || fields.substr(close + 2, 1) == "Z") << fields;
+  std::vector<TrialRecord> all = stored_trials(store_, "leftover");
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].status, TrialStatus::ok);
+}
 
 }  // namespace
 }  // namespace cotune::core

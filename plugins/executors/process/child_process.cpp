@@ -9,8 +9,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <system_error>
+#include <thread>
 
 namespace cotune_exec {
 namespace {
@@ -159,6 +163,28 @@ std::string describe_wait_status(int status) {
     return "killed by signal " + std::to_string(sig) + (abbrev ? std::string(" (SIG") + abbrev + ")" : "");
   }
   return "ended with wait status " + std::to_string(status);
+}
+
+std::string process_start_time(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t close = stat.rfind(')');  // the command name may hold spaces and parentheses
+  if (close == std::string::npos) return "";
+  std::istringstream fields(stat.substr(close + 1));
+  std::string field;
+  for (int i = 3; i <= 22 && fields >> field; ++i)
+    if (i == 22) return field;
+  return "";
+}
+
+bool stop_leftover_group(pid_t pid, const std::string& start_time, int grace_ms) {
+  if (pid <= 1 || start_time.empty() || process_start_time(pid) != start_time) return false;
+  ::killpg(pid, SIGTERM);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
+  while (process_start_time(pid) == start_time && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ::killpg(pid, SIGKILL);  // whatever is left of the group
+  return true;
 }
 
 }  // namespace cotune_exec

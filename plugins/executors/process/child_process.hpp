@@ -50,6 +50,15 @@ class ChildProcess {
   int status_ = 0;
 };
 
+// The start time of a process (field 22 of /proc/PID/stat, clock ticks since boot), which tells a
+// process apart from a later one given the same pid; "" when there is no such process.
+std::string process_start_time(pid_t pid);
+
+// A trial process that an earlier host started and that outlived it (the host was killed): when the
+// process `pid` still runs and started at `start_time`, its process group is sent SIGTERM, then
+// SIGKILL after `grace_ms`. Returns true when it had to be stopped.
+bool stop_leftover_group(pid_t pid, const std::string& start_time, int grace_ms);
+
 // "exit code 3", "killed by signal 9 (KILL)".
 std::string describe_wait_status(int status);
 

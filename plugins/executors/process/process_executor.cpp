@@ -19,6 +19,9 @@ extern char** environ;
 namespace cotune_exec {
 namespace {
 
+// How long a leftover trial process of an earlier run has between SIGTERM and SIGKILL.
+constexpr int kLeftoverGraceMs = 3000;
+
 std::string join(const std::vector<std::string>& v, const char* sep) {
   std::string out;
   for (size_t i = 0; i < v.size(); ++i) out += (i ? sep : "") + v[i];
@@ -142,6 +145,22 @@ std::unique_ptr<ProcessExecutor::Job> ProcessExecutor::submit(const cotune_trial
   return job;
 }
 
+std::unique_ptr<ProcessExecutor::Job> ProcessExecutor::attach(const cotune_trial& trial, std::string_view external_id) {
+  (void)trial;
+  const std::string id(external_id);
+  const size_t at = id.find('@');
+  pid_t pid = 0;
+  try {
+    pid = static_cast<pid_t>(std::stol(id.substr(0, at)));
+  } catch (const std::exception&) {
+    throw cotune::Error(COTUNE_ERR_UNAVAILABLE, "'" + id + "' is not a process id");
+  }
+  if (at != std::string::npos && stop_leftover_group(pid, id.substr(at + 1), kLeftoverGraceMs))
+    throw cotune::Error(COTUNE_ERR_UNAVAILABLE, "its process " + std::to_string(pid) +
+                                                    " outlived the run that started it and has been stopped");
+  throw cotune::Error(COTUNE_ERR_UNAVAILABLE, "its process " + std::to_string(pid) + " is no longer running");
+}
+
 void ProcessExecutor::start(Run& run) {
   if (!options_.gpus.empty()) {
     run.gpus.assign(free_gpus_.begin(), free_gpus_.begin() + options_.gpus_per_trial);
@@ -155,7 +174,8 @@ void ProcessExecutor::start(Run& run) {
   try {
     run.child = std::make_unique<ChildProcess>(run.request);
     run.result.status = COTUNE_STATUS_RUNNING;
-    run.result.external_id = std::to_string(run.child->pid());
+    // The start time beside the pid: a resumed host tells this process from a later one given the pid.
+    run.result.external_id = std::to_string(run.child->pid()) + "@" + process_start_time(run.child->pid());
   } catch (const cotune::Error& e) {
     run.result.error = e.what();
     finish(run);

@@ -47,6 +47,10 @@ class ProcessExecutor {
 
   int32_t capacity() const { return options_.capacity(); }
   std::unique_ptr<Job> submit(const cotune_trial& trial);
+  // A trial of an earlier host (its external id is "PID@START"): the process is not this one's
+  // child, so it cannot be waited for; if it still runs, its group is stopped. Always throws
+  // COTUNE_ERR_UNAVAILABLE, so that the host submits the trial again -- never beside the old one.
+  std::unique_ptr<Job> attach(const cotune_trial& trial, std::string_view external_id);
   const cotune::JobResult& poll(Job& job, int32_t timeout_ms);
   void cancel(Job& job);
 
