@@ -261,6 +261,53 @@ TEST_F(RunCli, APluginCallPastItsDeadlineStopsTheStudyNamingThePluginAndTheCall)
     EXPECT_TRUE(t.status == TrialStatus::running || t.status == TrialStatus::pending) << to_string(t.status);
 }
 
+// `cotune run STUDY 2>&1 | head`: the reader goes away and writes to stdout and stderr fail. The
+// run goes on to the end of its budget and leaves the study finished, not recorded as running.
+TEST_F(RunCli, AClosedStdoutPipeDoesNotLeaveTheStudyRunning) {
+  const std::string path = write_study("piped", 12, 1, "random");
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const pid_t pid = cotune::testing::spawn_cotune(dir_, {"run", path, "--store", store_}, dir_ + "/stdout",
+                                                  dir_ + "/stderr", [&fds] {
+                                                    ::dup2(fds[1], 1);
+                                                    ::dup2(fds[1], 2);
+                                                    ::close(fds[0]);
+                                                    ::close(fds[1]);
+                                                    return 0;
+                                                  });
+  ::close(fds[0]);  // no reader: every write to the run's stdout fails
+  ::close(fds[1]);
+  EXPECT_EQ(cotune::testing::wait_exit_within(pid, std::chrono::seconds(120)), 0);
+  Store store(store_);
+  const std::optional<StudyRecord> study = store.find_study("piped");
+  ASSERT_TRUE(study);
+  EXPECT_EQ(study->status, StudyStatus::finished) << to_string(study->status);
+  EXPECT_EQ(finished(trials("piped")), 12u);
+}
+
+TEST_F(RunCli, CotuneStoreSetsTheDefaultStoreOfEveryCommand) {
+  const std::string path = write_study("elsewhere", 2, 1, "random");
+  const std::string store = dir_ + "/team.db";
+  auto with_env = [&store] { return ::setenv("COTUNE_STORE", store.c_str(), 1); };
+  auto run_env = [&](const std::vector<std::string>& args) {
+    return cotune::testing::wait_exit(
+        cotune::testing::spawn_cotune(dir_, args, dir_ + "/stdout", dir_ + "/stderr", with_env));
+  };
+  ASSERT_EQ(run_env({"run", path}), 0) << err();
+  EXPECT_TRUE(fs::exists(store));
+  EXPECT_FALSE(fs::exists(dir_ + "/cotune.db")) << "the default store was used instead";
+  ASSERT_EQ(run_env({"show", "elsewhere"}), 0) << err();
+  EXPECT_NE(out().find("elsewhere"), std::string::npos) << out();
+  ASSERT_EQ(run_env({"export", "elsewhere", "--format", "megatron"}), 0) << err();
+  // --store still wins.
+  EXPECT_EQ(run_env({"show", "elsewhere", "--store", dir_ + "/missing.db"}), 1);
+}
+
+TEST_F(RunCli, SimulatedTrialsLeaveNoEmptyDirectories) {
+  ASSERT_EQ(run({"run", write_study("tidy", 4, 2, "random"), "--store", store_}), 0) << err();
+  EXPECT_FALSE(fs::exists(dir_ + "/cotune-runs")) << "empty trial directories were left";
+}
+
 TEST_F(RunCli, AFifoAsStudyFileIsRefusedNotWaitedOn) {
   const std::string fifo = dir_ + "/study.json";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);

@@ -24,6 +24,10 @@ struct RegisterCommand {
 // Every registered command, sorted by name.
 std::vector<Command> commands();
 
+// The store a command uses without --store: $COTUNE_STORE when set and not empty, else ./cotune.db.
+std::string default_store_path();
+inline constexpr const char* kStoreHelp = "the study store (default: $COTUNE_STORE, else ./cotune.db)";
+
 }  // namespace cotune::cli
 
 #define COTUNE_CLI_CONCAT2(a, b) a##b

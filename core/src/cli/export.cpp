@@ -93,7 +93,7 @@ void write_atomically(const std::string& path, const std::string& text) {
 
 int run(int argc, char** argv) {
   po::options_description opts(kUsage);
-  std::string name, format, out_path, store_path = kDefaultStorePath;
+  std::string name, format, out_path, store_path = default_store_path();
   std::int64_t seq = 0;
   opts.add_options()("help,h", "show this help")(
       "format", po::value(&format),
@@ -102,7 +102,7 @@ int run(int argc, char** argv) {
       "recommended", "export the recommended trial (the default when the study has one)")(
       "best", "export the best measured feasible trial")("out", po::value(&out_path),
                                                          "write to this file instead of standard output")(
-      "store", po::value(&store_path), "the study store (default: ./cotune.db)");
+      "store", po::value(&store_path), kStoreHelp);
   po::options_description hidden;
   hidden.add_options()("study", po::value(&name));
   po::options_description all;

@@ -21,10 +21,10 @@ using namespace cotune::core;
 
 int run(int argc, char** argv) {
   po::options_description opts("cotune export-history [--workload-key K | --all] [options]");
-  std::string space = "llm", key, store_path = kDefaultStorePath, out_path;
+  std::string space = "llm", key, store_path = default_store_path(), out_path;
   opts.add_options()("help,h", "show this help")("space", po::value(&space), "the space (default llm)")(
       "workload-key", po::value(&key), "the workload to export (cotune import prints the keys)")(
-      "all", "every workload of the space")("store", po::value(&store_path), "the study store (default: ./cotune.db)")(
+      "all", "every workload of the space")("store", po::value(&store_path), kStoreHelp)(
       "output,o", po::value(&out_path), "write to FILE instead of stdout");
   po::variables_map vm;
   try {

@@ -22,11 +22,11 @@ using namespace cotune::core;
 
 int run(int argc, char** argv) {
   po::options_description opts("cotune import RUNS.csv --space llm [options]");
-  std::string file, space = "llm", store_path = kDefaultStorePath, source;
+  std::string file, space = "llm", store_path = default_store_path(), source;
   std::vector<std::string> maps;
   opts.add_options()("help,h", "show this help")("space", po::value(&space), "the space of the runs (llm)")(
       "map", po::value(&maps)->composing(), "\"source column=canonical name\" (repeatable)")(
-      "store", po::value(&store_path), "the study store (default: ./cotune.db)")(
+      "store", po::value(&store_path), kStoreHelp)(
       "source", po::value(&source), "the name the rows are recorded under (default: the file path)");
   po::options_description hidden;
   hidden.add_options()("file", po::value(&file));

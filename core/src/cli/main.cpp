@@ -1,9 +1,12 @@
 // The `cotune` command: dispatches to the subcommands registered with COTUNE_COMMAND.
 #include <cotune/cotune.h>
 #include <cotune/core/errors.hpp>
+#include <cotune/core/store.hpp>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <string>
@@ -27,6 +30,11 @@ void usage(FILE* out) {
 
 RegisterCommand::RegisterCommand(Command c) { table().push_back(c); }
 
+std::string default_store_path() {
+  const char* env = std::getenv("COTUNE_STORE");  // NOLINT(concurrency-mt-unsafe): read before any thread starts
+  return env != nullptr && env[0] != '\0' ? std::string(env) : std::string(core::kDefaultStorePath);
+}
+
 std::vector<Command> commands() {
   std::vector<Command> sorted = table();
   std::sort(sorted.begin(), sorted.end(),
@@ -37,6 +45,9 @@ std::vector<Command> commands() {
 
 int main(int argc, char** argv) {
   using cotune::cli::Command;
+  // Output into a closed pipe (`cotune run | head`) is a failed write, not a kill: a run goes on to
+  // the end of its study instead of dying with the study recorded as running.
+  std::signal(SIGPIPE, SIG_IGN);
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
     cotune::cli::usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;

@@ -18,10 +18,10 @@ using namespace cotune::core;
 
 int run(int argc, char** argv) {
   po::options_description opts("cotune report STUDY [options]");
-  std::string name, out_path, store_path = kDefaultStorePath;
+  std::string name, out_path, store_path = default_store_path();
   opts.add_options()("help,h", "show this help")("output,o", po::value(&out_path),
                                                   "the HTML file to write (default: <STUDY>.html)")(
-      "store", po::value(&store_path), "the study store (default: ./cotune.db)");
+      "store", po::value(&store_path), kStoreHelp);
   po::options_description hidden;
   hidden.add_options()("study", po::value(&name));
   po::options_description all;

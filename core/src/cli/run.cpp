@@ -175,9 +175,9 @@ void print_summary(const StudySpec& spec, const RunResult& result, const std::st
 
 int run(int argc, char** argv) {
   po::options_description opts("cotune run STUDY.json [options]");
-  std::string study_path, store_path = kDefaultStorePath;
+  std::string study_path, store_path = default_store_path();
   opts.add_options()("help,h", "show this help")("store", po::value(&store_path),
-                                                  "the study store (default: ./cotune.db)")(
+                                                  kStoreHelp)(
       "quiet,q", "no progress output, only the final table");
   po::options_description hidden;
   hidden.add_options()("study", po::value(&study_path));

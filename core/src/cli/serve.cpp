@@ -43,8 +43,9 @@ int run(int argc, char** argv) {
   po::options_description opts("cotune serve [options]");
   std::string listen = "127.0.0.1:8080";
   report::LiveServerOptions o;
+  o.store_path = default_store_path();
   opts.add_options()("help,h", "show this help")("store", po::value(&o.store_path),
-                                                  "the study store (default: ./cotune.db)")(
+                                                  kStoreHelp)(
       "listen", po::value(&listen), "ADDRESS:PORT to listen on (default: 127.0.0.1:8080; port 0: any free port)")(
       "refresh", po::value(&o.refresh_s), "seconds between reloads of a running study's page (default: 5)")(
       "max-connections", po::value(&o.max_connections), "connections open at once; more are closed (default: 256)");

@@ -100,10 +100,10 @@ void show_study(Store& store, const std::string& name, std::int64_t limit) {
 
 int run(int argc, char** argv) {
   po::options_description opts("cotune show [STUDY] [options]");
-  std::string name, store_path = kDefaultStorePath;
+  std::string name, store_path = default_store_path();
   std::int64_t limit = kDefaultLimit;
   opts.add_options()("help,h", "show this help")("store", po::value(&store_path),
-                                                  "the study store (default: ./cotune.db)")(
+                                                  kStoreHelp)(
       "limit", po::value(&limit), "with STUDY: show its latest N trials (default 100; 0: all)");
   po::options_description hidden;
   hidden.add_options()("study", po::value(&name));

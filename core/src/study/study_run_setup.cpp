@@ -401,6 +401,9 @@ RunResult StudyRun::run() {
   // Kept with the study, so that `cotune export` takes it later.
   if (result.recommended_config) store_->set_study_recommended(study_.id, result.recommended_config->trial_id);
   release_lease();
+  // The study's folder of trial directories, and the store's folder of studies, when left empty.
+  std::error_code ignored;
+  if (std::filesystem::remove(runs_dir_, ignored)) std::filesystem::remove(std::filesystem::path(runs_dir_).parent_path(), ignored);
   return result;
 }
 

@@ -227,6 +227,9 @@ Observation StudyRun::commit(RunningTrial& r, const TrialResult& result) {
   }
   store_->finish_trial(r.trial_id, o);
   ++finished_this_run_;
+  // A trial that left nothing in its directory (the simulator's) leaves no empty directory behind.
+  std::error_code ignored;
+  std::filesystem::remove(runs_dir_ + "/" + std::to_string(r.seq), ignored);  // only when empty
 
   std::optional<TrialRecord> stored = store_->trial(r.trial_id);
   double gpu_hours = trial_gpu_hours(result.metrics_json, stored ? stored->started_at : std::nullopt,
