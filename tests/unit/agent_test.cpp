@@ -385,6 +385,11 @@ TEST_F(AgentTest, HoldsAtMostMaxTrialsUntilResultsAreAcknowledged) {
 // With its file descriptors used up, the agent waits before accepting again and logs about once a
 // second, instead of spinning on accept() with a line per try; it serves again once they free up.
 TEST_F(AgentTest, OutOfFileDescriptorsSlowsAcceptInsteadOfSpinning) {
+#ifdef __SANITIZE_ADDRESS__
+  // UBSan's vptr check probes memory through a pipe: with no descriptor left it cannot, and reports
+  // every virtual call as one on a bad object. Out of descriptors is tested in the other builds.
+  GTEST_SKIP() << "descriptor exhaustion breaks the sanitizer runtime's own checks";
+#endif
   const std::string log = dir.file("agent.log");
   AgentProcess agent({"--listen", "127.0.0.1:0", "--secret-file", secret_file, "--executor", "testecho",
                       "--plugin-dir", kTestPluginDir},

@@ -263,6 +263,11 @@ TEST_F(Serve, AReportBeingRenderedDoesNotHoldUpOtherClients) {
 // `cotune serve` out of file descriptors: it waits before accepting again and logs about once a
 // second instead of spinning with a line per try; it serves again once descriptors free up.
 TEST_F(Serve, OutOfFileDescriptorsSlowsAcceptInsteadOfSpinning) {
+#ifdef __SANITIZE_ADDRESS__
+  // UBSan's vptr check probes memory through a pipe: with no descriptor left it cannot, and reports
+  // every virtual call as one on a bad object. Out of descriptors is tested in the other builds.
+  GTEST_SKIP() << "descriptor exhaustion breaks the sanitizer runtime's own checks";
+#endif
   const std::string out = dir_ + "/serve.out", err = dir_ + "/serve.err";
   const pid_t pid = testing::spawn_cotune(dir_, {"serve", "--store", store_path_, "--listen", "127.0.0.1:0"}, out, err, [] {
     rlimit limit{40, 40};

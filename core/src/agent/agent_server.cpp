@@ -23,6 +23,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <system_error>
 
 namespace cotune::core::agent {
 namespace asio = boost::asio;
@@ -275,7 +276,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 void AgentServer::Impl::accept() {
   acceptor.async_accept([this](const boost::system::error_code& ec, tcp::socket socket) {
     if (stopping || !acceptor.is_open()) return;
-    if (!ec) {
+    if (ec.value() == 0) {
       if (open_connections.load() >= static_cast<size_t>(opt.max_connections)) {
         log("refusing a connection: " + std::to_string(opt.max_connections) + " connections are open");
         boost::system::error_code ignored;
@@ -289,12 +290,13 @@ void AgentServer::Impl::accept() {
       }
       accept_backoff.succeeded();
     } else {
-      // Out of file descriptors (or another lasting failure): wait, then try again.
+      // Out of file descriptors (or another lasting failure): wait, then try again. Only the
+      // error's number is read: it is an errno from accept(2).
       std::string line;
-      accept_timer.expires_after(accept_backoff.failed(ec.message(), &line));
+      accept_timer.expires_after(accept_backoff.failed(std::system_category().message(ec.value()), &line));
       if (!line.empty()) log(line);
-      accept_timer.async_wait([this](const boost::system::error_code& wait_ec) {
-        if (!wait_ec) accept();
+      accept_timer.async_wait([this](const boost::system::error_code&) {
+        if (!stopping && acceptor.is_open()) accept();
       });
       return;
     }

@@ -17,6 +17,7 @@
 #include <cctype>
 #include <chrono>
 #include <mutex>
+#include <system_error>
 #include <vector>
 
 #include "net/accept_backoff.hpp"
@@ -261,13 +262,14 @@ class Session : public std::enable_shared_from_this<Session> {
 void accept(LiveServer::Impl& server) {
   server.acceptor.async_accept([&server](beast::error_code ec, tcp::socket socket) {
     if (!server.acceptor.is_open()) return;
-    if (ec) {
-      // Out of file descriptors (or another lasting failure): wait, then try again.
+    if (ec.value() != 0) {
+      // Out of file descriptors (or another lasting failure): wait, then try again. Only the
+      // error's number is read: it is an errno from accept(2).
       std::string line;
-      server.accept_timer.expires_after(server.accept_backoff.failed(ec.message(), &line));
+      server.accept_timer.expires_after(server.accept_backoff.failed(std::system_category().message(ec.value()), &line));
       if (!line.empty()) core::log(COTUNE_LOG_WARN, "serve", line);
-      server.accept_timer.async_wait([&server](beast::error_code wait_ec) {
-        if (!wait_ec) accept(server);
+      server.accept_timer.async_wait([&server](const beast::error_code&) {
+        if (server.acceptor.is_open()) accept(server);
       });
       return;
     }
