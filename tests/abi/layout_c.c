@@ -158,7 +158,7 @@ int main(void) {
   OFFSET(cotune_param, default_value, 80);
   OFFSET(cotune_param, unit, 88);
   OFFSET(cotune_param, help, 104);
-  SIZE(cotune_space_api, 104);
+  SIZE(cotune_space_api, 112);
   OFFSET(cotune_space_api, struct_size, 0);
   OFFSET(cotune_space_api, create, 8);
   OFFSET(cotune_space_api, destroy, 16);
@@ -172,6 +172,7 @@ int main(void) {
   OFFSET(cotune_space_api, render, 80);
   OFFSET(cotune_space_api, parse, 88);
   OFFSET(cotune_space_api, set_target, 96);
+  OFFSET(cotune_space_api, metrics, 104);
   SIZE(cotune_predictor_api, 64);
   OFFSET(cotune_predictor_api, struct_size, 0);
   OFFSET(cotune_predictor_api, create, 8);
@@ -217,7 +218,7 @@ int main(void) {
   OFFSET(cotune_trial_result, error, 32);
   OFFSET(cotune_trial_result, log_path, 48);
   OFFSET(cotune_trial_result, external_id, 64);
-  SIZE(cotune_executor_api, 80);
+  SIZE(cotune_executor_api, 88);
   OFFSET(cotune_executor_api, struct_size, 0);
   OFFSET(cotune_executor_api, create, 8);
   OFFSET(cotune_executor_api, destroy, 16);
@@ -228,6 +229,7 @@ int main(void) {
   OFFSET(cotune_executor_api, release, 56);
   OFFSET(cotune_executor_api, attach, 64);
   OFFSET(cotune_executor_api, candidates, 72);
+  OFFSET(cotune_executor_api, metrics, 80);
   SIZE(cotune_component, 88);
   OFFSET(cotune_component, struct_size, 0);
   OFFSET(cotune_component, kind, 8);

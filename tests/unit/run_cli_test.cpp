@@ -308,6 +308,42 @@ TEST_F(RunCli, SimulatedTrialsLeaveNoEmptyDirectories) {
   EXPECT_FALSE(fs::exists(dir_ + "/cotune-runs")) << "empty trial directories were left";
 }
 
+// A misspelt metric in the objective or a constraint is refused before any trial runs (it would
+// otherwise run the whole budget with every trial infeasible), with the name it resembles.
+TEST_F(RunCli, AMisspeltMetricIsRefusedBeforeAnyTrial) {
+  const std::string path = write_study("typo", 6, 1, "random");
+  json doc = json::parse(read_file(path));
+  doc["objective"]["metric"] = "tokens_per_sec";
+  std::ofstream(path) << doc.dump(2);
+  EXPECT_EQ(run({"run", path, "--store", store_}), 2) << err();
+  EXPECT_NE(err().find("/objective/metric: the executor 'sim' reports no metric \"tokens_per_sec\" (did you mean "
+                       "\"tokens_per_s\"?)"),
+            std::string::npos)
+      << err();
+  EXPECT_TRUE(trials("typo").empty()) << "no trial may run";
+
+  // A constraint, with an executor that reports what its jobs write: checked against the space.
+  doc["objective"] = {{"metric", "val_loss"},
+                      {"direction", "minimize"},
+                      {"constraints", json::array({{{"metric", "peak_mem_gb"}, {"max", 70}}})}};
+  doc["executor"] = {{"name", "process"},
+                     {"options", {{"command", {"/bin/sh", "-c", "printf '{{\"val_loss\": 2}}' > \"$COTUNE_RESULT_FILE\""}}}}};
+  std::ofstream(path) << doc.dump(2);
+  EXPECT_EQ(run({"run", path, "--store", store_}), 2) << err();
+  EXPECT_NE(err().find("/objective/constraints/0/metric: \"peak_mem_gb\" is not a metric of the space 'llm' (did you "
+                       "mean \"peak_mem_gib\"?)"),
+            std::string::npos)
+      << err();
+  EXPECT_TRUE(trials("typo").empty());
+
+  // A metric of the jobs' own, far from the space's names, runs.
+  doc["objective"].erase("constraints");
+  doc["budget"] = {{"trials", 2}};
+  std::ofstream(path) << doc.dump(2);
+  EXPECT_EQ(run({"run", path, "--store", store_}), 0) << err();
+  EXPECT_EQ(finished(trials("typo")), 2u);
+}
+
 TEST_F(RunCli, AFifoAsStudyFileIsRefusedNotWaitedOn) {
   const std::string fifo = dir_ + "/study.json";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);

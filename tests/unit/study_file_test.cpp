@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "study/json_checks.hpp"
+
 namespace cotune::core {
 namespace {
 
@@ -359,4 +361,14 @@ TEST(CanonicalJson, WorkloadKeysDependOnWorkloadAndSpace) {
 }
 
 }  // namespace
+TEST(LikelyMeant, FindsTheNameATypoResembles) {
+  const std::vector<std::string> names = {"step_time_s", "tokens_per_s", "mfu", "peak_mem_gib"};
+  EXPECT_EQ(likely_meant("tokens_per_sec", names), "tokens_per_s");
+  EXPECT_EQ(likely_meant("tokens_per_second", names), "tokens_per_s") << "spelled out further";
+  EXPECT_EQ(likely_meant("peak_mem_gb", names), "peak_mem_gib");
+  EXPECT_EQ(likely_meant("MFU", names), "") << "three edits away";
+  EXPECT_EQ(likely_meant("val_loss", names), "");
+  EXPECT_EQ(likely_meant("step", names), "") << "too short a prefix to be a guess";
+}
+
 }  // namespace cotune::core

@@ -338,6 +338,35 @@ std::string Space::render(const double* config, int32_t format) const {
   return out;
 }
 
+namespace {
+// A plugin's list of metric names (a JSON array of strings), or a PluginError naming it.
+std::vector<std::string> metric_names(const std::string& text, const std::string& who) {
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  std::vector<std::string> out;
+  if (j.is_array())
+    for (const nlohmann::json& v : j) {
+      if (!v.is_string() || v.get<std::string>().empty()) {
+        out.clear();
+        break;
+      }
+      out.push_back(v.get<std::string>());
+    }
+  if (out.empty() && !(j.is_array() && j.empty()))
+    throw PluginError(COTUNE_ERR_INTERNAL, who + ": metrics() wrote " + text.substr(0, 200) +
+                                               ", not a JSON array of metric names");
+  return out;
+}
+}  // namespace
+
+std::optional<std::vector<std::string>> Space::metrics() const {
+  auto fn = optional_fn(api_, &cotune_space_api::metrics);
+  if (fn == nullptr) return std::nullopt;
+  StringSink s;
+  CallWatch::Scope watch(CallKind::space, ref_.info.id, "metrics");
+  throw_if_error(fn(inst_, &s.sink), ref_.info.id);
+  return metric_names(s.data, ref_.info.id);
+}
+
 bool Space::set_target(const std::string& target) {
   auto set = optional_fn(api_, &cotune_space_api::set_target);
   if (set == nullptr) return false;
@@ -510,6 +539,15 @@ std::vector<double> Executor::candidates(const cotune_trial& study) const {
     throw PluginError(COTUNE_ERR_INTERNAL, ref_.info.id + ": candidates() gave " + std::to_string(count) +
                                                " rows, then " + std::to_string(again));
   return rows;
+}
+
+std::optional<std::vector<std::string>> Executor::metrics(const cotune_trial& study) const {
+  auto fn = optional_fn(api_, &cotune_executor_api::metrics);
+  if (fn == nullptr) return std::nullopt;
+  StringSink s;
+  CallWatch::Scope watch(CallKind::executor, ref_.info.id, "metrics");
+  throw_if_error(fn(inst_, &study, &s.sink), ref_.info.id);
+  return metric_names(s.data, ref_.info.id);
 }
 
 int32_t Executor::capacity() const {

@@ -25,6 +25,27 @@ size_t edit_distance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
+}  // namespace
+
+std::string likely_meant(std::string_view word, const std::vector<std::string>& names) {
+  std::string closest;
+  size_t best = std::numeric_limits<size_t>::max();
+  for (const std::string& n : names) {
+    const size_t d = edit_distance(word, n);
+    if (d < best) best = d, closest = n;
+  }
+  if (best <= 2) return closest;
+  // One name spelled out further ("tokens_per_second" for "tokens_per_s").
+  for (const std::string& n : names) {
+    const std::string_view shorter = n.size() < word.size() ? std::string_view(n) : word;
+    const std::string_view longer = n.size() < word.size() ? word : std::string_view(n);
+    if (shorter.size() >= 5 && longer.substr(0, shorter.size()) == shorter) return n;
+  }
+  return "";
+}
+
+namespace {
+
 // An integer (not 3.0: hand-written floats are not counts) that fits in int64.
 bool fits_int64(const nlohmann::json& v) {
   return v.is_number_integer() &&
@@ -62,14 +83,10 @@ void JsonChecker::only_known(const nlohmann::json& object, const std::string& po
   for (auto it = object.begin(); it != object.end(); ++it) {
     const std::string& key = it.key();
     if (std::find(known.begin(), known.end(), key) != known.end()) continue;
-    std::string list, closest;
-    size_t best = std::numeric_limits<size_t>::max();
-    for (const std::string& k : known) {
-      list += (list.empty() ? "" : ", ") + k;
-      size_t d = edit_distance(key, k);
-      if (d < best) best = d, closest = k;
-    }
-    std::string hint = best <= 2 ? " (did you mean \"" + closest + "\"?)" : "";
+    std::string list;
+    for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+    const std::string closest = likely_meant(key, known);
+    std::string hint = closest.empty() ? "" : " (did you mean \"" + closest + "\"?)";
     fail(child_pointer(pointer, key), "unknown field" + hint + "; known fields here: " + list);
   }
 }

@@ -69,6 +69,8 @@ class StudyRun {
   // setup and resume (study_run_setup.cpp)
   void load_components();
   void restrict_to_executor_candidates();
+  void check_metric_names();
+  cotune_trial study_trial(const std::string& workload_json) const;  // a trial without a configuration
   void open_study();
   // One run per study (Store::take_study_lease): refused with who holds it; a holder whose pid is
   // gone on this host, or whose heartbeat stopped, is taken over.

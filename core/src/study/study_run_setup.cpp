@@ -17,6 +17,7 @@
 #include <limits>
 
 #include "study/environment.hpp"
+#include "study/json_checks.hpp"
 #include "study/searcher_state.hpp"
 #include "study/study_run.hpp"
 
@@ -54,13 +55,18 @@ StudyRun::~StudyRun() { release_lease(); }
 
 // An executor that answers a fixed set of configurations (a table of runs) lists them: the search
 // then proposes only those, instead of spending proposals on what would come back unavailable.
-void StudyRun::restrict_to_executor_candidates() {
-  const std::string workload = spec_.workload.dump();
+cotune_trial StudyRun::study_trial(const std::string& workload_json) const {
   cotune_trial study = empty_trial();
   study.trial_id = {spec_.name.data(), spec_.name.size()};
-  study.workload_json = {workload.data(), workload.size()};
+  study.workload_json = {workload_json.data(), workload_json.size()};
   study.params = space_->raw_params();
   study.num_params = space_->num_params();
+  return study;
+}
+
+void StudyRun::restrict_to_executor_candidates() {
+  const std::string workload = spec_.workload.dump();
+  const cotune_trial study = study_trial(workload);
   std::vector<double> rows;
   try {
     rows = executor_->candidates(study);
@@ -80,6 +86,45 @@ void StudyRun::restrict_to_executor_candidates() {
       "the executor '" + name + "' answers " + std::to_string(kept) + " valid configuration(s) of this workload" +
           (kept < listed ? " (of " + std::to_string(listed) + " listed; the others are not valid in the space)" : "") +
           "; the search proposes only those");
+}
+
+// Every metric the objectives and constraints name, against what the executor and the space say
+// their trials report, before the first trial: a misspelt metric would otherwise run the whole
+// budget with every trial infeasible ("the metric was not reported").
+void StudyRun::check_metric_names() {
+  std::vector<std::pair<std::string, std::string>> named;  // (field, metric)
+  for (size_t i = 0; i < spec_.objectives.size(); ++i) {
+    const std::string at = spec_.pareto() ? "/objectives/" + std::to_string(i) : "/objective";
+    named.emplace_back(at + "/metric", spec_.objectives[i].metric);
+    for (size_t j = 0; j < spec_.objectives[i].constraints.size(); ++j)
+      named.emplace_back(at + "/constraints/" + std::to_string(j) + "/metric", spec_.objectives[i].constraints[j].metric);
+  }
+  const std::string workload = spec_.workload.dump();
+  const std::optional<std::vector<std::string>> reported = executor_->metrics(study_trial(workload));
+  const std::optional<std::vector<std::string>> measured = space_->metrics();
+  auto listed = [](const std::vector<std::string>& names) {
+    std::string out;
+    for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+    return out;
+  };
+  for (const auto& [field, metric] : named) {
+    if (reported) {
+      if (std::find(reported->begin(), reported->end(), metric) != reported->end()) continue;
+      const std::string meant = likely_meant(metric, *reported);
+      throw UserError(spec_.file + ": " + field + ": the executor '" + executor_->info().name + "' reports no metric \"" +
+                      metric + "\"" + (meant.empty() ? "" : " (did you mean \"" + meant + "\"?)") +
+                      "; it reports " + listed(*reported));
+    }
+    if (!measured || std::find(measured->begin(), measured->end(), metric) != measured->end()) continue;
+    const std::string meant = likely_meant(metric, *measured);
+    if (!meant.empty())
+      throw UserError(spec_.file + ": " + field + ": \"" + metric + "\" is not a metric of the space '" +
+                      space_->info().name + "' (did you mean \"" + meant + "\"?); its trials are measured in " +
+                      listed(*measured) + ". A job may report metrics of its own, but not one a letter or two from these");
+    log(COTUNE_LOG_INFO, "study",
+        "the metric \"" + metric + "\" (" + field + ") is not one the space '" + space_->info().name +
+            "' names: the executor's jobs must report it");
+  }
 }
 
 namespace {
@@ -107,6 +152,7 @@ void StudyRun::load_components() {
     throw UserError(spec_.file + ": /executor: the executor '" + executor_->info().name +
                     "' needs step traces, which the space '" + space_->info().name + "' does not produce");
   if (executor_->has_candidates()) restrict_to_executor_candidates();
+  check_metric_names();
   predictor_ = made_from_options(spec_, "/predictor/options", [&] {
     return registry_.make_predictor(
         spec_.predictor.name, surrogate_predictor_options(spec_.predictor.options.dump(), spec_.file + ": /predictor/options"));

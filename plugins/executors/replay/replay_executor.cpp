@@ -29,6 +29,12 @@ class ReplayExecutor {
   explicit ReplayExecutor(std::string_view options_json)
       : options_(parse_replay_options(options_json)), table_(options_) {}
 
+  // The table's metric columns, and the count of rows each answer averages.
+  std::vector<std::string> metrics(const cotune_trial&) const {
+    std::vector<std::string> names = table_.metric_names();
+    names.emplace_back("replay_rows");
+    return names;
+  }
   int32_t capacity() { return options_.capacity; }
 
   std::unique_ptr<Job> submit(const cotune_trial& trial) {

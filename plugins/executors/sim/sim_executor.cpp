@@ -71,6 +71,10 @@ class SimExecutor {
     }
   }
 
+  // Every metric a result carries (metrics() below; cost_per_mtokens when the cluster has a price).
+  std::vector<std::string> metrics(const cotune_trial&) const {
+    return {"step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "peak_mem_gib", "gpus", "cost_per_mtokens"};
+  }
   int32_t capacity() { return 1024; }
 
   std::unique_ptr<Job> submit(const cotune_trial& trial) {

@@ -110,6 +110,12 @@ class LlmSpace {
   }
 
   // From now on the framework's rules apply and render() writes its version (target.hpp).
+  // What a trial of a training configuration is measured in (the sim executor reports all of them;
+  // a job run by the process or Slurm executor writes them to its result file).
+  std::vector<std::string> metrics() const {
+    return {"step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "peak_mem_gib", "gpus", "cost_per_mtokens"};
+  }
+
   void set_target(std::string_view text) {
     const Target t = parse_target(text);
     const std::string refusal = workload_refusal(w_, t);

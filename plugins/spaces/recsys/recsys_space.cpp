@@ -168,6 +168,11 @@ class RecsysSpace {
 
   // The one launch target: TorchRec at the commit ../shared/data/frameworks/torchrec_plan.md reads.
   // Every plan the space makes is one TorchRec accepts, so the target adds no constraint.
+  // What a trial is measured in: tokens_per_s counts samples (docs/workloads-recsys.md).
+  std::vector<std::string> metrics() const {
+    return {"step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "peak_mem_gib", "gpus", "cost_per_mtokens"};
+  }
+
   void set_target(std::string_view text) {
     const size_t at = text.find('@');
     std::string word(text.substr(0, at)), version(at == std::string_view::npos ? "" : text.substr(at + 1));

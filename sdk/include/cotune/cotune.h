@@ -38,7 +38,7 @@ extern "C" {
 /* ---------------------------------------------------------------------------------------------- */
 
 #define COTUNE_ABI_MAJOR 1
-#define COTUNE_ABI_MINOR 2
+#define COTUNE_ABI_MINOR 3
 
 /* Size of a struct up to and including `last_field`: what a writer stores in struct_size. */
 #define COTUNE_STRUCT_SIZE(type, last_field) \
@@ -449,8 +449,14 @@ typedef struct cotune_space_api {
    * and the rule), and render() writes that version's format for that framework. An unknown target
    * is INVALID_ARGUMENT with a message naming the targets the space knows. */
   cotune_error* (*set_target)(cotune_space_instance* space, cotune_str target);
+
+  /* 1.3, optional (NULL: the space names none): the metrics a trial of this space is measured in,
+   * as a JSON array of names written to `out` (["step_time_s", "tokens_per_s", ...]). Before a
+   * study's first trial the host checks the metrics its objectives and constraints name: one that
+   * is not in the list but close to a name in it is refused as a typo, with that name suggested. */
+  cotune_error* (*metrics)(cotune_space_instance* space, const cotune_sink* out);
 } cotune_space_api;
-COTUNE_ASSERT_LAST_FIELD(cotune_space_api, set_target);
+COTUNE_ASSERT_LAST_FIELD(cotune_space_api, metrics);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Predictors                                                                                     */
@@ -613,8 +619,15 @@ typedef struct cotune_executor_api {
    * 0 sizes the buffer. COTUNE_ERR_UNSUPPORTED: as configured it lists none (search the space). */
   cotune_error* (*candidates)(cotune_executor_instance* executor, const cotune_trial* study,
                               double* out, size_t capacity, size_t* out_count);
+
+  /* 1.3, optional (NULL: results carry what each job reports, unknown in advance): the metrics every
+   * result of this executor can carry for `study` (a trial without a configuration, as for
+   * candidates()), as a JSON array of names written to `out`. A study whose objectives or
+   * constraints name any other metric is refused before its first trial. */
+  cotune_error* (*metrics)(cotune_executor_instance* executor, const cotune_trial* study,
+                           const cotune_sink* out);
 } cotune_executor_api;
-COTUNE_ASSERT_LAST_FIELD(cotune_executor_api, candidates);
+COTUNE_ASSERT_LAST_FIELD(cotune_executor_api, metrics);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* The plugin descriptor and entry point                                                          */

@@ -15,6 +15,7 @@
 //     // optional: const cotune_trace* lower(const double* config);
 //     // optional: void parse(std::string_view config_json, double* out_config);
 //     // optional: void set_target(std::string_view target);  // "megatron@core_v0.19.0"
+//     // optional: std::vector<std::string> metrics();            // what its trials are measured in
 //   };
 //   COTUNE_PLUGIN(cotune::space<MySpace>({"org.example.space.mine", "mine", "1.0.0", "My model."}))
 //
@@ -87,6 +88,29 @@ inline void write(const cotune_sink* sink, std::string_view data) {
   if (sink == nullptr || sink->write == nullptr) throw Error(COTUNE_ERR_INVALID_ARGUMENT, "no output sink");
   if (sink->write(sink->ctx, data.data(), data.size()) != 0)
     throw Error(COTUNE_ERR_RESOURCE_EXHAUSTED, "output sink refused the data");
+}
+
+// A list of names as a JSON array of strings (quotes, backslashes and control characters escaped).
+inline std::string json_string_array(const std::vector<std::string>& names) {
+  static const char* const hex = "0123456789abcdef";
+  std::string out = "[";
+  for (size_t i = 0; i < names.size(); ++i) {
+    out += i == 0 ? "\"" : ",\"";
+    for (unsigned char c : names[i]) {
+      if (c == '"' || c == '\\') {
+        out += '\\';
+        out += static_cast<char>(c);
+      } else if (c < 0x20) {
+        out += "\\u00";
+        out += hex[c >> 4];
+        out += hex[c & 15];
+      } else {
+        out += static_cast<char>(c);
+      }
+    }
+    out += '"';
+  }
+  return out + "]";
 }
 
 // A sink that appends into a std::string (for calling other components, or the host).
@@ -165,6 +189,10 @@ template <class, class = void> struct has_attach : std::false_type {};
 template <class, class = void> struct has_candidates : std::false_type {};
 template <class T> struct has_candidates<T, std::void_t<decltype(std::declval<T&>().candidates(std::declval<const cotune_trial&>()))>> : std::true_type {};
 template <class T> struct has_attach<T, std::void_t<decltype(std::declval<T&>().attach(std::declval<const cotune_trial&>(), std::string_view()))>> : std::true_type {};
+template <class, class = void> struct has_space_metrics : std::false_type {};
+template <class T> struct has_space_metrics<T, std::void_t<decltype(std::declval<T&>().metrics())>> : std::true_type {};
+template <class, class = void> struct has_executor_metrics : std::false_type {};
+template <class T> struct has_executor_metrics<T, std::void_t<decltype(std::declval<T&>().metrics(std::declval<const cotune_trial&>()))>> : std::true_type {};
 template <class, class = void> struct has_describe_fit : std::false_type {};
 template <class T> struct has_describe_fit<T, std::void_t<decltype(std::declval<T&>().describe_fit())>> : std::true_type {};
 }  // namespace detail
@@ -423,10 +451,18 @@ struct SpaceAdapter {
       return nullptr;
     }
   }
+  static cotune_error* metrics(cotune_space_instance* s, const cotune_sink* out) {
+    if constexpr (has_space_metrics<T>::value) {
+      return guarded([&] { write(out, json_string_array(self(s).metrics())); });
+    } else {
+      (void)s, (void)out;
+      return nullptr;
+    }
+  }
   static const cotune_space_api* api() {
     static const cotune_space_api a = [] {
       cotune_space_api t{};
-      t.struct_size = COTUNE_STRUCT_SIZE(cotune_space_api, set_target);
+      t.struct_size = COTUNE_STRUCT_SIZE(cotune_space_api, metrics);
       t.create = &create;
       t.destroy = &destroy;
       t.describe = &describe;
@@ -439,6 +475,7 @@ struct SpaceAdapter {
       t.render = &render;
       t.parse = has_parse<T>::value ? &parse : nullptr;
       t.set_target = has_set_target<T>::value ? &set_target : nullptr;
+      t.metrics = has_space_metrics<T>::value ? &metrics : nullptr;
       return t;
     }();
     return &a;
@@ -566,6 +603,7 @@ struct SearcherAdapter {
 //   void cancel(Job& job);
 //   optional: std::unique_ptr<Job> attach(const cotune_trial& trial, std::string_view external_id);
 //   optional: std::vector<double> candidates(const cotune_trial& study);  // rows of num_params values
+//   optional: std::vector<std::string> metrics(const cotune_trial& study);  // every metric it reports
 template <class T>
 struct ExecutorAdapter {
   using Job = typename T::Job;
@@ -626,10 +664,21 @@ struct ExecutorAdapter {
       return nullptr;
     }
   }
+  static cotune_error* metrics(cotune_executor_instance* e, const cotune_trial* study, const cotune_sink* out) {
+    if constexpr (has_executor_metrics<T>::value) {
+      return guarded([&] {
+        if (study == nullptr) throw Error(COTUNE_ERR_INVALID_ARGUMENT, "study is NULL");
+        write(out, json_string_array(self(e).metrics(*study)));
+      });
+    } else {
+      (void)e, (void)study, (void)out;
+      return nullptr;
+    }
+  }
   static const cotune_executor_api* api() {
     static const cotune_executor_api a = [] {
       cotune_executor_api t{};
-      t.struct_size = COTUNE_STRUCT_SIZE(cotune_executor_api, candidates);
+      t.struct_size = COTUNE_STRUCT_SIZE(cotune_executor_api, metrics);
       t.create = &create;
       t.destroy = &destroy;
       t.capacity = &capacity;
@@ -639,6 +688,7 @@ struct ExecutorAdapter {
       t.release = &release;
       t.attach = has_attach<T>::value ? &attach : nullptr;
       t.candidates = has_candidates<T>::value ? &candidates : nullptr;
+      t.metrics = has_executor_metrics<T>::value ? &metrics : nullptr;
       return t;
     }();
     return &a;

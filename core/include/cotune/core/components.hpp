@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_set>
@@ -88,6 +89,8 @@ class Space {
   // a target the space does not know.
   bool set_target(const std::string& target);
   const std::string& target() const { return target_; }
+  // The metrics its trials are measured in (ABI 1.3), or nullopt when the space names none.
+  std::optional<std::vector<std::string>> metrics() const;
 
   // Canonical key of a configuration: "name=value;..." in parameter order, values formatted.
   std::string key(const double* config) const;
@@ -191,6 +194,9 @@ class Executor {
   bool has_candidates() const;
   // Those configurations, rows of study.num_params values (study: a trial without a configuration).
   std::vector<double> candidates(const cotune_trial& study) const;
+  // Every metric its results carry for this study (ABI 1.3), or nullopt when it reports whatever
+  // each job reports.
+  std::optional<std::vector<std::string>> metrics(const cotune_trial& study) const;
 
   // A job handle; released with the Job object.
   class Job {
