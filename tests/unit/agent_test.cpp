@@ -7,6 +7,7 @@
 #include <cotune/core/errors.hpp>
 
 #include "support/agent_harness.hpp"
+#include "support/cli_process.hpp"
 
 #include <sys/resource.h>
 
@@ -411,6 +412,22 @@ TEST_F(AgentTest, OutOfFileDescriptorsSlowsAcceptInsteadOfSpinning) {
     if (!served) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   EXPECT_TRUE(served) << read_text(log);
+}
+
+TEST_F(AgentTest, TheCommandRefusesBadLimitsAndStrayWords) {
+  ScratchDir scratch("agent-args");
+  auto exit_of = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"agent", "--listen", "127.0.0.1:0", "--secret-file", secret_file, "--executor", "sim"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return wait_exit_within(spawn_cotune(scratch.path(), args, scratch.file("out"), scratch.file("err")),
+                            std::chrono::seconds(20));
+  };
+  EXPECT_EQ(exit_of({"--max-trials", "-1"}), 2);
+  EXPECT_NE(read_text(scratch.file("err")).find("--max-trials must be at least 1, got -1"), std::string::npos)
+      << read_text(scratch.file("err"));
+  EXPECT_EQ(exit_of({"--max-connections", "-1"}), 2);
+  EXPECT_EQ(exit_of({"--keep-trial-dirs", "no"}), 2) << "a stray word is not ignored";
+  EXPECT_NE(read_text(scratch.file("err")).find("unexpected argument"), std::string::npos) << read_text(scratch.file("err"));
 }
 
 }  // namespace

@@ -255,6 +255,10 @@ TEST_F(RunCli, APluginCallPastItsDeadlineStopsTheStudyNamingThePluginAndTheCall)
   EXPECT_EQ(cotune::testing::wait_exit_within(pid, std::chrono::seconds(30)), 3) << err();
   EXPECT_NE(err().find("the executor 'org.cotune.test.executor.testecho' has been in its poll call"), std::string::npos) << err();
   EXPECT_NE(err().find("past its deadline of 1 s"), std::string::npos) << err();
+  {
+    Store store(store_);
+    EXPECT_EQ(store.find_study("late")->status, StudyStatus::stopped) << "nothing runs it any more";
+  }
   const std::vector<TrialRecord> ts = trials("late");
   ASSERT_FALSE(ts.empty());
   for (const TrialRecord& t : ts)

@@ -309,6 +309,14 @@ TEST_F(Serve, OutOfFileDescriptorsSlowsAcceptInsteadOfSpinning) {
   EXPECT_EQ(testing::wait_exit_within(pid, std::chrono::seconds(20)), 0) << testing::read_file(err);
 }
 
+// `cotune serve s.db` must not serve ./cotune.db (or $COTUNE_STORE) instead of the file named.
+TEST_F(Serve, AStoreGivenAsAPlainArgumentIsRefused) {
+  const std::string out = dir_ + "/serve.out", err = dir_ + "/serve.err";
+  const pid_t pid = testing::spawn_cotune(dir_, {"serve", store_path_, "--listen", "127.0.0.1:0"}, out, err);
+  EXPECT_EQ(testing::wait_exit_within(pid, std::chrono::seconds(20)), 2);
+  EXPECT_NE(testing::read_file(err).find("unexpected argument"), std::string::npos) << testing::read_file(err);
+}
+
 TEST_F(Serve, BadListenAddressAndMissingStoreAreUserErrors) {
   LiveServerOptions o;
   o.store_path = store_path_;

@@ -118,8 +118,8 @@ std::optional<std::string> Session::on_request(const std::string& type, const nl
     if (!book.has_room_for(*trial_id)) {
       reply({{"type", "rejected"},
              {"trial_id", *trial_id},
-             {"reason", "the agent holds " + std::to_string(book.max_trials()) +
-                            " trials not yet acknowledged (its --max-trials): acknowledge results, then retry"},
+             {"reason", "the agent is at its --max-trials (" + std::to_string(book.max_trials()) +
+                            " queued, running, or finished and not yet collected); retry once some are collected"},
              {"retry", true}});
       return std::nullopt;
     }

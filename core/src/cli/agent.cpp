@@ -38,6 +38,7 @@ void parse_listen(const std::string& text, core::agent::AgentOptions& o) {
 int run_agent(int argc, char** argv) {
   core::agent::AgentOptions o;
   std::string listen, on_shutdown = "finish";
+  long long max_trials = 0;
   po::options_description desc(
       "usage: cotune agent --listen HOST:PORT --secret-file FILE --executor NAME [options]\n\n"
       "Runs trials for remote cotune hosts (the 'remote' executor) with a locally configured executor.\n"
@@ -63,16 +64,20 @@ int run_agent(int argc, char** argv) {
       ("frame-timeout-ms", po::value(&o.frame_timeout_ms)->default_value(o.frame_timeout_ms), "time to finish a started frame")
       ("idle-timeout-ms", po::value(&o.idle_timeout_ms)->default_value(o.idle_timeout_ms), "idle connections are closed after this")
       ("max-connections", po::value(&o.max_connections)->default_value(o.max_connections), "connections open at once")
-      ("max-trials", po::value(&o.max_trials)->default_value(o.max_trials), "trials held at once (queued, running, unacknowledged)")
+      ("max-trials", po::value(&max_trials)->default_value(static_cast<long long>(o.max_trials)),
+       "trials held at once (queued, running, finished and unacknowledged); more are turned away to retry later")
       ("keep-trial-dirs", po::bool_switch(&o.keep_trial_dirs), "keep each trial's directory after its result is acknowledged");
   po::variables_map vm;
   try {
-    po::store(po::parse_command_line(argc, argv, desc), vm);
+    // No positional words: a stray one ("--keep-trial-dirs no") is an error, not ignored.
+    po::store(po::command_line_parser(argc, argv).options(desc).positional(po::positional_options_description()).run(), vm);
     if (vm.count("help")) {
       std::cout << desc << "\n";
       return 0;
     }
     po::notify(vm);
+  } catch (const po::too_many_positional_options_error&) {
+    throw core::UserError("unexpected argument: cotune agent takes options only (see 'cotune agent --help')");
   } catch (const po::error& e) {
     throw core::UserError(std::string(e.what()) + " (see 'cotune agent --help')");
   }
@@ -80,7 +85,10 @@ int run_agent(int argc, char** argv) {
   if (on_shutdown != "finish" && on_shutdown != "cancel")
     throw core::UserError("--on-shutdown must be 'finish' or 'cancel', got '" + on_shutdown + "'");
   o.cancel_on_shutdown = on_shutdown == "cancel";
-  if (o.max_trials < 1) throw core::UserError("--max-trials must be at least 1");
+  if (max_trials < 1) throw core::UserError("--max-trials must be at least 1, got " + std::to_string(max_trials));
+  o.max_trials = static_cast<size_t>(max_trials);
+  if (o.max_connections < 1)
+    throw core::UserError("--max-connections must be at least 1, got " + std::to_string(o.max_connections));
   core::agent::AgentServer server(o);
   // The port on stdout, so that scripts and tests can listen on port 0 and learn the real one.
   std::cout << "listening on port " << server.port() << std::endl;

@@ -25,6 +25,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "cli/command.hpp"
@@ -58,7 +59,8 @@ constexpr int kOverdueExit = 3;
 // re-attach to or run again.
 class StopSignals {
  public:
-  StopSignals() {
+  // `store_path` and `study`: the study to record as stopped when the watchdog ends the process.
+  StopSignals(std::string store_path, std::string study) : store_path_(std::move(store_path)), study_(std::move(study)) {
     struct sigaction sa {};
     sa.sa_handler = on_stop_signal;
     sigemptyset(&sa.sa_mask);
@@ -95,6 +97,7 @@ class StopSignals {
                      "them or runs them again.\n",
                      static_cast<long long>(std::chrono::duration_cast<std::chrono::seconds>(now - *still_since).count()));
         std::fflush(stderr);
+        record_stopped(store_path_, study_);
         std::_Exit(128 + SIGINT);
       }
     }
@@ -102,20 +105,37 @@ class StopSignals {
 
   // A plugin call past its deadline ("deadlines" in the study file) cannot be taken back; the
   // study stops here, as after a hung call on Ctrl-C.
-  static void stop_if_overdue() {
+  // The study is no longer running once this process ends: say so in the store (through a
+  // connection of this thread's own; the loop's is inside the hung call). Best effort.
+  static void record_stopped(const std::string& store_path, const std::string& study) {
+    try {
+      Store::Options o;
+      o.create = false;
+      o.busy_timeout_s = 2;
+      Store store(store_path, o);
+      if (std::optional<StudyRecord> s = store.find_study(study); s && s->status == StudyStatus::running)
+        store.set_study_status(s->id, StudyStatus::stopped);
+    } catch (const std::exception&) {
+      // The next run of the study sets its status anyway.
+    }
+  }
+
+  void stop_if_overdue() const {
     const std::optional<OverdueCall> late = CallWatch::overdue();
     if (!late) return;
     std::fprintf(stderr,
-                 "\ncotune run: the %s '%s' has been in its %s call for %.0f s, past its deadline of %.0f s "
+                 "\ncotune run: the %s '%s' has been in its %s call for %.1f s, past its deadline of %g s "
                  "(\"deadlines\": {\"%s\": ...} in the study file); the study stops here. Finished trials are "
                  "stored; the trials in flight stay recorded as running: the next cotune run of the study "
                  "re-attaches to them or runs them again.\n",
                  to_string(late->kind), late->plugin.c_str(), late->call.c_str(), late->running_s, late->deadline_s,
                  to_string(late->kind));
     std::fflush(stderr);
+    record_stopped(store_path_, study_);
     std::_Exit(kOverdueExit);
   }
 
+  std::string store_path_, study_;
   struct sigaction old_int_ {}, old_term_ {};
   std::atomic<bool> done_{false};
   std::thread watchdog_;
@@ -215,7 +235,7 @@ int run(int argc, char** argv) {
   options.heartbeat = &g_loop_heartbeat;
   RunResult result;
   {
-    StopSignals signals;
+    StopSignals signals(store_path, spec.name);
     result = run_study(spec, options);
   }
   print_summary(spec, result, store_path);

@@ -51,8 +51,12 @@ int run(int argc, char** argv) {
       "max-connections", po::value(&o.max_connections), "connections open at once; more are closed (default: 256)");
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(argc, argv).options(opts).run(), vm);
+    // No positional words: `cotune serve s.db` must not serve ./cotune.db instead.
+    po::store(po::command_line_parser(argc, argv).options(opts).positional(po::positional_options_description()).run(),
+              vm);
     po::notify(vm);
+  } catch (const po::too_many_positional_options_error&) {
+    throw UserError("unexpected argument: cotune serve takes options only (the store: --store FILE)");
   } catch (const po::error& e) {
     throw UserError(e.what());
   }

@@ -169,7 +169,10 @@ bool Param::contains(double value) const {
 Space::Space(ComponentRef ref, std::string_view workload_json, std::string_view options_json)
     : ref_(std::move(ref)), api_(static_cast<const cotune_space_api*>(ref_.component->api)) {
   const std::string& who = ref_.info.id;
-  throw_if_error(api_->create(host_services(), cs(workload_json), cs(options_json), &inst_), who);
+  {
+    CallWatch::Scope watch(CallKind::space, ref_.info.id, "create");
+    throw_if_error(api_->create(host_services(), cs(workload_json), cs(options_json), &inst_), who);
+  }
   if (inst_ == nullptr) throw PluginError(COTUNE_ERR_INTERNAL, who + ": create returned no instance");
   lower_ = optional_fn(api_, &cotune_space_api::lower);
   try {
@@ -426,7 +429,10 @@ std::string Space::key(const double* config) const {
 
 Predictor::Predictor(ComponentRef ref, std::string_view options_json)
     : ref_(std::move(ref)), api_(static_cast<const cotune_predictor_api*>(ref_.component->api)) {
-  throw_if_error(api_->create(host_services(), cs(options_json), &inst_), ref_.info.id);
+  {
+    CallWatch::Scope watch(CallKind::predictor, ref_.info.id, "create");
+    throw_if_error(api_->create(host_services(), cs(options_json), &inst_), ref_.info.id);
+  }
   if (inst_ == nullptr) throw PluginError(COTUNE_ERR_INTERNAL, ref_.info.id + ": create returned no instance");
 }
 Predictor::~Predictor() { api_->destroy(inst_); }
@@ -475,8 +481,11 @@ std::string Predictor::describe_fit() const {
 
 Searcher::Searcher(ComponentRef ref, std::string_view options_json, const Space& space, uint64_t seed)
     : ref_(std::move(ref)), api_(static_cast<const cotune_searcher_api*>(ref_.component->api)) {
-  throw_if_error(api_->create(host_services(), cs(options_json), space.raw_params(), space.num_params(), seed, &inst_),
-                 ref_.info.id);
+  {
+    CallWatch::Scope watch(CallKind::searcher, ref_.info.id, "create");
+    throw_if_error(api_->create(host_services(), cs(options_json), space.raw_params(), space.num_params(), seed, &inst_),
+                   ref_.info.id);
+  }
   if (inst_ == nullptr) throw PluginError(COTUNE_ERR_INTERNAL, ref_.info.id + ": create returned no instance");
 }
 Searcher::~Searcher() { api_->destroy(inst_); }
@@ -515,7 +524,10 @@ void Searcher::load(std::string_view bytes) {
 
 Executor::Executor(ComponentRef ref, std::string_view options_json)
     : ref_(std::move(ref)), api_(static_cast<const cotune_executor_api*>(ref_.component->api)) {
-  throw_if_error(api_->create(host_services(), cs(options_json), &inst_), ref_.info.id);
+  {
+    CallWatch::Scope watch(CallKind::executor, ref_.info.id, "create");
+    throw_if_error(api_->create(host_services(), cs(options_json), &inst_), ref_.info.id);
+  }
   if (inst_ == nullptr) throw PluginError(COTUNE_ERR_INTERNAL, ref_.info.id + ": create returned no instance");
 }
 Executor::~Executor() { api_->destroy(inst_); }
