@@ -346,6 +346,17 @@ TEST_F(RunCli, AMisspeltMetricIsRefusedBeforeAnyTrial) {
   std::ofstream(path) << doc.dump(2);
   EXPECT_EQ(run({"run", path, "--store", store_}), 0) << err();
   EXPECT_EQ(finished(trials("typo")), 2u);
+
+  // One the jobs never write: the study stops after three trials instead of spending its budget.
+  doc["name"] = "unwritten";
+  doc["objective"]["metric"] = "accuracy";
+  doc["budget"] = {{"trials", 10}};
+  std::ofstream(path) << doc.dump(2);
+  EXPECT_EQ(run({"run", path, "--store", store_}), 1) << err();
+  EXPECT_NE(err().find("3 trials in a row finished without reporting the objective metric 'accuracy'"),
+            std::string::npos)
+      << err();
+  EXPECT_EQ(finished(trials("unwritten")), 3u);
 }
 
 TEST_F(RunCli, AFifoAsStudyFileIsRefusedNotWaitedOn) {

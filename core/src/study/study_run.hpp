@@ -145,6 +145,7 @@ class StudyRun {
   bool cancelled_all_ = false;
   int empty_rounds_ = 0;         // proposal rounds that brought nothing new, in a row
   int failed_submissions_ = 0;   // in a row
+  int unreported_objective_ = 0;  // ok trials in a row whose metrics lack an objective metric
   std::string reason_;
   std::int64_t finished_this_run_ = 0;
 };

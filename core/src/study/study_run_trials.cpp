@@ -16,6 +16,10 @@ namespace cotune::core {
 namespace {
 
 constexpr int kMaxFailedSubmissions = 3;  // in a row: the executor itself is broken, not one trial
+// Trials in a row that finished but did not report an objective metric: the jobs do not write it
+// (a name the space does not know passes the check before the first trial), and every further
+// trial would spend budget on a measurement the study cannot use.
+constexpr int kMaxUnreportedObjective = 3;
 
 cotune_str cs(const std::string& s) { return {s.data(), s.size()}; }
 
@@ -206,6 +210,7 @@ Observation StudyRun::commit(RunningTrial& r, const TrialResult& result) {
   obs.status = result.status;
   obs.score = std::numeric_limits<double>::quiet_NaN();
   std::optional<Evaluation> eval;
+  std::string unreported;  // an objective metric the trial's metrics lack
   if (o.status == TrialStatus::ok) {
     nlohmann::json metrics = nlohmann::json::parse(result.metrics_json, nullptr, false);
     if (!metrics.is_object()) {
@@ -214,6 +219,12 @@ Observation StudyRun::commit(RunningTrial& r, const TrialResult& result) {
       o.error = "the executor reported metrics that are not a JSON object: " + result.metrics_json.substr(0, 200);
     } else {
       eval = evaluate(spec_.objectives, metrics);
+      for (const ObjectiveSpec& objective : spec_.objectives)
+        if (!metric_value(metrics, objective.metric)) {
+          unreported = objective.metric;
+          break;
+        }
+      unreported_objective_ = unreported.empty() ? 0 : unreported_objective_ + 1;
       if (eval->feasible) {
         o.objective = eval->values.front();
         obs.score = normalised_score(eval->values.front(), spec_.objectives.front().direction);
@@ -227,6 +238,10 @@ Observation StudyRun::commit(RunningTrial& r, const TrialResult& result) {
   }
   store_->finish_trial(r.trial_id, o);
   ++finished_this_run_;
+  if (unreported_objective_ >= kMaxUnreportedObjective)
+    throw std::runtime_error(std::to_string(kMaxUnreportedObjective) + " trials in a row finished without reporting "
+                             "the objective metric '" + unreported + "'; the study stops rather than spend its budget on measurements it cannot use (check what "
+                             "the jobs write: their result file, or the executor's metrics_regex)");
   // A trial that left nothing in its directory (the simulator's) leaves no empty directory behind.
   std::error_code ignored;
   std::filesystem::remove(runs_dir_ + "/" + std::to_string(r.seq), ignored);  // only when empty
