@@ -359,6 +359,43 @@ TEST_F(RunCli, AMisspeltMetricIsRefusedBeforeAnyTrial) {
   EXPECT_EQ(finished(trials("unwritten")), 3u);
 }
 
+// `cotune show --json`: the documented fields, with their types (docs/show-json.md).
+TEST_F(RunCli, ShowJsonWritesTheDocumentedSchema) {
+  ASSERT_EQ(run({"run", write_study("data", 4, 1, "random"), "--store", store_}), 0) << err();
+  ASSERT_EQ(run({"show", "--store", store_, "--json"}), 0) << err();
+  const json list = json::parse(out());
+  EXPECT_EQ(list["schema_version"], 1);
+  ASSERT_EQ(list["studies"].size(), 1u);
+  const json& s = list["studies"][0];
+  EXPECT_EQ(s["name"], "data");
+  EXPECT_EQ(s["status"], "finished");
+  EXPECT_EQ(s["trials"], 4);
+  EXPECT_EQ(s["trials_by_status"]["ok"], 4);
+  EXPECT_EQ(s["metric"], "tokens_per_s");
+  EXPECT_TRUE(s["best"].is_number());
+
+  ASSERT_EQ(run({"show", "data", "--store", store_, "--json", "--limit", "3"}), 0) << err();
+  const json one = json::parse(out());
+  EXPECT_EQ(one["schema_version"], 1);
+  EXPECT_EQ(one["study"]["name"], "data");
+  EXPECT_EQ(one["study"]["executor"], "sim");
+  EXPECT_EQ(one["study"]["objectives"][0]["metric"], "tokens_per_s");
+  EXPECT_EQ(one["trials_total"], 4);
+  ASSERT_EQ(one["trials"].size(), 3u) << "--limit applies";
+  EXPECT_EQ(one["trials"][0]["seq"], 2) << "the latest trials, oldest first";
+  for (const json& t : one["trials"]) {
+    EXPECT_EQ(t["status"], "ok");
+    EXPECT_TRUE(t["config"].is_object());
+    EXPECT_TRUE(t["config"].contains("tp"));
+    EXPECT_TRUE(t["metrics"]["tokens_per_s"].is_number());
+    EXPECT_EQ(t["objective"], t["metrics"]["tokens_per_s"]);
+    EXPECT_TRUE(t["predicted"].is_number());
+    EXPECT_TRUE(t["note"].is_null());
+  }
+  ASSERT_FALSE(one["best"].empty());
+  EXPECT_TRUE(one["best"][0].is_number_integer());
+}
+
 TEST_F(RunCli, AFifoAsStudyFileIsRefusedNotWaitedOn) {
   const std::string fifo = dir_ + "/study.json";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
