@@ -310,6 +310,30 @@ TEST_F(Serve, OutOfFileDescriptorsSlowsAcceptInsteadOfSpinning) {
 }
 
 // `cotune serve s.db` must not serve ./cotune.db (or $COTUNE_STORE) instead of the file named.
+// /api/studies and /api/studies/NAME: the documents of `cotune show --json` (docs/show-json.md).
+TEST_F(Serve, ServesTheStudiesAsJsonUnderApi) {
+  start({});
+  Reply list = get(port(), "/api/studies");
+  ASSERT_EQ(list.status, 200) << list.body;
+  EXPECT_EQ(list.message[http::field::content_type], "application/json");
+  const nlohmann::json studies = nlohmann::json::parse(list.body);
+  EXPECT_EQ(studies["schema_version"], 1);
+  ASSERT_EQ(studies["studies"].size(), 1u);
+  EXPECT_EQ(studies["studies"][0]["name"], "my study");
+
+  Reply one = get(port(), "/api/studies/my%20study?limit=2");
+  ASSERT_EQ(one.status, 200) << one.body;
+  const nlohmann::json study = nlohmann::json::parse(one.body);
+  EXPECT_EQ(study["study"]["name"], "my study");
+  EXPECT_EQ(study["trials"].size(), 2u);
+  EXPECT_GT(study["trials_total"].get<int>(), 2);
+
+  Reply missing = get(port(), "/api/studies/nope");
+  EXPECT_EQ(missing.status, 404);
+  EXPECT_EQ(nlohmann::json::parse(missing.body)["error"], "no such study");
+  EXPECT_EQ(get(port(), "/api/studies/my%20study?limit=x").status, 400);
+}
+
 TEST_F(Serve, AStoreGivenAsAPlainArgumentIsRefused) {
   const std::string out = dir_ + "/serve.out", err = dir_ + "/serve.err";
   const pid_t pid = testing::spawn_cotune(dir_, {"serve", store_path_, "--listen", "127.0.0.1:0"}, out, err);

@@ -3,6 +3,7 @@
 // objectives). --json writes the same as one JSON document (schema in docs/show-json.md).
 #include <cotune/core/errors.hpp>
 #include <cotune/core/objective.hpp>
+#include <cotune/core/report/study_json.hpp>
 #include <cotune/core/store.hpp>
 #include <cotune/core/study_report.hpp>
 #include <cotune/core/study_setup.hpp>
@@ -28,12 +29,6 @@ constexpr size_t kBestShown = 5;
 // `--limit 0` or `cotune export`, not for a terminal.
 constexpr std::int64_t kDefaultLimit = 100;
 
-std::string metric_of(const StudyRecord& s) {
-  nlohmann::json objectives = nlohmann::json::parse(s.objective_json, nullptr, false);
-  if (objectives.is_array() && !objectives.empty() && objectives[0].is_object() && objectives[0].contains("metric"))
-    return objectives[0]["metric"].get<std::string>();
-  return "objective";
-}
 
 void list_studies(Store& store) {
   std::vector<StudySummary> studies = store.list_studies();
@@ -43,7 +38,7 @@ void list_studies(Store& store) {
   }
   std::printf("%-28s %-9s %-36s %s\n", "STUDY", "STATUS", "TRIALS", "BEST");
   for (const StudySummary& s : studies) {
-    std::string best = s.best_objective ? metric_of(s.study) + " " + compact_number(*s.best_objective) : "-";
+    std::string best = s.best_objective ? report::objective_metric(s.study) + " " + compact_number(*s.best_objective) : "-";
     std::printf("%-28s %-9s %-36s %s\n", s.study.name.c_str(), std::string(to_string(s.study.status)).c_str(),
                 status_counts_text(s.trials_by_status).c_str(), best.c_str());
   }
@@ -100,75 +95,6 @@ void show_study(Store& store, const std::string& name, std::int64_t limit) {
   print_best_table(stdout, best_trials(trials, spec.objectives, kBestShown), spec, *space);
 }
 
-// The version of the --json documents: bumped when a field changes meaning or goes; new fields may
-// appear without a bump.
-constexpr int kJsonSchemaVersion = 1;
-
-nlohmann::json json_or_null(const std::optional<std::string>& text) {
-  if (!text) return nullptr;
-  nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
-  return j.is_discarded() ? nlohmann::json(*text) : j;
-}
-
-nlohmann::json counts_json(const std::map<TrialStatus, std::int64_t>& counts) {
-  nlohmann::json out = nlohmann::json::object();
-  for (const auto& [status, n] : counts) out[std::string(to_string(status))] = n;
-  return out;
-}
-
-void list_studies_json(Store& store) {
-  nlohmann::json studies = nlohmann::json::array();
-  for (const StudySummary& s : store.list_studies())
-    studies.push_back({{"name", s.study.name},
-                       {"status", std::string(to_string(s.study.status))},
-                       {"trials", s.trial_count},
-                       {"trials_by_status", counts_json(s.trials_by_status)},
-                       {"metric", metric_of(s.study)},
-                       {"best", s.best_objective ? nlohmann::json(*s.best_objective) : nlohmann::json(nullptr)}});
-  std::cout << nlohmann::json{{"schema_version", kJsonSchemaVersion}, {"store", store.path()}, {"studies", studies}}.dump(2)
-            << "\n";
-}
-
-void show_study_json(Store& store, const std::string& name, std::int64_t limit) {
-  std::optional<StudyRecord> study = store.find_study(name);
-  if (!study) throw UserError("store " + store.path() + ": no study named '" + name + "' (cotune show lists them)");
-  StudySpec spec = spec_from_store(*study);
-  std::vector<TrialRecord> trials = store.trials(study->id);
-  const size_t shown = limit > 0 ? static_cast<size_t>(limit) : trials.size();
-  const size_t skipped = trials.size() > shown ? trials.size() - shown : 0;
-  nlohmann::json rows = nlohmann::json::array();
-  for (size_t i = skipped; i < trials.size(); ++i) {
-    const TrialRecord& t = trials[i];
-    std::string status(to_string(t.status));
-    if (!is_finished(t.status) && study->status != StudyStatus::running) status = "interrupted";
-    rows.push_back({{"seq", t.seq},
-                    {"status", status},
-                    {"config", json_or_null(t.config_json)},
-                    {"metrics", json_or_null(t.metrics_json)},
-                    {"objective", t.objective ? nlohmann::json(*t.objective) : nlohmann::json(nullptr)},
-                    {"predicted", t.predicted ? nlohmann::json(*t.predicted) : nlohmann::json(nullptr)},
-                    {"note", t.error ? nlohmann::json(*t.error) : nlohmann::json(nullptr)}});
-  }
-  nlohmann::json best = nlohmann::json::array();
-  for (const RankedTrial& r : best_trials(trials, spec.objectives, kBestShown)) best.push_back(r.trial.seq);
-  nlohmann::json doc = {{"schema_version", kJsonSchemaVersion},
-                        {"store", store.path()},
-                        {"study",
-                         {{"name", study->name},
-                          {"status", std::string(to_string(study->status))},
-                          {"description", spec.description},
-                          {"space", spec.space.name},
-                          {"predictor", spec.predictor.name},
-                          {"searcher", spec.searcher.name},
-                          {"executor", spec.executor.name},
-                          {"parallel", spec.parallel},
-                          {"objectives", spec.objectives_json()}}},
-                        {"trials_total", trials.size()},
-                        {"trials", rows},
-                        {"best", best}};
-  std::cout << doc.dump(2) << "\n";
-}
-
 int run(int argc, char** argv) {
   po::options_description opts("cotune show [STUDY] [options]");
   std::string name, store_path = default_store_path();
@@ -200,8 +126,9 @@ int run(int argc, char** argv) {
   store_options.create = false;
   Store store(store_path, store_options);
   const bool as_json = vm.count("json") > 0;
-  if (name.empty()) as_json ? list_studies_json(store) : list_studies(store);
-  else as_json ? show_study_json(store, name, limit) : show_study(store, name, limit);
+  if (as_json) std::cout << (name.empty() ? report::studies_json(store) : report::study_json(store, name, limit)).dump(2) << "\n";
+  else if (name.empty()) list_studies(store);
+  else show_study(store, name, limit);
   return 0;
 }
 

@@ -3,6 +3,7 @@
 #include <cotune/core/log.hpp>
 #include <cotune/core/report/html.hpp>
 #include <cotune/core/report/live_server.hpp>
+#include <cotune/core/report/study_json.hpp>
 #include <cotune/core/report/study_html.hpp>
 #include <cotune/core/store.hpp>
 
@@ -64,7 +65,37 @@ std::string percent_encode(std::string_view s) {
 struct Reply {
   http::status status = http::status::ok;
   std::string body;
+  const char* content_type = "text/html; charset=utf-8";
 };
+
+constexpr const char* kApiStudies = "/api/studies";
+constexpr std::int64_t kApiDefaultLimit = 100;  // trials per study document, as `cotune show`
+
+Reply json_reply(http::status status, const nlohmann::json& doc) {
+  return {status, doc.dump(2) + "\n", "application/json"};
+}
+
+Reply json_error(http::status status, const std::string& text) {
+  return json_reply(status, {{"schema_version", kStudyJsonSchemaVersion}, {"error", text}});
+}
+
+// ?limit=N in a query string: N (>= 0), the default when absent, -1 when malformed.
+std::int64_t query_limit(std::string_view target) {
+  const size_t q = target.find('?');
+  if (q == std::string_view::npos) return kApiDefaultLimit;
+  std::string_view query = target.substr(q + 1);
+  const size_t at = query.find("limit=");
+  if (at == std::string_view::npos || (at > 0 && query[at - 1] != '&')) return kApiDefaultLimit;
+  std::string_view digits = query.substr(at + 6, query.find('&', at) == std::string_view::npos ? std::string_view::npos
+                                                                                              : query.find('&', at) - at - 6);
+  if (digits.empty() || digits.size() > 9) return -1;
+  std::int64_t n = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return -1;
+    n = n * 10 + (c - '0');
+  }
+  return n;
+}
 
 Reply message_page(http::status status, const std::string& text) {
   std::string title = std::to_string(static_cast<int>(status)) + " " + std::string(http::obsolete_reason(status));
@@ -142,8 +173,20 @@ struct LiveServer::Impl {
       : options(o), stores(o.store_path), render_pool(static_cast<size_t>(std::max(1, o.render_threads))) {}
   ~Impl() { render_pool.join(); }
 
+  // /api/studies and /api/studies/NAME[?limit=N]: the documents of `cotune show --json`.
+  Reply api(Store& store, std::string_view path, std::string_view target) {
+    if (path == kApiStudies) return json_reply(http::status::ok, studies_json(store));
+    std::optional<std::string> name = percent_decode(path.substr(std::string_view(kApiStudies).size() + 1));
+    if (!name || name->empty() || name->find('/') != std::string::npos || !store.find_study(*name))
+      return json_error(http::status::not_found, "no such study");
+    const std::int64_t limit = query_limit(target);
+    if (limit < 0) return json_error(http::status::bad_request, "limit: expected a whole number >= 0 (0: every trial)");
+    return json_reply(http::status::ok, study_json(store, *name, limit));
+  }
+
   Reply route(Store& store, std::string_view target) {
     std::string_view path = target.substr(0, target.find_first_of("?#"));
+    if (path == kApiStudies || path.rfind(std::string(kApiStudies) + "/", 0) == 0) return api(store, path, target);
     if (path == "/" || path == "/index.html")
       return {http::status::ok,
               studies_index_html(store, [](const std::string& n) { return std::string(kStudyPrefix) + percent_encode(n); },
@@ -229,7 +272,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void send(Reply page, bool keep_alive, bool head) {
     auto res = std::make_shared<http::response<http::string_body>>(page.status, 11);
     res->set(http::field::server, "cotune");
-    res->set(http::field::content_type, "text/html; charset=utf-8");
+    res->set(http::field::content_type, page.content_type);
     res->set(http::field::cache_control, "no-store");
     res->set("X-Content-Type-Options", "nosniff");
     // The pages need no script and no external resource: forbid both.

@@ -2,6 +2,7 @@
 #include <cotune/core/errors.hpp>
 #include <cotune/core/report/html.hpp>
 #include <cotune/core/report/study_html.hpp>
+#include <cotune/core/report/study_json.hpp>
 #include <cotune/core/study_report.hpp>
 
 #include <boost/filesystem.hpp>
@@ -115,7 +116,8 @@ std::string studies_index_html(Store& store, const std::function<std::string(con
               (href.empty() ? escape(s.study.name)
                             : "<a href=\"" + escape(href) + "\">" + escape(s.study.name) + "</a>") +
               "</td><td>" + escape(to_string(s.study.status)) + "</td><td>" + escape(status_counts_text(s.trials_by_status)) +
-              "</td><td class=\"num\">" + (s.best_objective ? escape(number_text(*s.best_objective)) : "-") +
+              "</td><td class=\"num\">" +
+              (s.best_objective ? escape(objective_metric(s.study) + " " + number_text(*s.best_objective)) : "-") +
               "</td></tr>";
     }
     body += "</tbody></table>";

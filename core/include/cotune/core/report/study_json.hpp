@@ -1,0 +1,30 @@
+// A store's studies, and one study's trials and best, as JSON documents (schema_version 1,
+// docs/show-json.md): what `cotune show --json` prints and `cotune serve` answers at /api/.
+#ifndef COTUNE_CORE_REPORT_STUDY_JSON_HPP_
+#define COTUNE_CORE_REPORT_STUDY_JSON_HPP_
+
+#include <cotune/core/store.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace cotune::core::report {
+
+// Bumped when a field changes meaning or goes; new fields may appear without a bump.
+inline constexpr int kStudyJsonSchemaVersion = 1;
+
+// {"schema_version", "store", "studies": [{name, status, trials, trials_by_status, metric, best}]}.
+nlohmann::json studies_json(Store& store);
+
+// {"schema_version", "store", "study": {...}, "trials_total", "trials": [...], "best": [seq...]}:
+// the latest `limit` trials (0: all). Throws UserError when the store has no such study.
+nlohmann::json study_json(Store& store, const std::string& name, std::int64_t limit);
+
+// The first objective's metric of a stored study ("objective" when it names none).
+std::string objective_metric(const StudyRecord& study);
+
+}  // namespace cotune::core::report
+
+#endif  // COTUNE_CORE_REPORT_STUDY_JSON_HPP_

@@ -1,0 +1,91 @@
+#include <cotune/core/errors.hpp>
+#include <cotune/core/objective.hpp>
+#include <cotune/core/report/study_json.hpp>
+#include <cotune/core/study_report.hpp>
+#include <cotune/core/study_setup.hpp>
+
+#include <map>
+#include <optional>
+#include <vector>
+
+namespace cotune::core::report {
+namespace {
+
+constexpr size_t kBestListed = 5;  // as many as `cotune show` prints
+
+// A stored JSON text as JSON (as a string when it does not parse), or null when absent.
+nlohmann::json json_or_null(const std::optional<std::string>& text) {
+  if (!text) return nullptr;
+  nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+  return j.is_discarded() ? nlohmann::json(*text) : j;
+}
+
+nlohmann::json counts_json(const std::map<TrialStatus, std::int64_t>& counts) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [status, n] : counts) out[std::string(to_string(status))] = n;
+  return out;
+}
+
+}  // namespace
+
+std::string objective_metric(const StudyRecord& s) {
+  nlohmann::json objectives = nlohmann::json::parse(s.objective_json, nullptr, false);
+  if (objectives.is_array() && !objectives.empty() && objectives[0].is_object() && objectives[0].contains("metric") &&
+      objectives[0]["metric"].is_string())
+    return objectives[0]["metric"].get<std::string>();
+  return "objective";
+}
+
+nlohmann::json studies_json(Store& store) {
+  nlohmann::json studies = nlohmann::json::array();
+  for (const StudySummary& s : store.list_studies())
+    studies.push_back({{"name", s.study.name},
+                       {"status", std::string(to_string(s.study.status))},
+                       {"trials", s.trial_count},
+                       {"trials_by_status", counts_json(s.trials_by_status)},
+                       {"metric", objective_metric(s.study)},
+                       {"best", s.best_objective ? nlohmann::json(*s.best_objective) : nlohmann::json(nullptr)}});
+  return {{"schema_version", kStudyJsonSchemaVersion}, {"store", store.path()}, {"studies", studies}};
+}
+
+nlohmann::json study_json(Store& store, const std::string& name, std::int64_t limit) {
+  std::optional<StudyRecord> study = store.find_study(name);
+  if (!study) throw UserError("store " + store.path() + ": no study named '" + name + "' (cotune show lists them)");
+  StudySpec spec = spec_from_store(*study);
+  std::vector<TrialRecord> trials = store.trials(study->id);
+  const size_t shown = limit > 0 ? static_cast<size_t>(limit) : trials.size();
+  const size_t skipped = trials.size() > shown ? trials.size() - shown : 0;
+  nlohmann::json rows = nlohmann::json::array();
+  for (size_t i = skipped; i < trials.size(); ++i) {
+    const TrialRecord& t = trials[i];
+    std::string status(to_string(t.status));
+    if (!is_finished(t.status) && study->status != StudyStatus::running) status = "interrupted";
+    rows.push_back({{"seq", t.seq},
+                    {"status", status},
+                    {"config", json_or_null(t.config_json)},
+                    {"metrics", json_or_null(t.metrics_json)},
+                    {"objective", t.objective ? nlohmann::json(*t.objective) : nlohmann::json(nullptr)},
+                    {"predicted", t.predicted ? nlohmann::json(*t.predicted) : nlohmann::json(nullptr)},
+                    {"note", t.error ? nlohmann::json(*t.error) : nlohmann::json(nullptr)}});
+  }
+  nlohmann::json best = nlohmann::json::array();
+  for (const RankedTrial& r : best_trials(trials, spec.objectives, kBestListed)) best.push_back(r.trial.seq);
+  nlohmann::json doc = {{"schema_version", kStudyJsonSchemaVersion},
+                        {"store", store.path()},
+                        {"study",
+                         {{"name", study->name},
+                          {"status", std::string(to_string(study->status))},
+                          {"description", spec.description},
+                          {"space", spec.space.name},
+                          {"predictor", spec.predictor.name},
+                          {"searcher", spec.searcher.name},
+                          {"executor", spec.executor.name},
+                          {"parallel", spec.parallel},
+                          {"objectives", spec.objectives_json()}}},
+                        {"trials_total", trials.size()},
+                        {"trials", rows},
+                        {"best", best}};
+  return doc;
+}
+
+}  // namespace cotune::core::report
