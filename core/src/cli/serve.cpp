@@ -62,8 +62,8 @@ int run(int argc, char** argv) {
   }
   if (vm.count("help")) {
     std::cout << opts << "\nServes the list of studies at / and each study's report at /studies/NAME, regenerated\n"
-                         "(as JSON: /api/studies and /api/studies/NAME?limit=N, docs/show-json.md)\n"
-                         "from the store on every request. Read-only; loopback unless --listen says otherwise.\n"
+                         "from the store on every request; as JSON at /api/studies and /api/studies/NAME?limit=N\n"
+                         "(docs/show-json.md). Read-only; loopback unless --listen says otherwise.\n"
                          "Each connection may make 10 requests a second (30 at once; more get 429).\n";
     return 0;
   }
