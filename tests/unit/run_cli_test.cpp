@@ -396,6 +396,27 @@ TEST_F(RunCli, ShowJsonWritesTheDocumentedSchema) {
   EXPECT_TRUE(one["best"][0].is_number_integer());
 }
 
+// `cotune plugins --json`: every component found, and every library refused with why.
+TEST_F(RunCli, PluginsJsonListsComponentsAndRefusals) {
+  fs::create_directories(dir_ + "/more");
+  std::ofstream(dir_ + "/more/libcotune-broken.so") << "not a shared library";
+  ASSERT_EQ(run({"plugins", "--json", "--path", COTUNE_BINARY_DIR "/lib/cotune/test-plugins", "--path", dir_ + "/more"}), 0)
+      << err();
+  const json doc = json::parse(out());
+  EXPECT_EQ(doc["schema_version"], 1);
+  bool sim = false, echo = false;
+  for (const json& c : doc["components"]) {
+    EXPECT_TRUE(c["kind"].is_string() && c["id"].is_string() && c["abi"].is_string() && c["file"].is_string()) << c;
+    sim |= c["id"] == "org.cotune.executor.sim";
+    echo |= c["id"] == "org.cotune.test.executor.testecho";
+  }
+  EXPECT_TRUE(sim && echo) << doc.dump(2);
+  bool broken = false;
+  for (const json& r : doc["refused"])
+    broken |= r["file"].get<std::string>().find("libcotune-broken.so") != std::string::npos && !r["reason"].get<std::string>().empty();
+  EXPECT_TRUE(broken) << doc["refused"].dump(2);
+}
+
 TEST_F(RunCli, AFifoAsStudyFileIsRefusedNotWaitedOn) {
   const std::string fifo = dir_ + "/study.json";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);

@@ -1,10 +1,12 @@
-// `cotune plugins [--path DIR]...` lists every component found; `cotune plugins check LIB` loads one
-// library and exercises each component's create/destroy and self-description.
+// `cotune plugins [--path DIR]... [--json]` lists every component found (and every library refused,
+// with why); `cotune plugins check LIB` loads one library and exercises each component's
+// create/destroy and self-description.
 #include <cotune/core/components.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/registry.hpp>
 
 #include <boost/program_options.hpp>
+#include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <iostream>
@@ -26,6 +28,22 @@ void list(const Registry& reg) {
     std::printf("%-10s %-34s %-12s %-8s %-5s %s\n", kind_name(c.info.kind), c.info.id.c_str(), c.info.name.c_str(),
                 c.info.version.c_str(), abi(c.info).c_str(), c.info.file.c_str());
   for (const LoadProblem& p : reg.problems()) std::fprintf(stderr, "refused %s: %s\n", p.file.c_str(), p.reason.c_str());
+}
+
+// The listing as one JSON document (schema_version 1): {"components": [{kind, id, name, version,
+// abi, file, description}], "refused": [{file, reason}]}.
+void list_json(const Registry& reg) {
+  nlohmann::json components = nlohmann::json::array(), refused = nlohmann::json::array();
+  for (const ComponentRef& c : reg.components())
+    components.push_back({{"kind", kind_name(c.info.kind)},
+                          {"id", c.info.id},
+                          {"name", c.info.name},
+                          {"version", c.info.version},
+                          {"abi", abi(c.info)},
+                          {"file", c.info.file},
+                          {"description", c.info.description}});
+  for (const LoadProblem& p : reg.problems()) refused.push_back({{"file", p.file}, {"reason", p.reason}});
+  std::cout << nlohmann::json{{"schema_version", 1}, {"components", components}, {"refused", refused}}.dump(2) << "\n";
 }
 
 // A minimal, valid workload for exercising a space's create(): spaces may refuse it, which is
@@ -81,7 +99,8 @@ int run(int argc, char** argv) {
   po::options_description opts("cotune plugins [check LIB] [options]");
   std::vector<std::string> paths, positional;
   opts.add_options()("help,h", "show this help")(
-      "path", po::value(&paths), "also search this directory (repeatable)");
+      "path", po::value(&paths), "also search this directory (repeatable)")(
+      "json", "the listing as one JSON document: components and refused libraries");
   po::options_description hidden;
   hidden.add_options()("args", po::value(&positional));
   po::options_description all;
@@ -115,7 +134,8 @@ int run(int argc, char** argv) {
   std::vector<std::string> dirs = Registry::default_search_path();
   dirs.insert(dirs.end(), paths.begin(), paths.end());
   reg.load_directories(dirs);
-  list(reg);
+  if (vm.count("json")) list_json(reg);
+  else list(reg);
   return 0;
 }
 
