@@ -317,9 +317,13 @@ TEST_F(RunCli, SimulatedTrialsLeaveNoEmptyDirectories) {
 TEST_F(RunCli, AMisspeltMetricIsRefusedBeforeAnyTrial) {
   const std::string path = write_study("typo", 6, 1, "random");
   json doc = json::parse(read_file(path));
+  // Writes the study file as `doc` now stands and runs it.
+  auto run_doc = [&] {
+    std::ofstream(path) << doc.dump(2);
+    return run({"run", path, "--store", store_});
+  };
   doc["objective"]["metric"] = "tokens_per_sec";
-  std::ofstream(path) << doc.dump(2);
-  EXPECT_EQ(run({"run", path, "--store", store_}), 2) << err();
+  EXPECT_EQ(run_doc(), 2) << err();
   EXPECT_NE(err().find("/objective/metric: the executor 'sim' reports no metric \"tokens_per_sec\" (did you mean "
                        "\"tokens_per_s\"?)"),
             std::string::npos)
@@ -332,8 +336,7 @@ TEST_F(RunCli, AMisspeltMetricIsRefusedBeforeAnyTrial) {
                       {"constraints", json::array({{{"metric", "peak_mem_gb"}, {"max", 70}}})}};
   doc["executor"] = {{"name", "process"},
                      {"options", {{"command", {"/bin/sh", "-c", "printf '{{\"val_loss\": 2}}' > \"$COTUNE_RESULT_FILE\""}}}}};
-  std::ofstream(path) << doc.dump(2);
-  EXPECT_EQ(run({"run", path, "--store", store_}), 2) << err();
+  EXPECT_EQ(run_doc(), 2) << err();
   EXPECT_NE(err().find("/objective/constraints/0/metric: \"peak_mem_gb\" is not a metric of the space 'llm' (did you "
                        "mean \"peak_mem_gib\"?)"),
             std::string::npos)
@@ -343,16 +346,14 @@ TEST_F(RunCli, AMisspeltMetricIsRefusedBeforeAnyTrial) {
   // A metric of the jobs' own, far from the space's names, runs.
   doc["objective"].erase("constraints");
   doc["budget"] = {{"trials", 2}};
-  std::ofstream(path) << doc.dump(2);
-  EXPECT_EQ(run({"run", path, "--store", store_}), 0) << err();
+  EXPECT_EQ(run_doc(), 0) << err();
   EXPECT_EQ(finished(trials("typo")), 2u);
 
   // One the jobs never write: the study stops after three trials instead of spending its budget.
   doc["name"] = "unwritten";
   doc["objective"]["metric"] = "accuracy";
   doc["budget"] = {{"trials", 10}};
-  std::ofstream(path) << doc.dump(2);
-  EXPECT_EQ(run({"run", path, "--store", store_}), 1) << err();
+  EXPECT_EQ(run_doc(), 1) << err();
   EXPECT_NE(err().find("3 trials in a row finished without reporting the objective metric 'accuracy'"),
             std::string::npos)
       << err();

@@ -6,6 +6,7 @@
 #include <cotune/core/store.hpp>
 #include <cotune/core/study_file.hpp>
 #include <cotune/core/report/study_html.hpp>
+#include <cotune/core/report/study_json.hpp>
 #include <cotune/core/study_report.hpp>
 #include <cotune/core/study_runner.hpp>
 #include <cotune/core/study_setup.hpp>
@@ -37,7 +38,6 @@ namespace {
 namespace po = boost::program_options;
 using namespace cotune::core;
 
-constexpr size_t kBestShown = 5;
 
 std::atomic<int> g_stop_requests{0};
 static_assert(std::atomic<int>::is_always_lock_free, "the signal handler needs a lock-free counter");
@@ -174,7 +174,7 @@ void print_summary(const StudySpec& spec, const RunResult& result, const std::st
   Registry registry;
   load_study_plugins(registry, spec);
   std::unique_ptr<Space> space = make_study_space(registry, spec);
-  std::vector<RankedTrial> best = best_trials(trials, spec.objectives, kBestShown);
+  std::vector<RankedTrial> best = best_trials(trials, spec.objectives, report::kBestTrialsListed);
   print_best_table(stdout, best, spec, *space);
   print_recommended(spec, result, best, *space);
   std::vector<TrialRecord>().swap(trials);  // the report reads the study itself: not twice in memory

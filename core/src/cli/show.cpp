@@ -24,11 +24,6 @@ namespace {
 namespace po = boost::program_options;
 using namespace cotune::core;
 
-constexpr size_t kBestShown = 5;
-// Trials shown by default: a long study's full table (144 MB of text for a million trials) is for
-// `--limit 0` or `cotune export`, not for a terminal.
-constexpr std::int64_t kDefaultLimit = 100;
-
 
 void list_studies(Store& store) {
   std::vector<StudySummary> studies = store.list_studies();
@@ -92,13 +87,13 @@ void show_study(Store& store, const std::string& name, std::int64_t limit) {
                 config.c_str(), t.error ? " -- " : "", t.error ? t.error->c_str() : "");
   }
   std::printf("\n");
-  print_best_table(stdout, best_trials(trials, spec.objectives, kBestShown), spec, *space);
+  print_best_table(stdout, best_trials(trials, spec.objectives, report::kBestTrialsListed), spec, *space);
 }
 
 int run(int argc, char** argv) {
   po::options_description opts("cotune show [STUDY] [options]");
   std::string name, store_path = default_store_path();
-  std::int64_t limit = kDefaultLimit;
+  std::int64_t limit = report::kDefaultTrialLimit;
   opts.add_options()("help,h", "show this help")("store", po::value(&store_path),
                                                   kStoreHelp)(
       "limit", po::value(&limit), "with STUDY: show its latest N trials (default 100; 0: all)")(

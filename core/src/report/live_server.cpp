@@ -69,7 +69,6 @@ struct Reply {
 };
 
 constexpr const char* kApiStudies = "/api/studies";
-constexpr std::int64_t kApiDefaultLimit = 100;  // trials per study document, as `cotune show`
 
 Reply json_reply(http::status status, const nlohmann::json& doc) {
   return {status, doc.dump(2) + "\n", "application/json"};
@@ -82,10 +81,10 @@ Reply json_error(http::status status, const std::string& text) {
 // ?limit=N in a query string: N (>= 0), the default when absent, -1 when malformed.
 std::int64_t query_limit(std::string_view target) {
   const size_t q = target.find('?');
-  if (q == std::string_view::npos) return kApiDefaultLimit;
+  if (q == std::string_view::npos) return kDefaultTrialLimit;
   std::string_view query = target.substr(q + 1);
   const size_t at = query.find("limit=");
-  if (at == std::string_view::npos || (at > 0 && query[at - 1] != '&')) return kApiDefaultLimit;
+  if (at == std::string_view::npos || (at > 0 && query[at - 1] != '&')) return kDefaultTrialLimit;
   std::string_view digits = query.substr(at + 6, query.find('&', at) == std::string_view::npos ? std::string_view::npos
                                                                                               : query.find('&', at) - at - 6);
   if (digits.empty() || digits.size() > 9) return -1;

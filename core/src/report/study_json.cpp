@@ -11,8 +11,6 @@
 namespace cotune::core::report {
 namespace {
 
-constexpr size_t kBestListed = 5;  // as many as `cotune show` prints
-
 // A stored JSON text as JSON (as a string when it does not parse), or null when absent.
 nlohmann::json json_or_null(const std::optional<std::string>& text) {
   if (!text) return nullptr;
@@ -69,7 +67,7 @@ nlohmann::json study_json(Store& store, const std::string& name, std::int64_t li
                     {"note", t.error ? nlohmann::json(*t.error) : nlohmann::json(nullptr)}});
   }
   nlohmann::json best = nlohmann::json::array();
-  for (const RankedTrial& r : best_trials(trials, spec.objectives, kBestListed)) best.push_back(r.trial.seq);
+  for (const RankedTrial& r : best_trials(trials, spec.objectives, kBestTrialsListed)) best.push_back(r.trial.seq);
   nlohmann::json doc = {{"schema_version", kStudyJsonSchemaVersion},
                         {"store", store.path()},
                         {"study",

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -14,6 +15,13 @@ namespace cotune::core::report {
 
 // Bumped when a field changes meaning or goes; new fields may appear without a bump.
 inline constexpr int kStudyJsonSchemaVersion = 1;
+
+// The best trials listed: by `cotune run` and `cotune show` in their tables, and in "best" here.
+inline constexpr std::size_t kBestTrialsListed = 5;
+
+// Trials of a study listed when no limit is given (`cotune show`, /api/studies/NAME): a long
+// study's full table (144 MB of text for a million trials) is for an explicit limit of 0.
+inline constexpr std::int64_t kDefaultTrialLimit = 100;
 
 // {"schema_version", "store", "studies": [{name, status, trials, trials_by_status, metric, best}]}.
 nlohmann::json studies_json(Store& store);
