@@ -1,7 +1,8 @@
 // The physics the performance model gets from the llm space's traces, one effect a test, each with
 // the expectation worked out by hand: FSDP scales flat with the GPU count, ZeRO stages shard what
 // Megatron-LM and DeepSpeed shard, context parallelism costs at short sequences, FP8 speeds up the
-// GEMMs only, MoE dispatch crosses nodes at each GPU's own link, and small models wait for the host.
+// GEMMs only, MoE dispatch crosses nodes at each GPU's own link, small models wait for the host, and
+// PyTorch-native trainers recompute selectively per operator.
 #include <cotune/core/components.hpp>
 #include <cotune/core/perfmodel.hpp>
 #include <cotune/core/registry.hpp>
@@ -39,10 +40,20 @@ class LlmPhysics : public ::testing::Test {
         }
       return count;
     }
+    // 2mnk x count of the GEMMs flagged COTUNE_OP_RECOMPUTE.
+    double recomputed_gemm_flops() const {
+      double f = 0;
+      for (const auto& o : labels)
+        if (o.kind == COTUNE_OP_GEMM && (o.flags & COTUNE_OP_RECOMPUTE)) f += 2 * o.m * o.n * o.k * o.count;
+      return f;
+    }
     struct Op {
       std::string label;
       double count, bytes;
       int32_t level;
+      int32_t kind = 0;
+      uint32_t flags = 0;
+      double m = 0, n = 0, k = 0;
     };
     std::vector<Op> labels;
   };
@@ -63,7 +74,7 @@ class LlmPhysics : public ::testing::Test {
     run.memory = t.memory;
     for (size_t i = 0; i < t.num_ops; ++i)
       run.labels.push_back({std::string(t.ops[i].label.data, t.ops[i].label.len), t.ops[i].count, t.ops[i].bytes,
-                            t.ops[i].net_level});
+                            t.ops[i].net_level, t.ops[i].kind, t.ops[i].flags, t.ops[i].m, t.ops[i].n, t.ops[i].k});
     return run;
   }
   Registry registry_;
@@ -182,6 +193,29 @@ TEST_F(LlmPhysics, EagerFrameworksRunUnfusedElementwiseWorkAndSdpaAttention) {
   EXPECT_LT(eager.r.step_time_s, 1.5 * fused.r.step_time_s) << "GEMMs are most of the step";
   // On A100 compiled PyTorch and Transformer Engine run the same kernels.
   EXPECT_NEAR(run("compiled", "a100-80gb").r.step_time_s, run("fused", "a100-80gb").r.step_time_s, 1e-12);
+}
+
+TEST_F(LlmPhysics, PyTorchNativeSelectiveRecomputationIsPerOperator) {
+  // Llama-3 8B shape (GQA: 8 KV heads of 128), one GPU's micro-batch of 2 x 8192 tokens, tp 1.
+  // Under eager PyTorch "selective" is TorchTitan's per-operator policy: each layer keeps the outputs
+  // of its 1st, 3rd, 5th and 7th matrix multiplies (wq, wv, w1, w2) and of attention, and reruns
+  // the 2nd, 4th and 6th (wk, wo, w3) in backward. Megatron-LM's selective recomputation reruns the
+  // attention core only: no GEMM.
+  const json model = {{"layers", 32}, {"hidden", 4096}, {"heads", 32}, {"kv_heads", 8}, {"ffn_hidden", 14336},
+                      {"vocab", 128256}, {"seq_len", 8192}, {"gated_mlp", true}};
+  const json config = {{"dp", 8}, {"micro_batch", 2}, {"zero", 3}, {"recompute", "selective"}};
+  auto run = [&](const char* kernels) {
+    return simulate(model, {{"global_batch", 16}, {"kernels", kernels}}, "h100-sxm", 8, config);
+  };
+  const Run eager = run("eager"), fused = run("fused");
+  const double T = 2 * 8192, h = 4096, kv = 8 * 128, ffn = 14336, layers = 32;
+  EXPECT_DOUBLE_EQ(eager.recomputed_gemm_flops(), layers * 2 * T * (h * kv + h * h + h * ffn));
+  EXPECT_EQ(fused.recomputed_gemm_flops(), 0);
+  // Kept per layer: the block's input, wq (h wide), wv (kv), attention's output (h), w1 (ffn) and
+  // w2 (h), in bf16; plus the logits (bf16 and the fp32 softmax) of the last rank.
+  const double per_layer = T * (h + h + kv + h + ffn + h) * 2;
+  EXPECT_NEAR(eager.memory.activations, layers * per_layer + T * 128256 * 6, 1);
+  EXPECT_LT(eager.memory.activations, 0.6 * fused.memory.activations);
 }
 
 }  // namespace

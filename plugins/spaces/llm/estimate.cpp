@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "per_op_recompute.hpp"
+
 namespace cotune_llm {
 namespace {
 
@@ -97,6 +99,7 @@ double busiest_rank(const Workload& w, const Config& c, const Shape& s) {
 }
 
 LayerActivations layer_activations(const Workload& w, const Config& c) {
+  if (per_op_selective(w, c)) return per_op_kept(w, c);
   const Model& m = w.model;
   const double T = c.micro_batch * m.seq_len / c.cp;
   const double h = m.hidden;

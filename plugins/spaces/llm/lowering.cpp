@@ -9,6 +9,7 @@
 
 #include "estimate.hpp"
 #include "layer_ops.hpp"
+#include "per_op_recompute.hpp"
 
 namespace cotune_llm {
 namespace {
@@ -113,6 +114,10 @@ void recompute(TraceBuilder& B, const Workload& w, const Config& c, const Dims& 
     return;
   }
   if (c.recompute != kRecomputeSelective) return;
+  if (per_op_selective(w, c)) {
+    per_op_recompute(B, w, c, d, n.attention, n.dense_mlp, n.moe_mlp);
+    return;
+  }
   const Model& m = w.model;
   const uint32_t rebuilt = c.recompute_modules;
   const uint32_t R = COTUNE_OP_RECOMPUTE;

@@ -80,6 +80,10 @@ bool check_config(const Workload& w, const Config& c, const cotune_hardware& hw,
       return why ? fail(why, "recompute_modules (" + recompute_modules_text(c.recompute_modules) +
                                  ") applies to selective recomputation only")
                  : false;
+    if (w.training.kernels != Kernels::kFused)
+      return why ? fail(why, "recompute_modules: a PyTorch-native trainer (training.kernels eager or compiled) "
+                             "recomputes selectively per operator (TorchTitan's policy), not by module")
+                 : false;
     if ((c.recompute_modules & kMlaUpProj) && !m.mla.on())
       return why ? fail(why, "recompute module mla_up_proj needs multi-latent attention (model.mla)") : false;
     if ((c.recompute_modules & (kMoe | kMoeAct)) && !m.moe())
