@@ -63,7 +63,8 @@ TEST(PerfAccuracy, PublishedRecipeTablesStayWithinBounds) {
 
 // How a table's rows say what ran them: PyTorch-native trainers run eager kernels unless the row
 // says torch.compile; Megatron-style recipes run fused ones; activation checkpointing yes/no is
-// full/none recomputation; GPUs as tables spell them map to the catalogue.
+// full/none recomputation, and unstated is TorchTitan's default on its rows; GPUs as tables spell
+// them map to the catalogue.
 TEST(PerfAccuracy, PublishedRowsNameTheirKernelsRecomputeAndGpu) {
   const auto path = std::filesystem::temp_directory_path() / "cotune_published_kernels.csv";
   {
@@ -73,11 +74,13 @@ TEST(PerfAccuracy, PublishedRowsNameTheirKernelsRecomputeAndGpu) {
          "pytorch/torchtitan,Llama-3.1-8B,4096,32,32,8192,16,H100,8,1,1,8,selective,torch.compile on,6667\n"
          "pytorch/torchtitan,Llama-3.1-8B,4096,32,32,8192,16,H100,8,1,1,8,selective,,5762\n"
          "mosaicml/llm-foundry,mpt-7b,4096,32,32,2048,512,a100_80gb,64,1,1,64,True,,3300\n"
-         "NVIDIA/Megatron-LM,gpt-5b,4096,24,32,2048,256,a100-sxm4-80gb,8,1,1,,False,,9000\n";
+         "NVIDIA/Megatron-LM,gpt-5b,4096,24,32,2048,256,a100-sxm4-80gb,8,1,1,,False,,9000\n"
+         "pytorch/torchtitan,Llama-3.1-8B,4096,32,32,8192,16,H100,8,1,1,8,,,5762\n"
+         "NVIDIA/Megatron-LM,gpt-5b,4096,24,32,2048,256,a100-sxm4-80gb,8,1,1,,,,9000\n";
   }
   const auto t = cotune::core::perf::read_published_table(path.string());
   std::filesystem::remove(path);
-  ASSERT_EQ(t.rows.size(), 4u);
+  ASSERT_EQ(t.rows.size(), 6u);
   EXPECT_EQ(t.rows[0].cells.at("kernels"), "compiled");
   EXPECT_EQ(t.rows[1].cells.at("kernels"), "eager");
   EXPECT_EQ(t.rows[2].cells.at("kernels"), "eager");
@@ -88,4 +91,9 @@ TEST(PerfAccuracy, PublishedRowsNameTheirKernelsRecomputeAndGpu) {
   EXPECT_EQ(t.rows[3].gpu, "a100-80gb");
   EXPECT_EQ(t.rows[0].gpu, "h100-sxm");
   EXPECT_EQ(t.rows[0].cells.at("zero"), "3");
+  // Unstated: TorchTitan's default (selective, per operator) on its rows; elsewhere left to the caller.
+  EXPECT_EQ(t.rows[4].cells.at("recompute"), "selective");
+  EXPECT_FALSE(t.rows[4].recompute_unstated);
+  EXPECT_EQ(t.rows[5].cells.count("recompute"), 0u);
+  EXPECT_TRUE(t.rows[5].recompute_unstated);
 }

@@ -159,7 +159,10 @@ PublishedRow read_row(const CsvTable& t, const CsvRecord& rec) {
   else r.micro_batch_unstated = true;
   if (!cell("vpp").empty()) c["vpp"] = cell("vpp");
   else r.vpp_unstated = true;
-  const std::string recompute = recompute_of(cell("recompute"));
+  std::string recompute = recompute_of(cell("recompute"));
+  // TorchTitan checkpoints selectively by default (per operator, its activation_checkpoint mode):
+  // an unstated cell there is that default, not a choice left to the fastest fit.
+  if (recompute.empty() && lower(cell("source_repo")).find("torchtitan") != std::string::npos) recompute = "selective";
   if (recompute.empty()) r.recompute_unstated = true;
   else c["recompute"] = recompute;
 

@@ -16,7 +16,8 @@
 //    PyTorch-native trainers by source_repo (TorchTitan, llm-foundry/Composer, torchtune, Hugging
 //    Face, ...) or `compiled` where the row's notes say torch.compile was on, else `fused`
 //    (Megatron-LM, NeMo, Megatron-Bridge: Transformer Engine);
-//  - recompute written as activation checkpointing yes/no is full/none;
+//  - recompute written as activation checkpointing yes/no is full/none; unstated on a TorchTitan
+//    row is TorchTitan's default, selective (its per-operator policy);
 //  - unstated micro_batch, vpp or recompute are left to the caller (the recipe tuned them).
 #ifndef COTUNE_CORE_PERFMODEL_PUBLISHED_TABLE_HPP_
 #define COTUNE_CORE_PERFMODEL_PUBLISHED_TABLE_HPP_
