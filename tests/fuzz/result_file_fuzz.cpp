@@ -14,11 +14,11 @@
 #include <vector>
 
 #include "fuzz/fuzz_check.hpp"
-#include "trial_files.hpp"
+#include <cotune/support/trial_files.hpp>
 
 namespace {
 
-using namespace cotune_exec;
+using namespace cotune::support;
 
 const std::string& scratch() {
   static const std::string path = "/tmp/cotune-result-fuzz-" + std::to_string(::getpid());

@@ -314,7 +314,7 @@ TEST_F(KrrTest, ComparesFeaturesThatSpanDecadesOnALogScale) {
   expect_error([&] { make(R"({"log_features": 1})"); }, COTUNE_ERR_INVALID_ARGUMENT, "'log_features'");
 }
 
-// The envelope of saved state (state_blob.hpp): magic, id, version, payload length, FNV-1a.
+// The envelope of saved state (cotune/support/state_blob.hpp): magic, id, version, payload length, FNV-1a.
 std::string envelope(const std::string& id, uint32_t version, const std::string& payload) {
   std::string out("cotunePS", 8);
   auto put = [&](uint64_t v, int bytes) {

@@ -12,7 +12,6 @@
 #include <map>
 #include <thread>
 
-#include "trial_files.hpp"
 
 extern char** environ;
 

@@ -11,10 +11,13 @@
 #include <string_view>
 #include <vector>
 
-#include "command_template.hpp"
-#include "trial_files.hpp"
+#include <cotune/support/command_template.hpp>
+#include <cotune/support/trial_files.hpp>
 
 namespace cotune_exec {
+
+// Command templates and trial files: the SDK's support library (cotune/support/).
+using namespace cotune::support;  // NOLINT(google-build-using-namespace)
 
 struct ProcessOptions {
   CommandTemplate command;

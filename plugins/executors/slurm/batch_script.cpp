@@ -1,6 +1,5 @@
 #include "batch_script.hpp"
 
-#include "trial_files.hpp"
 
 namespace cotune_exec {
 

@@ -13,7 +13,6 @@
 #include <system_error>
 #include <thread>
 
-#include "trial_files.hpp"
 
 namespace cotune_exec {
 namespace {

@@ -1,9 +1,9 @@
 #include "krr_model.hpp"
 
 #include "hyper_search.hpp"
-#include "training_data.hpp"
 
 #include <cotune/cotune.hpp>
+#include <cotune/support/training_data.hpp>
 #include <dlib/matrix.h>
 #include <dlib/rand.h>
 #include <dlib/serialize.h>
@@ -97,9 +97,9 @@ void KrrModel::set_centres(std::vector<double> rows) {
 
 void KrrModel::fit(const double* x, size_t n, size_t d, const double* y, const double* w,
                    const Options& options) {
-  check_features("krr fit", x, n, d);
-  check_targets("krr fit", y, n, options.log_target);
-  const std::vector<double> all_weights = checked_weights("krr fit", w, n);
+  cotune::support::check_features("krr fit", x, n, d);
+  cotune::support::check_targets("krr fit", y, n, options.log_target);
+  const std::vector<double> all_weights = cotune::support::checked_weights("krr fit", w, n);
 
   // Rows with weight 0 take no part in the fit.
   std::vector<double> raw, target, weight;
@@ -237,7 +237,7 @@ void KrrModel::predict(const double* x, size_t n, size_t d, double* out) const {
                                                          " features but the model was fitted on " +
                                                          std::to_string(d_));
   if (out == nullptr) throw cotune::Error(COTUNE_ERR_INVALID_ARGUMENT, "krr predict: out_mean is NULL");
-  check_features("krr predict", x, n, d);
+  cotune::support::check_features("krr predict", x, n, d);
   // Blocks keep the standardised copy small while amortising the call overhead.
   constexpr size_t kBlock = 256;
   std::vector<double> z(std::min(n, kBlock) * d);

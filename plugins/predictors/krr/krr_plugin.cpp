@@ -2,9 +2,9 @@
 // hyper-parameters. See krr_model.hpp for the method and krr_options.hpp for the options.
 #include "krr_model.hpp"
 #include "krr_options.hpp"
-#include "state_blob.hpp"
 
 #include <cotune/cotune.hpp>
+#include <cotune/support/state_blob.hpp>
 
 #include <sstream>
 #include <string>
@@ -37,12 +37,12 @@ class KrrPredictor {
       throw cotune::Error(COTUNE_ERR_FAILED_PRECONDITION, "krr save: the model is not fitted; nothing to save");
     std::ostringstream payload;
     model_.serialize(payload);
-    return wrap_state(kId, kStateVersion, payload.str());
+    return cotune::support::wrap_state(kId, kStateVersion, payload.str());
   }
 
   void load(std::string_view bytes) {
     uint32_t version = 0;
-    const std::string_view payload = unwrap_state(bytes, kId, kOldestStateVersion, kStateVersion, &version);
+    const std::string_view payload = cotune::support::unwrap_state(bytes, kId, kOldestStateVersion, kStateVersion, &version);
     std::istringstream in{std::string(payload)};
     KrrModel loaded;
     try {

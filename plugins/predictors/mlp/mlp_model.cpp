@@ -1,8 +1,7 @@
 #include "mlp_model.hpp"
 
-#include "training_data.hpp"
-
 #include <cotune/cotune.hpp>
+#include <cotune/support/training_data.hpp>
 #include <dlib/serialize.h>
 #include <nlohmann/json.hpp>
 
@@ -12,9 +11,9 @@
 namespace mlp {
 
 void MlpModel::fit(const double* x, size_t n, size_t d, const double* y, const double* w, const Options& options) {
-  check_features("mlp fit", x, n, d);
-  check_targets("mlp fit", y, n, options.log_target);
-  const std::vector<double> weights = checked_weights("mlp fit", w, n);
+  cotune::support::check_features("mlp fit", x, n, d);
+  cotune::support::check_targets("mlp fit", y, n, options.log_target);
+  const std::vector<double> weights = cotune::support::checked_weights("mlp fit", w, n);
 
   // Rows with weight 0 take no part in the fit.
   std::vector<size_t> kept;
@@ -73,7 +72,7 @@ void MlpModel::predict(const double* x, size_t n, size_t d, double* out_mean, do
                                                          " features but the model was fitted on " +
                                                          std::to_string(d_));
   if (out_mean == nullptr) throw cotune::Error(COTUNE_ERR_INVALID_ARGUMENT, "mlp predict: out_mean is NULL");
-  check_features("mlp predict", x, n, d);
+  cotune::support::check_features("mlp predict", x, n, d);
   auto to_target = [&](double standardised) {
     const double t = target_mean_ + target_scale_ * standardised;
     return log_target_ ? std::exp(t) : t;

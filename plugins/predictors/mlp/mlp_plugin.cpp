@@ -2,9 +2,9 @@
 // spread gives a standard deviation with each prediction. See mlp_options.hpp for the options.
 #include "mlp_model.hpp"
 #include "mlp_options.hpp"
-#include "state_blob.hpp"
 
 #include <cotune/cotune.hpp>
+#include <cotune/support/state_blob.hpp>
 
 #include <sstream>
 #include <string>
@@ -33,11 +33,12 @@ class MlpPredictor {
       throw cotune::Error(COTUNE_ERR_FAILED_PRECONDITION, "mlp save: the model is not fitted; nothing to save");
     std::ostringstream payload;
     model_.serialize(payload);
-    return wrap_state(kId, kStateVersion, payload.str());
+    return cotune::support::wrap_state(kId, kStateVersion, payload.str());
   }
 
   void load(std::string_view bytes) {
-    const std::string_view payload = unwrap_state(bytes, kId, kStateVersion);
+    uint32_t version = 0;
+    const std::string_view payload = cotune::support::unwrap_state(bytes, kId, kStateVersion, kStateVersion, &version);
     std::istringstream in{std::string(payload)};
     MlpModel loaded;
     try {

@@ -1,11 +1,11 @@
-#include "training_data.hpp"
+#include <cotune/support/training_data.hpp>
 
 #include <cotune/cotune.hpp>
 
 #include <cmath>
 #include <string>
 
-namespace krr {
+namespace cotune::support {
 namespace {
 [[noreturn]] void invalid(const char* who, const std::string& what) {
   throw cotune::Error(COTUNE_ERR_INVALID_ARGUMENT, std::string(who) + ": " + what);
@@ -54,4 +54,4 @@ std::vector<double> checked_weights(const char* who, const double* w, size_t n) 
   return out;
 }
 
-}  // namespace krr
+}  // namespace cotune::support

@@ -1,4 +1,4 @@
-#include "trial_files.hpp"
+#include <cotune/support/trial_files.hpp>
 
 #include <cotune/cotune.hpp>
 
@@ -14,7 +14,7 @@
 #include <sstream>
 #include <stdexcept>
 
-namespace cotune_exec {
+namespace cotune::support {
 
 bool file_exists(const std::string& path) {
   struct stat st;
@@ -223,4 +223,4 @@ std::string tail_lines(const std::string& path, int lines, size_t max_bytes) {
   return text.substr(pos + 1);
 }
 
-}  // namespace cotune_exec
+}  // namespace cotune::support

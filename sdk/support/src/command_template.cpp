@@ -1,4 +1,4 @@
-#include "command_template.hpp"
+#include <cotune/support/command_template.hpp>
 
 #include <algorithm>
 
@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <string>
 
-namespace cotune_exec {
+namespace cotune::support {
 namespace {
 
 [[noreturn]] void invalid(const std::string& message) {
@@ -190,4 +190,4 @@ std::string CommandTemplate::literal_program() const {
   return args_[0][0].text;
 }
 
-}  // namespace cotune_exec
+}  // namespace cotune::support

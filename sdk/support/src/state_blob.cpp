@@ -1,10 +1,10 @@
-#include "state_blob.hpp"
+#include <cotune/support/state_blob.hpp>
 
 #include <cotune/cotune.hpp>
 
 #include <cstring>
 
-namespace krr {
+namespace cotune::support {
 namespace {
 
 constexpr char kMagic[8] = {'c', 'o', 't', 'u', 'n', 'e', 'P', 'S'};
@@ -81,4 +81,4 @@ std::string_view unwrap_state(std::string_view bytes, std::string_view plugin_id
   return payload;
 }
 
-}  // namespace krr
+}  // namespace cotune::support

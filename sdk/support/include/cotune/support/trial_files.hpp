@@ -1,7 +1,7 @@
 // The files a job shares with the executor, in the trial's working directory: the trial file it
 // reads (COTUNE_TRIAL_FILE), the result file it writes (COTUNE_RESULT_FILE), its stdout and stderr.
-#ifndef COTUNE_EXECUTOR_TRIAL_FILES_HPP_
-#define COTUNE_EXECUTOR_TRIAL_FILES_HPP_
+#ifndef COTUNE_SUPPORT_TRIAL_FILES_HPP_
+#define COTUNE_SUPPORT_TRIAL_FILES_HPP_
 
 #include <cotune/cotune.h>
 
@@ -11,9 +11,9 @@
 #include <utility>
 #include <vector>
 
-#include "command_template.hpp"
+#include <cotune/support/command_template.hpp>
 
-namespace cotune_exec {
+namespace cotune::support {
 
 inline constexpr const char* kTrialFileName = "trial.json";
 inline constexpr const char* kResultFileName = "result.json";
@@ -70,6 +70,6 @@ bool file_exists(const std::string& path);  // a regular file
 // Anything at `path` (a FIFO or folder too: read_result_file then says what it is).
 bool path_exists(const std::string& path);
 
-}  // namespace cotune_exec
+}  // namespace cotune::support
 
-#endif  // COTUNE_EXECUTOR_TRIAL_FILES_HPP_
+#endif  // COTUNE_SUPPORT_TRIAL_FILES_HPP_

@@ -2,8 +2,8 @@
 // Placeholders are filled with a trial's parameter values after each value has been checked
 // against its parameter's domain and formatted (INT as an integer, FLOAT as a number, CATEGORICAL
 // as the choice name, BOOL as true/false), so no value can inject an argument or a shell word.
-#ifndef COTUNE_EXECUTOR_COMMAND_TEMPLATE_HPP_
-#define COTUNE_EXECUTOR_COMMAND_TEMPLATE_HPP_
+#ifndef COTUNE_SUPPORT_COMMAND_TEMPLATE_HPP_
+#define COTUNE_SUPPORT_COMMAND_TEMPLATE_HPP_
 
 #include <cotune/cotune.h>
 
@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-namespace cotune_exec {
+namespace cotune::support {
 
 // One trial's parameter values, validated and formatted, in the space's parameter order.
 using FormattedParams = std::vector<std::pair<std::string, std::string>>;
@@ -55,6 +55,6 @@ class CommandTemplate {
   std::string what_;
 };
 
-}  // namespace cotune_exec
+}  // namespace cotune::support
 
-#endif  // COTUNE_EXECUTOR_COMMAND_TEMPLATE_HPP_
+#endif  // COTUNE_SUPPORT_COMMAND_TEMPLATE_HPP_
