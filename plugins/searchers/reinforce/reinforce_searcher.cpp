@@ -398,27 +398,7 @@ class ReinforceSearcher {
   // Appends up to `want` random valid unseen configurations from context.sample().
   void draw_random(const cotune::SearchContext& context, size_t want, std::set<std::vector<double>>* batch,
                    std::vector<double>* picked) {
-    const size_t d = arms_.size();
-    size_t taken = 0;
-    for (int stale = 0; taken < want && stale < 8;) {
-      const size_t m = 2 * (want - taken) + 16;
-      std::vector<double> drawn(m * d);
-      const size_t got = context.sample(rng_(), m, drawn.data());
-      std::vector<int32_t> ok(got), seen(got);
-      if (got > 0) {
-        context.check_valid(drawn.data(), got, ok.data());
-        context.seen(drawn.data(), got, seen.data());
-      }
-      const size_t before = taken;
-      for (size_t i = 0; i < got && taken < want; ++i) {
-        if (!ok[i] || seen[i]) continue;
-        std::vector<double> row(drawn.begin() + i * d, drawn.begin() + (i + 1) * d);
-        if (!batch->insert(row).second) continue;
-        picked->insert(picked->end(), row.begin(), row.end());
-        ++taken;
-      }
-      stale = taken > before ? 0 : stale + 1;
-    }
+    cotune::draw_unseen_valid(context, arms_.size(), want, rng_, batch, picked);
   }
 
   Options options_;

@@ -1,7 +1,7 @@
 // cotune/local_search.hpp: tools for searcher plugins that optimise the predictor's score over a
-// space. candidate_values() gives the finite set of values a search picks among for a parameter;
-// HillClimber climbs from a configuration to a local optimum of SearchContext::score over one- and
-// two-parameter changes. Header-only, on top of cotune.hpp: it adds no ABI of its own.
+// space. draw_unseen_valid() draws valid configurations the study has not seen; candidate_values()
+// gives the finite set of values a search picks among for a parameter; HillClimber climbs from a
+// configuration to a local optimum of SearchContext::score over one- and two-parameter changes. Header-only, on top of cotune.hpp: it adds no ABI of its own.
 //
 // Why two-parameter moves: the parameters of a parallel layout are coupled (tp x pp x dp x cp must
 // equal the GPU count), so most single changes of a valid layout are invalid, and a climber that
@@ -198,6 +198,35 @@ class HillClimber {
   std::vector<std::vector<double>> values_;
   size_t max_pair_moves_;
 };
+
+// Appends to `picked` (row-major, `dims` values a row) up to `want` configurations drawn from
+// context.sample() that are valid, unseen by the study and not yet in `batch` (each taken is added
+// to it). Gives up after 8 draws in a row that add nothing: a space nearly used up ends the draw
+// instead of looping.
+template <class Rng>
+void draw_unseen_valid(const SearchContext& context, size_t dims, size_t want, Rng& rng,
+                       std::set<std::vector<double>>* batch, std::vector<double>* picked) {
+  size_t taken = 0;
+  for (int stale = 0; taken < want && stale < 8;) {
+    const size_t m = 2 * (want - taken) + 16;
+    std::vector<double> drawn(m * dims);
+    const size_t got = context.sample(static_cast<uint64_t>(rng()), m, drawn.data());
+    std::vector<int32_t> ok(got), seen(got);
+    if (got > 0) {
+      context.check_valid(drawn.data(), got, ok.data());
+      context.seen(drawn.data(), got, seen.data());
+    }
+    const size_t before = taken;
+    for (size_t i = 0; i < got && taken < want; ++i) {
+      if (!ok[i] || seen[i]) continue;
+      std::vector<double> row(drawn.begin() + i * dims, drawn.begin() + (i + 1) * dims);
+      if (!batch->insert(row).second) continue;
+      picked->insert(picked->end(), row.begin(), row.end());
+      ++taken;
+    }
+    stale = taken > before ? 0 : stale + 1;
+  }
+}
 
 }  // namespace cotune
 
