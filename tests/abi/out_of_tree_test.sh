@@ -9,6 +9,38 @@ trap 'rm -rf "$work"' EXIT
 cmake --install "$build" --prefix "$work/prefix" > "$work/install.log"
 test -f "$work/prefix/include/cotune/cotune.h"
 test -f "$work/prefix/lib/cmake/cotune/cotuneConfig.cmake"
+# What the docs point at: local search, the support library, the changelog and the examples.
+for f in include/cotune/local_search.hpp include/cotune/support/trial_files.hpp lib/libcotune_support.a \
+         share/cotune/CHANGELOG.md share/cotune/examples/plugin-template/CMakeLists.txt \
+         share/cotune/examples/c-plugin/linear_predictor.c; do
+  test -f "$work/prefix/$f" || { echo "not installed: $f" >&2; exit 1; }
+done
+# cotune::support links from the installed package alone.
+mkdir -p "$work/support-user"
+cat > "$work/support-user/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.16)
+project(support_user CXX)
+set(CMAKE_CXX_STANDARD 17)
+find_package(cotune REQUIRED)
+add_executable(support_user main.cpp)
+target_link_libraries(support_user PRIVATE cotune::support)
+CMAKE
+cat > "$work/support-user/main.cpp" <<'CPP'
+#include <cotune/local_search.hpp>
+#include <cotune/support/command_template.hpp>
+#include <cotune/support/state_blob.hpp>
+int main() {
+  const std::string blob = cotune::support::wrap_state("x", 1, "payload");
+  uint32_t version = 0;
+  if (cotune::support::unwrap_state(blob, "x", 1, 1, &version) != "payload" || version != 1) return 1;
+  const cotune::support::CommandTemplate t({"run", "--tp={tp}"}, "command");
+  return t.expand({{"tp", "8"}}).at(1) == "--tp=8" ? 0 : 1;
+}
+CPP
+cmake -S "$work/support-user" -B "$work/support-user/build" -DCMAKE_PREFIX_PATH="$work/prefix" \
+      > "$work/support-user.configure.log"
+cmake --build "$work/support-user/build" > "$work/support-user.build.log"
+"$work/support-user/build/support_user"
 for example in plugin-template c-plugin; do
   cp -r "$src/examples/$example" "$work/$example"
   cmake -S "$work/$example" -B "$work/$example/build" -DCMAKE_PREFIX_PATH="$work/prefix" \
