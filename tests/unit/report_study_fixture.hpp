@@ -20,7 +20,7 @@ namespace cotune::testing {
 
 inline const char* kMarkup = "<script>alert('x')</script>";
 
-inline nlohmann::json report_study_doc(const std::string& name, bool pareto) {
+inline nlohmann::json report_study_doc(const std::string& name, bool pareto, const std::string& metric = "tokens_per_s") {
   nlohmann::json doc = {
       {"name", name},
       {"description", std::string("report test ") + kMarkup},
@@ -40,19 +40,19 @@ inline nlohmann::json report_study_doc(const std::string& name, bool pareto) {
     doc["objectives"] = nlohmann::json::array({{{"metric", "tokens_per_s"}, {"direction", "maximize"}},
                                               {{"metric", "peak_mem_gib"}, {"direction", "minimize"}}});
   else
-    doc["objective"] = {{"metric", "tokens_per_s"}, {"direction", "maximize"}};
+    doc["objective"] = {{"metric", metric}, {"direction", "maximize"}};
   return doc;
 }
 
-// Fills `store` with study `name`: `ok` measured trials, one oom and one failed trial. Returns the
-// number of trials added.
+// Fills `store` with study `name`: `ok` measured trials, one oom and one failed trial, maximising
+// `metric` (tokens_per_s or mfu). Returns the number of trials added.
 inline int fill_report_study(core::Store& store, const std::string& dir, const std::string& name, int ok,
-                             bool pareto = false) {
+                             bool pareto = false, const std::string& metric = "tokens_per_s") {
   using namespace cotune::core;
   setenv("COTUNE_PLUGIN_PATH", COTUNE_PLUGIN_DIR, 1);
   // The study file carries a name the rule accepts; the store gets `name` itself, as a store written
   // before the name rule may hold any name (what reads the store must still escape it).
-  StudySpec spec = parse_study_file(report_study_doc("fixture", pareto).dump(2), dir + "/study.json", dir);
+  StudySpec spec = parse_study_file(report_study_doc("fixture", pareto, metric).dump(2), dir + "/study.json", dir);
   spec.name = name;
   NewStudy n;
   n.name = spec.name;
@@ -83,7 +83,8 @@ inline int fill_report_study(core::Store& store, const std::string& dir, const s
     cotune_sim_result r{};
     r.struct_size = sizeof r;
     perf::simulate(trace, &r);
-    t.predicted = r.tokens_per_s * (1.0 + 0.05 * static_cast<double>(i % 5));
+    const double objective = metric == "mfu" ? r.mfu : r.tokens_per_s;
+    t.predicted = objective * (1.0 + 0.05 * static_cast<double>(i % 5));
     std::optional<TrialId> id = store.add_trial(study.id, t);
     if (!id) continue;  // the sampler repeated a configuration
     ++added;
@@ -96,7 +97,7 @@ inline int fill_report_study(core::Store& store, const std::string& dir, const s
                           {"peak_mem_gib", r.peak_memory_bytes / 1073741824.0},
                           {"gpus", trace.gpus}};
       out.metrics_json = m.dump();
-      out.objective = r.tokens_per_s;
+      out.objective = objective;
     } else if (added == ok + 1) {
       out.status = TrialStatus::oom;
       out.error = "CUDA out of memory " + std::string(kMarkup);

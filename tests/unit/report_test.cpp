@@ -110,6 +110,16 @@ TEST_F(Report, HasEverySectionWithChartsAndARowPerTrial) {
   EXPECT_NE(fail.find("exit status 1 &amp; more"), std::string::npos);
 }
 
+// An objective below 1 (MFU) has negative logs: the partial dependence is fitted on them with the
+// predictor told not to take the log again, as the study loop does.
+TEST_F(Report, PartialDependenceWorksForAnObjectiveBelowOne) {
+  Store store(store_path_);
+  testing::fill_report_study(store, dir_, "mfu", 20, false, "mfu");
+  const std::string params = section(study_report_html(store, "mfu"), "parameters");
+  EXPECT_NE(params.find(">predictor<"), std::string::npos);
+  EXPECT_EQ(params.find("No partial dependence"), std::string::npos) << params;
+}
+
 TEST_F(Report, TwoObjectivesShowTheParetoFront) {
   Store store(store_path_);
   testing::fill_report_study(store, dir_, "pareto", 20, true);

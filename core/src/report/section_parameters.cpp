@@ -3,6 +3,7 @@
 // trials (the mean prediction over those trials with the parameter set to each value).
 #include <cotune/core/report/html.hpp>
 #include <cotune/core/report/svg_chart.hpp>
+#include <cotune/core/surrogate.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -62,7 +63,10 @@ std::vector<std::vector<double>> partial_dependence(const ReportContext& c, cons
     }
     std::vector<double> x(fit.size() * f);
     c.space->featurize(configs.data(), fit.size(), x.data());
-    std::unique_ptr<Predictor> predictor = c.registry.make_predictor(c.spec.predictor.name, c.spec.predictor.options.dump());
+    // The targets are transformed here (log when every value is positive), so the predictor must not
+    // transform them again: the options the study loop gives it ("log": false).
+    std::unique_ptr<Predictor> predictor = c.registry.make_predictor(
+        c.spec.predictor.name, surrogate_predictor_options(c.spec.predictor.options.dump(), "/predictor/options"));
     predictor->fit(x.data(), fit.size(), f, y.data());
     std::vector<double> probe = configs, features(x.size()), out(fit.size());
     for (size_t j = 0; j < levels.size(); ++j) {
