@@ -181,6 +181,17 @@ TEST_F(LlmSpaceTest, FeaturesHaveNamesAndDerivedQuantities) {
   for (double x : f) EXPECT_TRUE(std::isfinite(x));
 }
 
+// An invalid configuration inside the domains (dp * micro_batch above the global batch: no
+// whole micro-batch per step) still has finite features: predictors refuse inf.
+TEST_F(LlmSpaceTest, FeaturesOfAnInvalidConfigurationAreFinite) {
+  auto s = make(gpt_workload("gpt3-175b", 128, 1536));
+  const auto c = config(*s, {{"tp", 1}, {"pp", 2}, {"dp", 512}, {"micro_batch", 16}});  // 8192 > 1536
+  EXPECT_FALSE(s->valid(c.data()));
+  std::vector<double> f(s->feature_names().size());
+  s->featurize(c.data(), 1, f.data());
+  for (double x : f) EXPECT_TRUE(std::isfinite(x));
+}
+
 TEST_F(LlmSpaceTest, LowersTensorParallelCommunicationInsideTheNode) {
   auto s = make(gpt_workload("gpt3-175b", 128, 1536));
   const auto c = config(*s, {{"tp", 8}, {"pp", 16}, {"micro_batch", 1}, {"recompute", "full"}});

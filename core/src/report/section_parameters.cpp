@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "report/report_context.hpp"
@@ -68,17 +69,31 @@ std::vector<std::vector<double>> partial_dependence(const ReportContext& c, cons
     std::unique_ptr<Predictor> predictor = c.registry.make_predictor(
         c.spec.predictor.name, surrogate_predictor_options(c.spec.predictor.options.dump(), "/predictor/options"));
     predictor->fit(x.data(), fit.size(), f, y.data());
-    std::vector<double> probe = configs, features(x.size()), out(fit.size());
+    // Each trial's configuration with parameter j set to the level, averaged over those that stay
+    // valid (tp 8 where the heads allow it, ...); NaN where none does.
+    std::vector<double> probe, features, out;
     for (size_t j = 0; j < levels.size(); ++j) {
       for (double v : levels[j].values) {
-        for (size_t i = 0; i < fit.size(); ++i) probe[i * d + j] = v;
-        c.space->featurize(probe.data(), fit.size(), features.data());
-        predictor->predict(features.data(), fit.size(), f, out.data());
+        probe.clear();
+        for (size_t i = 0; i < fit.size(); ++i) {
+          const size_t at = probe.size();
+          probe.insert(probe.end(), configs.begin() + static_cast<long>(i * d), configs.begin() + static_cast<long>((i + 1) * d));
+          probe[at + j] = v;
+          if (!c.space->valid(probe.data() + at)) probe.resize(at);
+        }
+        const size_t n = probe.size() / d;
+        if (n == 0) {
+          curves[j].push_back(std::numeric_limits<double>::quiet_NaN());
+          continue;
+        }
+        features.resize(n * f);
+        out.resize(n);
+        c.space->featurize(probe.data(), n, features.data());
+        predictor->predict(features.data(), n, f, out.data());
         double mean = 0;
         for (double p : out) mean += log_target ? std::exp(p) : p;
-        curves[j].push_back(mean / static_cast<double>(fit.size()));
+        curves[j].push_back(mean / static_cast<double>(n));
       }
-      for (size_t i = 0; i < fit.size(); ++i) probe[i * d + j] = configs[i * d + j];
     }
   } catch (const std::exception& e) {
     *problem = e.what();
@@ -132,11 +147,17 @@ std::string parameters_html(const ReportContext& c) {
       all_y.push_back(lo[k]);
       all_y.push_back(hi[k]);
     }
-    std::vector<double> px;
-    for (size_t k = 0; k < l.values.size(); ++k) px.push_back(xpos(k));
-    if (!pd.empty()) all_y.insert(all_y.end(), pd[j].begin(), pd[j].end());
+    std::vector<double> px, py;  // the predictor's curve where some configuration was valid
+    for (size_t k = 0; k < l.values.size(); ++k) {
+      if (pd.empty() || k >= pd[j].size() || !std::isfinite(pd[j][k])) continue;
+      px.push_back(xpos(k));
+      py.push_back(pd[j][k]);
+    }
+    all_y.insert(all_y.end(), py.begin(), py.end());
+    std::vector<double> every_x;
+    for (size_t k = 0; k < l.values.size(); ++k) every_x.push_back(xpos(k));
     Scale xs = l.categorical ? Scale{ScaleKind::linear, -0.5, static_cast<double>(l.values.size()) - 0.5}
-                             : Scale::fit(px);
+                             : Scale::fit(every_x);
     Chart chart(params[j].name, params[j].name + (params[j].unit.empty() ? "" : " [" + params[j].unit + "]"),
                 c.objective().metric, xs, Scale::fit(all_y), 340, 260);
     if (l.categorical) {
@@ -146,7 +167,7 @@ std::string parameters_html(const ReportContext& c) {
     }
     chart.scatter(ranges, 2.5);
     chart.line(mx, my, "#1f77b4", "measured mean");
-    if (!pd.empty() && !pd[j].empty()) chart.line(px, pd[j], "#ff7f0e", "predictor", true);
+    if (!py.empty()) chart.line(px, py, "#ff7f0e", "predictor", true);
     h += chart.svg();
   }
   h += "</div>";

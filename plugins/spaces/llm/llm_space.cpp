@@ -484,7 +484,7 @@ class LlmSpace {
     f[1] = c.micro_batch * w_.model.seq_len / c.cp;
     f[2] = t.model_flops_per_gpu;
     f[3] = hw_flops;
-    f[4] = c.pp > 1 ? (c.pp - 1) / (c.vpp * m) : 0;
+    f[4] = c.pp > 1 && m > 0 ? (c.pp - 1) / (c.vpp * m) : 0;  // m is 0 where dp*micro_batch exceeds the batch
     f[5] = comm[COTUNE_NET_NODE];
     f[6] = comm[COTUNE_NET_CLUSTER];
     f[7] = comm[COTUNE_NET_ISLAND];
