@@ -80,7 +80,7 @@ if grep -E "Uncaught|CONSOLE\(|ERR_FILE_NOT_FOUND|Refused to" shot.err dom.err; 
 fi
 
 # Structure: the sections, charts in them, and one row per trial in the table of all trials.
-for id in study best convergence prediction parameters breakdown failures trials; do
+for id in answer study best convergence prediction parameters breakdown failures trials; do
   grep -q "<section id=\"$id\">" dom.html || fail "section '$id' missing from the rendered page"
 done
 svgs=$(grep -o "<svg" dom.html | wc -l)
@@ -90,6 +90,13 @@ for id in convergence prediction parameters breakdown; do
   section_of "$id" > section.html
   grep -q "<svg" section.html || fail "section '$id' has no chart"
 done
+# The first screen answers: the first section is the answer, naming the configuration to launch and
+# what the search cost.
+first=$(grep -o '<section id="[a-z]*">' dom.html | head -1)
+[[ "$first" == '<section id="answer">' ]] || fail "the first section is $first, not the answer"
+section_of answer > section.html
+grep -q "Search cost:" section.html || fail "the answer does not say what the search cost"
+grep -q "<strong>tp=" section.html || fail "the answer does not name a configuration"
 section_of trials > section.html
 rows=$(grep -o "<tr>" section.html | wc -l)
 rows=$((rows - 1))  # the header row

@@ -49,9 +49,20 @@ TEST_F(Report, HasEverySectionWithChartsAndARowPerTrial) {
   ASSERT_EQ(trials, 32);
   std::string html = study_report_html(store, "llama");
 
-  for (const char* id : {"study", "best", "convergence", "prediction", "parameters", "breakdown", "failures", "trials"})
+  for (const char* id :
+       {"answer", "study", "best", "convergence", "prediction", "parameters", "breakdown", "failures", "trials"})
     EXPECT_NE(html.find(std::string("<section id=\"") + id + "\">"), std::string::npos) << id;
   EXPECT_EQ(html.find("<section id=\"pareto\">"), std::string::npos);  // one objective
+  EXPECT_LT(html.find("<section id=\"answer\">"), html.find("<section id=\"study\">")) << "the answer comes first";
+
+  // The answer: the best configuration with its value, against the first trial and the space's
+  // default layout, the search cost and the launch arguments in the study's format.
+  std::string answer = section(html, "answer");
+  EXPECT_NE(answer.find("tokens_per_s <strong>"), std::string::npos) << answer;
+  EXPECT_NE(answer.find("Against the first measured trial"), std::string::npos) << answer;
+  EXPECT_NE(answer.find("default layout (tp=1 pp=1"), std::string::npos) << answer;
+  EXPECT_NE(answer.find("Search cost: 32 trials measured (2 failed)"), std::string::npos) << answer;
+  EXPECT_NE(answer.find("--tensor-model-parallel-size"), std::string::npos) << answer;
   EXPECT_EQ(html.find("could not be produced"), std::string::npos) << html;
   EXPECT_EQ(html.find("could not be loaded"), std::string::npos);
 
@@ -61,9 +72,11 @@ TEST_F(Report, HasEverySectionWithChartsAndARowPerTrial) {
   EXPECT_EQ(html.find("<link"), std::string::npos);
   EXPECT_NE(html.find("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;"), std::string::npos);
 
-  // One row per trial in the table of all trials.
+  // One row per trial in the table of all trials, with MFU, memory and the note a trial ended with.
   std::string all = section(html, "trials");
   EXPECT_EQ(count(all, "<tr>") - 1, static_cast<size_t>(trials));  // minus the header row
+  EXPECT_NE(all.find("<th>mfu</th><th>peak_mem_gib</th>"), std::string::npos);
+  EXPECT_NE(all.find("exit status 1 &amp; more"), std::string::npos);
 
   // Facts: the workload, the environment fingerprint, the objective and the budget.
   std::string facts = section(html, "study");

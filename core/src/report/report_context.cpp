@@ -12,6 +12,11 @@ std::string ReportContext::metric_label() const {
 
 std::string note_html(const std::string& text) { return "<p class=\"note\">" + escape(text) + "</p>"; }
 
+std::string config_text(const ReportContext& c, const ReportTrial& t) {
+  if (c.space && !t.config.empty()) return config_summary(*c.space, t.config.data());
+  return t.record.config_json;
+}
+
 ReportContext load_report_context(Store& store, const StudyRecord& study, const HtmlReportOptions& options) {
   ReportContext c;
   c.study = study;

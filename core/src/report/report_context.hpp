@@ -41,6 +41,7 @@ struct ReportContext {
 ReportContext load_report_context(Store& store, const StudyRecord& study, const HtmlReportOptions& options);
 
 // The sections, each an HTML fragment.
+std::string answer_html(const ReportContext& c);
 std::string study_facts_html(const ReportContext& c);
 std::string best_configurations_html(const ReportContext& c);
 std::string convergence_html(const ReportContext& c);
@@ -53,6 +54,8 @@ std::string trials_table_html(const ReportContext& c);
 
 // "<p class=\"note\">...</p>" with the text escaped.
 std::string note_html(const std::string& text);
+// A trial's configuration as "tp=8 pp=2 ...", or its stored JSON when the space cannot read it.
+std::string config_text(const ReportContext& c, const ReportTrial& t);
 
 }  // namespace cotune::core::report
 

@@ -1,4 +1,5 @@
 // The report's tables: the study's facts, the best configurations, the failures and every trial.
+#include <cotune/core/objective.hpp>
 #include <cotune/core/report/html.hpp>
 #include <cotune/core/study_report.hpp>
 #include <cotune/core/study_setup.hpp>
@@ -14,11 +15,6 @@ namespace {
 
 std::string fact(const std::string& name, const std::string& value_html) {
   return "<dt>" + escape(name) + "</dt><dd>" + value_html + "</dd>";
-}
-
-std::string config_text(const ReportContext& c, const ReportTrial& t) {
-  if (c.space && !t.config.empty()) return config_summary(*c.space, t.config.data());
-  return t.record.config_json;
 }
 
 std::string objectives_text(const StudySpec& spec) {
@@ -150,22 +146,44 @@ std::string failures_html(const ReportContext& c) {
 
 std::string trials_table_html(const ReportContext& c) {
   if (c.trials.empty()) return note_html("No trials yet.");
+  // Besides the objective: MFU and peak memory where the trials report them (the objective's own
+  // column is not repeated), and the note a trial ended with (why it failed, was refused, ...).
+  std::vector<std::string> extra;
+  for (const char* m : {"mfu", "peak_mem_gib"}) {
+    if (m == c.objective().metric) continue;
+    for (const ReportTrial& t : c.trials)
+      if (t.record.metrics_json && t.record.metrics_json->find(std::string("\"") + m + "\"") != std::string::npos) {
+        extra.emplace_back(m);
+        break;
+      }
+  }
   std::string h = "<table class=\"trials\"><thead><tr><th>trial</th><th>status</th><th>" + escape(c.metric_label()) +
-                  "</th><th>predicted</th><th>executor</th><th>configuration</th></tr></thead><tbody>";
-  h.reserve(c.trials.size() * 200);
+                  "</th><th>predicted</th>";
+  for (const std::string& m : extra) h += "<th>" + escape(m) + "</th>";
+  h += "<th>executor</th><th>configuration</th><th>note</th></tr></thead><tbody>";
+  h.reserve(c.trials.size() * 240);
   for (const ReportTrial& t : c.trials) {
     h += "<tr><td class=\"num\">";
     h += std::to_string(t.record.seq);
-    h += "</td><td>";
+    h += "</td><td class=\"status-";
+    append_escaped(h, to_string(t.record.status));
+    h += "\">";
     append_escaped(h, to_string(t.record.status));
     h += "</td><td class=\"num\">";
     h += t.measured ? number_text(*t.measured) : "-";
     h += "</td><td class=\"num\">";
     h += t.record.predicted ? number_text(*t.record.predicted) : "-";
-    h += "</td><td>";
+    h += "</td>";
+    for (const std::string& m : extra) {
+      const std::optional<double> v = t.record.metrics_json ? metric_value(*t.record.metrics_json, m) : std::nullopt;
+      h += "<td class=\"num\">" + (v ? number_text(*v) : std::string("-")) + "</td>";
+    }
+    h += "<td>";
     append_escaped(h, t.record.executor);
     h += "</td><td>";
     append_escaped(h, config_text(c, t));
+    h += "</td><td>";
+    append_escaped(h, t.record.error.value_or(""));
     h += "</td></tr>";
   }
   return h + "</tbody></table>";

@@ -45,6 +45,7 @@ std::string study_report_html(Store& store, const std::string& name, const HtmlR
   page.set_refresh(options.refresh_s);
   page.set_subtitle_html("Report written by cotune " + escape(COTUNE_VERSION) + " on " + escape(utc_now_text()) +
                          " from " + escape(store.path()) + ".");
+  page.add_section("answer", "The answer", guarded(answer_html, c));
   page.add_section("study", "The study", guarded(study_facts_html, c));
   page.add_section("best", c.spec.pareto() ? "Pareto-optimal configurations" : "Best configurations",
                    guarded(best_configurations_html, c));

@@ -1,0 +1,163 @@
+// The report's first screen: the answer. The configuration to launch, its measured value, how far
+// it is above the first measured trial and above the space's default layout, what the search cost,
+// and the launch command in the study's format.
+#include <cotune/core/perfmodel.hpp>
+#include <cotune/core/report/html.hpp>
+#include <cotune/core/study_setup.hpp>
+#include <cotune/core/study_report.hpp>
+#include <cotune/core/surrogate.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "report/report_context.hpp"
+#include "study/budget.hpp"
+
+namespace cotune::core::report {
+namespace {
+
+// "+12.3 % better" / "2.10x better": how much `value` improves on `base` in the objective's direction.
+std::string gain_text(double value, double base, Direction direction) {
+  if (!(base > 0) || !(value > 0)) return number_text(value) + " against " + number_text(base);
+  const double ratio = direction == Direction::maximize ? value / base : base / value;
+  if (ratio >= 2) return number_text(std::round(ratio * 100) / 100) + "x better";
+  const double pct = (ratio - 1) * 100;
+  return (pct >= 0 ? "+" : "") + number_text(std::round(pct * 10) / 10) + " % " + (pct >= 0 ? "better" : "worse");
+}
+
+// The trial to launch: the one the study recommended (its predictor's pick among the measured), else
+// the best measured feasible trial.
+const ReportTrial* recommended(const ReportContext& c, std::string* why) {
+  if (c.study.recommended_trial_id)
+    for (const ReportTrial& t : c.trials)
+      if (t.record.id == *c.study.recommended_trial_id && t.feasible) {
+        *why = "recommended by the study: the measured trial its predictor rates best over every run";
+        return &t;
+      }
+  std::vector<TrialRecord> records;
+  for (const ReportTrial& t : c.trials) records.push_back(t.record);
+  const std::vector<RankedTrial> best = best_trials(records, c.spec.objectives, 1);
+  if (best.empty()) return nullptr;
+  for (const ReportTrial& t : c.trials)
+    if (t.record.id == best.front().trial.id) {
+      *why = "the best measured trial";
+      return &t;
+    }
+  return nullptr;
+}
+
+// The space's default configuration (every parameter at its default: what a run without tuning
+// gets), as the performance model times it; nullopt when the space cannot say.
+std::string default_layout_text(const ReportContext& c, double value) {
+  if (!c.space || !c.space->can_lower()) return "";
+  std::vector<double> config;
+  try {
+    config = c.space->parse("{}");
+  } catch (const std::exception&) {
+    return "";
+  }
+  const std::string name = config_summary(*c.space, config.data());
+  const std::string why = c.space->explain(config.data());
+  if (!why.empty()) return "The space's default layout (" + name + ") does not run here: " + why + ".";
+  cotune_sim_result r{};
+  r.struct_size = sizeof r;
+  const cotune_trace& trace = c.space->lower(config.data());
+  perf::simulate(trace, &r);
+  const std::optional<double> base = model_metric(r, trace, c.objective().metric);
+  if (!base) return "";
+  return "Against the space's default layout (" + name + "), timed by the performance model at " +
+         c.objective().metric + " " + number_text(*base) + ": " + gain_text(value, *base, c.objective().direction) + ".";
+}
+
+std::string cost_text(const ReportContext& c) {
+  std::int64_t measured = 0, failed = 0;
+  double gpu_hours = 0;
+  for (const ReportTrial& t : c.trials) {
+    const TrialStatus s = t.record.status;
+    if (!is_finished(s) || s == TrialStatus::cancelled || s == TrialStatus::unavailable) continue;
+    ++measured;
+    if (s != TrialStatus::ok) ++failed;
+    double gpus = 0;
+    if (c.space && c.space->can_lower() && !t.config.empty()) {
+      try {
+        gpus = c.space->lower(t.config.data()).gpus;
+      } catch (const std::exception&) {
+        gpus = 0;
+      }
+    }
+    gpu_hours += trial_gpu_hours(t.record.metrics_json.value_or("{}"), t.record.started_at, t.record.finished_at, gpus);
+  }
+  std::string s = std::to_string(measured) + " trial" + (measured == 1 ? "" : "s") + " measured";
+  if (failed > 0) s += " (" + std::to_string(failed) + " failed)";
+  s += ", " + number_text(gpu_hours) + " GPU-hours";
+  const nlohmann::json* cluster = c.spec.workload.contains("cluster") ? &c.spec.workload["cluster"] : nullptr;
+  if (cluster && cluster->is_object() && cluster->contains("price_per_gpu_hour") &&
+      (*cluster)["price_per_gpu_hour"].is_number())
+    s += " (" + number_text(gpu_hours * (*cluster)["price_per_gpu_hour"].get<double>()) + " at " +
+         number_text((*cluster)["price_per_gpu_hour"].get<double>()) + " per GPU-hour)";
+  return s + ".";
+}
+
+// The launch arguments in the study's format, else the first format the space renders.
+std::string launch_html(const ReportContext& c, const ReportTrial& t) {
+  if (!c.space || t.config.empty()) return "";
+  const std::pair<RenderFormat, int32_t> formats[] = {{RenderFormat::megatron, COTUNE_RENDER_MEGATRON},
+                                                      {RenderFormat::torchtitan, COTUNE_RENDER_TORCHTITAN},
+                                                      {RenderFormat::nemo, COTUNE_RENDER_NEMO},
+                                                      {RenderFormat::deepspeed, COTUNE_RENDER_DEEPSPEED},
+                                                      {RenderFormat::torchrec, COTUNE_RENDER_TORCHREC}};
+  std::string text;
+  for (const auto& [format, code] : formats) {
+    if (c.spec.format != RenderFormat::json && format != c.spec.format) continue;
+    if (c.space->try_render(t.config.data(), code, &text))
+      return "<div class=\"launch\">Launch (" +
+             escape(c.space->target().empty() ? std::string(to_string(format)) : c.space->target()) + "):<pre>" +
+             escape(text) + "</pre></div>";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string answer_html(const ReportContext& c) {
+  if (c.spec.pareto()) {
+    std::vector<TrialRecord> records;
+    for (const ReportTrial& t : c.trials) records.push_back(t.record);
+    const size_t front = best_trials(records, c.spec.objectives, 0).size();
+    if (front == 0) return note_html("No feasible measured configuration yet.") + "<p>" + escape(cost_text(c)) + "</p>";
+    return "<p>" + std::to_string(front) + " configuration" + (front == 1 ? "" : "s") +
+           " on the Pareto front of " + escape(c.spec.objectives[0].metric) + " and " +
+           escape(c.spec.objectives[1].metric) + ": see the table below and the chart of the front.</p><p>" +
+           escape(cost_text(c)) + "</p>";
+  }
+  std::string why;
+  const ReportTrial* t = recommended(c, &why);
+  if (t == nullptr) return note_html("No feasible measured configuration yet.") + "<p>" + escape(cost_text(c)) + "</p>";
+  const double value = t->values.front();
+  std::string h = "<p class=\"answer\"><strong>" + escape(config_text(c, *t)) + "</strong></p>";
+  h += "<p>Trial " + std::to_string(t->record.seq) + ", " + escape(why) + ": " + escape(c.objective().metric) + " " +
+       "<strong>" + escape(number_text(value)) + "</strong> measured.";
+  for (const ReportTrial& first : c.trials)
+    if (first.feasible) {
+      if (first.record.id != t->record.id)
+        h += " Against the first measured trial (" + escape(number_text(first.values.front())) + "): " +
+             escape(gain_text(value, first.values.front(), c.objective().direction)) + ".";
+      break;
+    }
+  h += "</p>";
+  try {
+    const std::string baseline = default_layout_text(c, value);
+    if (!baseline.empty()) h += "<p>" + escape(baseline) + "</p>";
+  } catch (const std::exception& e) {
+    h += note_html(std::string("No comparison with the default layout: ") + e.what());
+  }
+  h += "<p>Search cost: " + escape(cost_text(c)) + "</p>";
+  h += launch_html(c, *t);
+  return h;
+}
+
+}  // namespace cotune::core::report
