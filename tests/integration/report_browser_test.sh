@@ -80,7 +80,7 @@ if grep -E "Uncaught|CONSOLE\(|ERR_FILE_NOT_FOUND|Refused to" shot.err dom.err; 
 fi
 
 # Structure: the sections, charts in them, and one row per trial in the table of all trials.
-for id in answer study best convergence prediction parameters breakdown failures trials; do
+for id in answer study best convergence prediction parameters parallel breakdown failures trials; do
   grep -q "<section id=\"$id\">" dom.html || fail "section '$id' missing from the rendered page"
 done
 svgs=$(grep -o "<svg" dom.html | wc -l)

@@ -61,7 +61,7 @@ TEST_P(ExampleReport, EverySectionRendersWithoutAnInternalError) {
   const std::string name = study["name"].get<std::string>();
   ASSERT_EQ(cotune({"report", name, "--store", "s.db", "--out", "r.html"}), 0) << read_file(dir_ + "/err.txt");
   const std::string html = read_file(dir_ + "/r.html");
-  for (const char* id : {"study", "best", "convergence", "prediction", "parameters", "trials"})
+  for (const char* id : {"answer", "study", "best", "convergence", "prediction", "parameters", "parallel", "trials"})
     EXPECT_NE(html.find(std::string("<section id=\"") + id + "\">"), std::string::npos) << id;
   EXPECT_EQ(html.find("could not be produced"), std::string::npos);
   EXPECT_EQ(html.find("No partial dependence"), std::string::npos)

@@ -50,7 +50,8 @@ TEST_F(Report, HasEverySectionWithChartsAndARowPerTrial) {
   std::string html = study_report_html(store, "llama");
 
   for (const char* id :
-       {"answer", "study", "best", "convergence", "prediction", "parameters", "breakdown", "failures", "trials"})
+       {"answer", "study", "best", "convergence", "prediction", "parameters", "parallel", "breakdown", "failures",
+        "trials"})
     EXPECT_NE(html.find(std::string("<section id=\"") + id + "\">"), std::string::npos) << id;
   EXPECT_EQ(html.find("<section id=\"pareto\">"), std::string::npos);  // one objective
   EXPECT_LT(html.find("<section id=\"answer\">"), html.find("<section id=\"study\">")) << "the answer comes first";
@@ -110,6 +111,18 @@ TEST_F(Report, HasEverySectionWithChartsAndARowPerTrial) {
   EXPECT_NE(params.find(">tp<"), std::string::npos);
   EXPECT_NE(params.find(">predictor<"), std::string::npos);
   EXPECT_EQ(params.find("No partial dependence"), std::string::npos) << params;
+  // The importance of each varying parameter, as shares that add up to 100 %.
+  const size_t bars = params.find("Importance of each parameter");
+  ASSERT_NE(bars, std::string::npos);
+  const std::string bar_chart = params.substr(bars, params.find("</svg>", bars) - bars);
+  EXPECT_GE(count(bar_chart, "class=\"bar\""), 2u);
+  EXPECT_NE(bar_chart.find(">tp<"), std::string::npos);
+
+  // Parallel coordinates: one line per measured trial, the best one marked.
+  std::string parallel = section(html, "parallel");
+  EXPECT_EQ(count(parallel, "<polyline"), 30u);
+  EXPECT_EQ(count(parallel, "(best)"), 1u);
+  EXPECT_NE(parallel.find(">tokens_per_s (max)<"), std::string::npos);
 
   // The step-time breakdown: compute at least.
   std::string bd = section(html, "breakdown");

@@ -47,6 +47,7 @@ std::string best_configurations_html(const ReportContext& c);
 std::string convergence_html(const ReportContext& c);
 std::string prediction_html(const ReportContext& c);
 std::string parameters_html(const ReportContext& c);
+std::string parallel_html(const ReportContext& c);
 std::string pareto_html(const ReportContext& c);
 std::string breakdown_html(const ReportContext& c);
 std::string failures_html(const ReportContext& c);

@@ -102,6 +102,16 @@ std::vector<std::vector<double>> partial_dependence(const ReportContext& c, cons
   return curves;
 }
 
+// The spread (standard deviation) of finite values; 0 with fewer than two.
+double spread(const std::vector<double>& v) {
+  double n = 0, sum = 0, sq = 0;
+  for (double x : v)
+    if (std::isfinite(x)) ++n, sum += x, sq += x * x;
+  if (n < 2) return 0;
+  const double mean = sum / n;
+  return std::sqrt(std::max(0.0, sq / n - mean * mean));
+}
+
 }  // namespace
 
 std::string parameters_html(const ReportContext& c) {
@@ -122,7 +132,39 @@ std::string parameters_html(const ReportContext& c) {
   if (ok.size() >= 2) pd = partial_dependence(c, ok, levels, positive, &problem);
   else problem = "fewer than two measured trials";
 
-  std::string h = "<div class=\"charts\">";
+  // Importance: how far the objective moves with each parameter, as the spread of its partial
+  // dependence (of the measured means where the predictor could not be refitted), as a share.
+  std::vector<std::pair<std::string, double>> importance;
+  bool from_predictor = true;
+  for (size_t j = 0; j < params.size(); ++j) {
+    if (levels[j].values.size() < 2) continue;
+    double effect = pd.empty() ? 0 : spread(pd[j]);
+    if (pd.empty() || pd[j].empty()) {
+      from_predictor = false;
+      std::map<size_t, std::pair<double, double>> by_level;  // sum, count
+      for (const ReportTrial* t : ok) {
+        auto& m = by_level[level_index(levels[j], t->config[j])];
+        m.first += *t->measured, m.second += 1;
+      }
+      std::vector<double> means;
+      for (const auto& [k, m] : by_level) means.push_back(m.first / m.second);
+      effect = spread(means);
+    }
+    importance.emplace_back(params[j].name, effect);
+  }
+  double total = 0;
+  for (const auto& [name, v] : importance) total += v;
+  std::string h;
+  if (total > 0) {
+    for (auto& [name, v] : importance) v = std::round(1000 * v / total) / 10;
+    std::stable_sort(importance.begin(), importance.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    h += bar_chart_svg("Importance of each parameter (% of the total effect)", importance);
+    h += note_html(std::string("Importance: the spread (standard deviation) of ") +
+                   (from_predictor ? "the predictor's partial dependence" : "the measured mean") +
+                   " over each parameter's values, as a share of all parameters'. First-order effects only: what "
+                   "parameters do together (tp with dp at a fixed GPU count) is not split out.");
+  }
+  h += "<div class=\"charts\">";
   for (size_t j = 0; j < params.size(); ++j) {
     const Levels& l = levels[j];
     if (l.values.size() < 2) continue;  // a fixed parameter has no effect to show
@@ -176,6 +218,63 @@ std::string parameters_html(const ReportContext& c) {
                  std::to_string(std::min(ok.size(), c.options.surrogate_fit_limit)) + " measured trials.");
   if (!problem.empty()) h += note_html("No partial dependence: " + problem);
   return h;
+}
+
+std::string parallel_html(const ReportContext& c) {
+  if (!c.space) return note_html("The space is not loaded: " + c.space_problem);
+  std::vector<const ReportTrial*> ok;
+  for (const ReportTrial& t : c.trials)
+    if (t.measured && t.config.size() == c.space->num_params()) ok.push_back(&t);
+  if (ok.size() < 2) return note_html("Fewer than two measured trials.");
+  const std::vector<Param>& params = c.space->params();
+  // An axis per parameter that varies among the measured trials, its values evenly spaced; the
+  // objective last.
+  std::vector<ParallelAxis> axes;
+  std::vector<size_t> columns;
+  std::vector<Levels> levels;
+  for (size_t j = 0; j < params.size(); ++j) {
+    Levels l = levels_of(params[j], ok, j);
+    std::map<size_t, bool> used;
+    for (const ReportTrial* t : ok) used[level_index(l, t->config[j])] = true;
+    if (used.size() < 2) continue;
+    ParallelAxis a;
+    a.name = params[j].name;
+    const double last = static_cast<double>(l.values.size() - 1);
+    for (size_t k = 0; k < l.values.size(); ++k)
+      if (used.count(k)) a.ticks.emplace_back(static_cast<double>(k) / last, params[j].format(l.values[k]));
+    axes.push_back(a);
+    columns.push_back(j);
+    levels.push_back(l);
+  }
+  double lo = 1e300, hi = -1e300;
+  for (const ReportTrial* t : ok) lo = std::min(lo, *t->measured), hi = std::max(hi, *t->measured);
+  const Scale y = Scale::fit({lo, hi});
+  ParallelAxis objective;
+  objective.name = c.metric_label();
+  for (double v : y.ticks(5)) objective.ticks.emplace_back(y.fraction(v), tick_label(v));
+  axes.push_back(objective);
+  const bool maximize = c.objective().direction == Direction::maximize;
+  const ReportTrial* best = nullptr;
+  for (const ReportTrial* t : ok)
+    if (t->feasible && (!best || better(t->values[0], best->values[0], c.objective().direction))) best = t;
+  std::vector<ParallelLine> lines;
+  for (const ReportTrial* t : ok) {
+    ParallelLine line;
+    for (size_t i = 0; i < columns.size(); ++i)
+      line.positions.push_back(static_cast<double>(level_index(levels[i], t->config[columns[i]])) /
+                               static_cast<double>(levels[i].values.size() - 1));
+    line.positions.push_back(y.fraction(*t->measured));
+    const double goodness = hi > lo ? (*t->measured - lo) / (hi - lo) : 1;
+    line.color = ramp_color(maximize ? goodness : 1 - goodness);
+    line.tooltip = "trial " + std::to_string(t->record.seq) + ": " + number_text(*t->measured);
+    if (t == best) line.color = "#d62728", line.width = 3, line.tooltip += " (best)";
+    lines.push_back(std::move(line));
+  }
+  // The best drawn last, on top.
+  std::stable_partition(lines.begin(), lines.end(), [](const ParallelLine& l) { return l.width < 3; });
+  return parallel_coordinates_svg("Measured trials across the parameters", axes, lines) +
+         note_html("One line per measured trial through its value of each parameter that varied; colour from worst "
+                   "(blue) to best (orange) " + c.objective().metric + ", the best feasible trial in red.");
 }
 
 }  // namespace cotune::core::report

@@ -52,6 +52,7 @@ std::string study_report_html(Store& store, const std::string& name, const HtmlR
   page.add_section("convergence", "Convergence", guarded(convergence_html, c));
   page.add_section("prediction", "Predicted against measured", guarded(prediction_html, c));
   page.add_section("parameters", "Effect of each parameter", guarded(parameters_html, c));
+  page.add_section("parallel", "Parallel coordinates", guarded(parallel_html, c));
   if (c.spec.pareto()) page.add_section("pareto", "Pareto front", guarded(pareto_html, c));
   page.add_section("breakdown", "Step-time breakdown of the best configuration", guarded(breakdown_html, c));
   page.add_section("failures", "Failed trials", guarded(failures_html, c));

@@ -237,4 +237,58 @@ std::string stacked_bar_svg(const std::string& title, const std::vector<std::pai
   return s + legend + "</svg>";
 }
 
+std::string bar_chart_svg(const std::string& title, const std::vector<std::pair<std::string, double>>& bars,
+                          int width) {
+  const int row = 22, top = 30, label_width = 170;
+  const int height = top + row * static_cast<int>(bars.size()) + 10;
+  std::string s = "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart bars\" role=\"img\" width=\"" +
+                  std::to_string(width) + "\" height=\"" + std::to_string(height) + "\" viewBox=\"0 0 " +
+                  std::to_string(width) + " " + std::to_string(height) + "\"><title>" + escape(title) +
+                  "</title><text class=\"chart-title\" x=\"8\" y=\"18\">" + escape(title) + "</text>";
+  double most = 0;
+  for (const auto& b : bars)
+    if (std::isfinite(b.second)) most = std::max(most, b.second);
+  const double span = width - label_width - 70;
+  for (size_t i = 0; i < bars.size(); ++i) {
+    const auto& [name, value] = bars[i];
+    const double y = top + row * static_cast<double>(i);
+    const double w = most > 0 && std::isfinite(value) && value > 0 ? value / most * span : 0;
+    s += "<text x=\"" + fmt(label_width - 6) + "\" y=\"" + fmt(y + 14) + "\" text-anchor=\"end\">" + escape(name) +
+         "</text><rect class=\"bar\" x=\"" + fmt(label_width) + "\" y=\"" + fmt(y + 3) + "\" width=\"" + fmt(w) +
+         "\" height=\"15\" fill=\"#1f77b4\"><title>" + escape(name + ": " + number_text(value)) +
+         "</title></rect><text x=\"" + fmt(label_width + w + 4) + "\" y=\"" + fmt(y + 14) + "\">" +
+         escape(number_text(value)) + "</text>";
+  }
+  return s + "</svg>";
+}
+
+std::string parallel_coordinates_svg(const std::string& title, const std::vector<ParallelAxis>& axes,
+                                     const std::vector<ParallelLine>& lines, int width, int height) {
+  std::string s = "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart parallel\" role=\"img\" width=\"" +
+                  std::to_string(width) + "\" height=\"" + std::to_string(height) + "\" viewBox=\"0 0 " +
+                  std::to_string(width) + " " + std::to_string(height) + "\"><title>" + escape(title) +
+                  "</title><text class=\"chart-title\" x=\"8\" y=\"18\">" + escape(title) + "</text>";
+  if (axes.size() < 2) return s + "<text class=\"chart-note\" x=\"8\" y=\"44\">fewer than two axes</text></svg>";
+  const double left = 60, right = width - 110, top = 50, bottom = height - 30;
+  auto ax = [&](size_t i) { return left + (right - left) * static_cast<double>(i) / static_cast<double>(axes.size() - 1); };
+  auto ay = [&](double f) { return bottom - (bottom - top) * std::clamp(f, 0.0, 1.0); };
+  for (const ParallelLine& l : lines) {
+    s += "<polyline class=\"series\" fill=\"none\" stroke=\"" + escape(l.color) + "\" stroke-width=\"" +
+         fmt(l.width) + "\" stroke-opacity=\"0.7\" points=\"";
+    for (size_t i = 0; i < axes.size() && i < l.positions.size(); ++i) s += fmt(ax(i)) + "," + fmt(ay(l.positions[i])) + " ";
+    s += "\"><title>" + escape(l.tooltip) + "</title></polyline>";
+  }
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const ParallelAxis& a = axes[i];
+    s += "<g class=\"axes\"><line x1=\"" + fmt(ax(i)) + "\" x2=\"" + fmt(ax(i)) + "\" y1=\"" + fmt(top) + "\" y2=\"" +
+         fmt(bottom) + "\" stroke=\"#555\"/><text class=\"axis-label\" x=\"" + fmt(ax(i)) + "\" y=\"" + fmt(top - 12) +
+         "\" text-anchor=\"middle\">" + escape(a.name) + "</text>";
+    for (const auto& [f, label] : a.ticks)
+      s += "<text class=\"tick-label\" x=\"" + fmt(ax(i) + 4) + "\" y=\"" + fmt(ay(f) + 4) + "\">" + escape(label) +
+           "</text>";
+    s += "</g>";
+  }
+  return s + "</svg>";
+}
+
 }  // namespace cotune::core::report

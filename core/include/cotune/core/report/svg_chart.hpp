@@ -71,6 +71,26 @@ class Chart {
 std::string stacked_bar_svg(const std::string& title, const std::vector<std::pair<std::string, double>>& parts,
                             const std::string& unit, int width = 640);
 
+// Horizontal bars, one a row in the order given, each labelled with its name and value, scaled to
+// the largest (e.g. the importance of each parameter).
+std::string bar_chart_svg(const std::string& title, const std::vector<std::pair<std::string, double>>& bars,
+                          int width = 640);
+
+// A parallel-coordinates plot: one vertical axis per dimension, one polyline per item through its
+// position on each axis (0 bottom .. 1 top).
+struct ParallelAxis {
+  std::string name;
+  std::vector<std::pair<double, std::string>> ticks;  // position 0..1 and its label
+};
+struct ParallelLine {
+  std::vector<double> positions;  // one per axis, 0..1
+  std::string color = "#1f77b4";
+  double width = 1.5;
+  std::string tooltip;
+};
+std::string parallel_coordinates_svg(const std::string& title, const std::vector<ParallelAxis>& axes,
+                                     const std::vector<ParallelLine>& lines, int width = 900, int height = 380);
+
 // A colour for position t in [0, 1] on a blue-to-orange ramp (e.g. when a trial ran).
 std::string ramp_color(double t);
 
