@@ -295,4 +295,45 @@ TEST_F(HistoryImport, CommandsEndToEnd) {
   EXPECT_THAT(no_key.out, HasSubstr("give exactly one of --workload-key K and --all"));
 }
 
+// A study whose workload the columns cannot say (a preset with a changed field, a price): every
+// trial is exported all the same, its workload whole in workload_json, and re-imports under the
+// study's own workload key.
+TEST_F(HistoryImport, ExportWritesEveryRowAWorkloadTheColumnsCannotSayIncluded) {
+  json study = {{"name", "priced"},
+                {"workload", {{"model", {{"preset", "llama3-8b"}, {"seq_len", 4096}}},
+                              {"training", {{"global_batch", 256}}},
+                              {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 4}, {"price_per_gpu_hour", 2.5}}}}},
+                {"space", {{"name", "llm"}, {"options", {{"pp", {1}}, {"cp", {1}}, {"vpp", {1}}}}}},
+                {"searcher", "random"},
+                {"executor", "sim"},
+                {"objective", {{"metric", "tokens_per_s"}, {"direction", "maximize"}}},
+                {"budget", {{"trials", 4}}}};
+  const std::string file = write("priced.json", study.dump(2));
+  const std::string db = path("priced.db"), out = path("priced.csv");
+  CliRun run = cli("run " + file + " --store " + db);
+  ASSERT_EQ(run.status, 0) << run.out;
+  CliRun exported = cli("export-history --all --store " + db + " -o " + out);
+  EXPECT_EQ(exported.status, 0) << exported.out;
+  EXPECT_THAT(exported.out, HasSubstr("4 of 4 rows written"));
+  std::ifstream in(out);
+  std::string header;
+  std::getline(in, header);
+  EXPECT_THAT(header, HasSubstr("workload_json"));
+
+  CliRun reimported = cli("import " + out + " --space llm --store " + path("again.db"));
+  EXPECT_EQ(reimported.status, 0) << reimported.out;
+  EXPECT_THAT(reimported.out, HasSubstr("4 rows: 4 imported"));
+  Store original(db);
+  const std::string key = original.find_study("priced")->workload_key;
+  Store again(path("again.db"));
+  EXPECT_EQ(again.history_for(key, "llm").size(), 4u) << "the same workload key: the same workload";
+
+  // workload_json is the workload: the row may not also give the workload's own columns.
+  const std::string both = write("both.csv", "hidden,tp,gpus,workload_json\n4096,1,8,\"{\"\"model\"\": {}}\"\n");
+  CliRun refused = cli("import " + both + " --space llm --store " + path("x.db"));
+  EXPECT_NE(refused.status, 0);
+  EXPECT_THAT(refused.out, HasSubstr("column hidden: the row gives its workload in workload_json"));
+}
+
 }  // namespace
+

@@ -53,6 +53,7 @@ size_t write_history_csv(std::ostream& out, const std::vector<HistoryRow>& rows,
   std::set<std::string> metric_names;
   std::map<std::string, std::optional<json>> study_workloads;  // by study name; nullopt: none
   std::set<std::string> warned;
+  bool uses_workload_json = false;
   auto warn = [&](const std::string& w) {
     if (warned.insert(w).second && warnings) warnings->push_back(w);
   };
@@ -90,13 +91,14 @@ size_t write_history_csv(std::ostream& out, const std::vector<HistoryRow>& rows,
       continue;
     }
     if (!inexact.empty()) {
-      const bool preset = inexact.find("workload/model/preset") != std::string::npos;
-      warn(h.source + ": its workload has " + inexact +
-           "; the CSV cannot say the same workload, so its rows are skipped" +
-           (preset ? " (the CSV describes a model by its dimensions: give hidden, layers, heads, ... in the "
-                     "workload instead of a preset to export such rows)"
-                   : ""));
-      continue;
+      // The columns cannot say this workload exactly (a preset with changes, a price, a network
+      // object): the row carries it whole in workload_json, with its configuration's columns.
+      std::map<std::string, std::string> config_cells;
+      for (const std::string& c : llm_config_columns())
+        if (auto it = line.cells.find(c); it != line.cells.end()) config_cells.insert(*it);
+      config_cells["workload_json"] = workload->dump();
+      line.cells = std::move(config_cells);
+      uses_workload_json = true;
     }
     line.cells["status"] = std::string(to_string(h.status));
     for (auto it = metrics.begin(); it != metrics.end(); ++it) {
@@ -108,6 +110,7 @@ size_t write_history_csv(std::ostream& out, const std::vector<HistoryRow>& rows,
   }
 
   std::vector<std::string> header = llm_csv_columns();
+  if (uses_workload_json) header.push_back("workload_json");
   header.push_back("status");
   for (const std::string& m : metric_names)
     if (std::find(header.begin(), header.end(), m) == header.end()) header.push_back(m);

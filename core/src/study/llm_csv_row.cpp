@@ -180,12 +180,47 @@ bool llm_csv_reads(const std::string& column) {
   if (std::find(cols.begin(), cols.end(), column) != cols.end()) return true;
   for (const auto& alias : kAliases)
     if (column == alias.first) return true;
-  return column == "fsdp";
+  return column == "fsdp" || column == "workload_json";
 }
+
+namespace {
+
+// The columns that describe the workload (not the configuration): a row with workload_json leaves
+// them empty.
+bool workload_column(const std::string& col) {
+  if (col == "preset" || col == "gpus_per_node" || col == "nodes_per_island") return true;
+  for (const ModelColumn& m : kModelColumns)
+    if (col == m.column) return true;
+  for (const char* t : kTrainingColumns)
+    if (col == t) return true;
+  for (const char* b : kBandwidthColumns)
+    if (col == b) return true;
+  for (const auto& alias : kAliases)
+    if (col == alias.first) return true;
+  return false;
+}
+
+json workload_of_json_cell(const Cells& r) {
+  for (const std::string& col : llm_csv_columns())
+    if (workload_column(col) && r.has(col))
+      throw std::invalid_argument("column " + col + ": the row gives its workload in workload_json; leave the "
+                                  "workload's own columns empty");
+  const json w = json::parse(r.text("workload_json"), nullptr, false);
+  if (!w.is_object() || !w.contains("model") || !w.contains("training") || !w.contains("cluster"))
+    throw std::invalid_argument("column workload_json: expected a JSON object with model, training and cluster (a "
+                                "workload, docs/workloads.md)");
+  return w;
+}
+
+}  // namespace
 
 LlmCsvRow llm_row_from_cells(const CsvCellLookup& cell) {
   const Cells r(cell);
-  json model = model_of(r);
+  // A workload the columns cannot say exactly (a preset with changes, a price, a network object)
+  // comes whole, as JSON; the row's other columns are its configuration.
+  const bool whole = r.has("workload_json");
+  const json given = whole ? workload_of_json_cell(r) : json();
+  json model = whole ? json() : model_of(r);
 
   const double tp = r.integer("tp", 1), pp = r.integer("pp", 1), cp = r.integer("cp", 1);
   for (const char* col : {"tp", "pp", "cp"})
@@ -199,45 +234,53 @@ LlmCsvRow llm_row_from_cells(const CsvCellLookup& cell) {
   if (dp == 0) dp = gpus / (tp * pp * cp);
   if (dp != std::floor(dp) || dp < 1)
     throw std::invalid_argument("gpus (" + fmt(gpus) + ") is not divisible by tp*pp*cp (" + fmt(tp * pp * cp) + ")");
-  if (!r.has("global_batch")) throw std::invalid_argument("column global_batch: missing (required)");
+  if (!whole && !r.has("global_batch")) throw std::invalid_argument("column global_batch: missing (required)");
 
   // The catalogue's name for it ("a100" is a100-80gb), so the space's gpu parameter matches.
-  const std::string spelled_gpu = r.string("gpu", "h100-sxm");
+  const json* given_gpu = whole && given["cluster"].is_object() && given["cluster"].contains("gpu") &&
+                                  given["cluster"]["gpu"].is_string()
+                              ? &given["cluster"]["gpu"]
+                              : nullptr;
+  const std::string spelled_gpu = r.string("gpu", given_gpu ? given_gpu->get<std::string>() : "h100-sxm");
   const std::string catalogued = perf::catalogue_gpu_name(spelled_gpu);
   const std::string gpu = catalogued.empty() ? spelled_gpu : catalogued;
+  LlmCsvRow row;
   json cluster = {{"gpu", gpu}};
-  if (r.has("gpus_per_node")) cluster["gpus_per_node"] = r.integer("gpus_per_node", 8);
-  if (r.has("nodes_per_island")) cluster["nodes_per_island"] = r.integer("nodes_per_island", 0);
-  for (const char* b : kBandwidthColumns)
-    if (r.has(b)) {
-      const double v = r.number(b);
-      if (!(v > 0)) throw std::invalid_argument(std::string("column ") + b + ": expected GB/s > 0, got '" + r.text(b) + "'");
-      cluster["gpu_spec"][b] = v;
+  if (whole) {
+    row.workload = given;
+  } else {
+    if (r.has("gpus_per_node")) cluster["gpus_per_node"] = r.integer("gpus_per_node", 8);
+    if (r.has("nodes_per_island")) cluster["nodes_per_island"] = r.integer("nodes_per_island", 0);
+    for (const char* b : kBandwidthColumns)
+      if (r.has(b)) {
+        const double v = r.number(b);
+        if (!(v > 0)) throw std::invalid_argument(std::string("column ") + b + ": expected GB/s > 0, got '" + r.text(b) + "'");
+        cluster["gpu_spec"][b] = v;
+      }
+    cotune_hardware hw{};
+    hw.struct_size = COTUNE_STRUCT_SIZE(cotune_hardware, net_efficiency);
+    json probe = cluster;
+    probe["nodes"] = 1;
+    try {
+      perf::resolve_hardware(probe, &hw, "cluster");
+    } catch (const UserError& e) {
+      throw std::invalid_argument(std::string("column gpu, gpus_per_node or a bandwidth: ") + e.what());
     }
-  cotune_hardware hw{};
-  hw.struct_size = COTUNE_STRUCT_SIZE(cotune_hardware, net_efficiency);
-  json probe = cluster;
-  probe["nodes"] = 1;
-  try {
-    perf::resolve_hardware(probe, &hw, "cluster");
-  } catch (const UserError& e) {
-    throw std::invalid_argument(std::string("column gpu, gpus_per_node or a bandwidth: ") + e.what());
-  }
-  if (hw.gpus_per_node < 1) throw std::invalid_argument("column gpus_per_node: expected at least 1");
-  cluster["nodes"] = std::ceil(gpus / hw.gpus_per_node);
+    if (hw.gpus_per_node < 1) throw std::invalid_argument("column gpus_per_node: expected at least 1");
+    cluster["nodes"] = std::ceil(gpus / hw.gpus_per_node);
 
-  json training = {{"global_batch", r.integer("global_batch", 0)}, {"dtype", r.string("dtype", "bf16")},
-                   {"attention", r.string("attention", "flash")}, {"dropout", r.boolean("dropout", false)}};
-  if (r.has("overlap_grad_reduce")) training["overlap_grad_reduce"] = r.boolean("overlap_grad_reduce", true);
-  if (r.has("peft")) training["peft"] = r.text("peft");
-  if (r.has("kernels")) training["kernels"] = r.text("kernels");
+    json training = {{"global_batch", r.integer("global_batch", 0)}, {"dtype", r.string("dtype", "bf16")},
+                     {"attention", r.string("attention", "flash")}, {"dropout", r.boolean("dropout", false)}};
+    if (r.has("overlap_grad_reduce")) training["overlap_grad_reduce"] = r.boolean("overlap_grad_reduce", true);
+    if (r.has("peft")) training["peft"] = r.text("peft");
+    if (r.has("kernels")) training["kernels"] = r.text("kernels");
+    row.workload = {{"model", model}, {"training", training}, {"cluster", cluster}};
+  }
 
   // zero, or a published table's fsdp column (> 0: FSDP over that many ranks, ZeRO-3).
   double zero = r.integer("zero", 0);
   if (!r.has("zero") && r.has("fsdp") && r.integer("fsdp", 0) > 0) zero = 3;
 
-  LlmCsvRow row;
-  row.workload = {{"model", model}, {"training", training}, {"cluster", cluster}};
   const std::string recompute = r.string("recompute", "none");
   const bool sp = r.boolean("sp", false);
   row.config = {{"tp", tp}, {"pp", pp}, {"dp", dp}, {"cp", cp}, {"ep", r.integer("ep", 1)},
