@@ -158,6 +158,33 @@ TEST_F(RunCli, RunShowAndExport) {
   EXPECT_EQ(run({"export", "demo", "--format", "yaml", "--store", store_}), 2);
 }
 
+// Results as data: run --json writes the run's outcome and the study (show --json's document),
+// export --json the chosen trial with its configuration and rendered text.
+TEST_F(RunCli, RunAndExportWriteJson) {
+  const std::string study = write_study("asdata", 5, 2, "random");
+  ASSERT_EQ(run({"run", study, "--store", store_, "--json"}), 0) << err();
+  const json doc = json::parse(out());
+  EXPECT_EQ(doc["schema_version"], 1);
+  EXPECT_EQ(doc["study"]["name"], "asdata");
+  EXPECT_EQ(doc["trials"].size(), 5u);
+  const json& r = doc["run"];
+  EXPECT_EQ(r["status"], "finished");
+  EXPECT_EQ(r["interrupted"], false);
+  EXPECT_EQ(r["trials_this_run"], 5);
+  EXPECT_EQ(r["counted_trials"], 5);
+  EXPECT_TRUE(r["recommended"].is_number_integer()) << r.dump();
+  EXPECT_TRUE(fs::exists(r["report"].get<std::string>())) << r.dump();
+
+  ASSERT_EQ(run({"export", "asdata", "--format", "megatron", "--json", "--store", store_}), 0) << err();
+  const json e = json::parse(out());
+  EXPECT_EQ(e["schema_version"], 1);
+  EXPECT_EQ(e["study"], "asdata");
+  EXPECT_EQ(e["trial"], r["recommended"]);
+  EXPECT_EQ(e["format"], "megatron");
+  EXPECT_TRUE(e["config"].contains("tp")) << e.dump();
+  EXPECT_NE(e["text"].get<std::string>().find("--tensor-model-parallel-size"), std::string::npos);
+}
+
 TEST_F(RunCli, ShowsTheRecommendedConfigurationWhenItIsNotTheBestMeasured) {
   // Noise of 30 %: with these seeds a lifted measurement tops the table while the predictor's
   // estimate ranks another measured trial first (study_loop_test checks the ranking itself).

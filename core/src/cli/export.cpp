@@ -6,6 +6,7 @@
 #include <cotune/core/study_setup.hpp>
 
 #include <boost/program_options.hpp>
+#include <nlohmann/json.hpp>
 
 #include <cerrno>
 #include <cstdio>
@@ -24,7 +25,7 @@ using namespace cotune::core;
 
 const char* const kUsage =
     "cotune export STUDY [--format FRAMEWORK[@VERSION]] [--trial N | --recommended | --best] [--out FILE]\n"
-    "                    [--store PATH]";
+    "                    [--json] [--store PATH]";
 
 // The trial to export and how it was chosen ("trial 12", "recommended trial 12", "best trial 7").
 struct Chosen {
@@ -102,6 +103,8 @@ int run(int argc, char** argv) {
       "recommended", "export the recommended trial (the default when the study has one)")(
       "best", "export the best measured feasible trial")("out", po::value(&out_path),
                                                          "write to this file instead of standard output")(
+      "json", "write one JSON document: the study, the trial, how it was chosen, its configuration and the "
+              "rendered text (docs/show-json.md)")(
       "store", po::value(&store_path), kStoreHelp);
   po::options_description hidden;
   hidden.add_options()("study", po::value(&name));
@@ -163,6 +166,19 @@ int run(int argc, char** argv) {
     throw UserError("--format " + std::string(to_string(spec.format)) + ": the space '" + spec.space.name +
                     "' cannot render it");
   if (text.empty() || text.back() != '\n') text += '\n';
+  if (vm.count("json")) {
+    const nlohmann::json doc = {
+        {"schema_version", 1},
+        {"study", name},
+        {"trial", chosen.trial.seq},
+        {"chosen", chosen.how},
+        {"format", std::string(to_string(spec.format))},
+        {"target", spec.launch_target()},
+        {"config", nlohmann::json::parse(space->render(config.data(), COTUNE_RENDER_JSON))},
+        {"objective", chosen.trial.objective ? nlohmann::json(*chosen.trial.objective) : nlohmann::json()},
+        {"text", text}};
+    text = doc.dump(2) + "\n";
+  }
   if (out_path.empty()) {
     std::fwrite(text.data(), 1, text.size(), stdout);
   } else {

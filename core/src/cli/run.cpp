@@ -193,12 +193,38 @@ void print_summary(const StudySpec& spec, const RunResult& result, const std::st
     std::printf("resume: cotune run %s --store %s\n", shell_word(spec.file).c_str(), store_word.c_str());
 }
 
+// `--json`: the run's outcome and the study as `cotune show STUDY --json` writes it (docs/show-json.md).
+void print_json(const StudySpec& spec, const RunResult& result, const std::string& store_path) {
+  const std::string report = report::write_run_report(store_path, spec.name);
+  nlohmann::json doc;
+  {
+    Store::Options o;
+    o.create = false;
+    Store store(store_path, o);
+    doc = report::study_json(store, spec.name, 0);
+  }
+  nlohmann::json run = {{"status", std::string(to_string(result.status))},
+                        {"reason", result.reason},
+                        {"interrupted", result.interrupted},
+                        {"trials_this_run", result.trials_this_run},
+                        {"counted_trials", result.counted_trials},
+                        {"recommended", nullptr},
+                        {"report", nullptr}};
+  if (result.recommended_config) run["recommended"] = result.recommended_config->seq;
+  const std::string prefix = "report: ";
+  if (report.rfind(prefix, 0) == 0) run["report"] = report.substr(prefix.size());
+  doc["run"] = run;
+  std::cout << doc.dump(2) << "\n";
+}
+
 int run(int argc, char** argv) {
   po::options_description opts("cotune run STUDY.json [options]");
   std::string study_path, store_path = default_store_path();
   opts.add_options()("help,h", "show this help")("store", po::value(&store_path),
                                                   kStoreHelp)(
-      "quiet,q", "no progress output, only the final table");
+      "quiet,q", "no progress output, only the final table")(
+      "json", "at the end, write the run's outcome and the study as one JSON document instead of the table "
+              "(docs/show-json.md); progress still goes to stderr");
   po::options_description hidden;
   hidden.add_options()("study", po::value(&study_path));
   po::options_description all;
@@ -222,7 +248,7 @@ int run(int argc, char** argv) {
                  "past its deadline (\"deadlines\" in the study file) stops it with exit 3.\n";
     return 0;
   }
-  if (study_path.empty()) throw UserError("usage: cotune run STUDY.json [--store FILE] [--quiet]");
+  if (study_path.empty()) throw UserError("usage: cotune run STUDY.json [--store FILE] [--quiet] [--json]");
 
   StudySpec spec = load_study_file(study_path);
   CallWatch::set_deadlines(spec.deadlines);
@@ -238,7 +264,8 @@ int run(int argc, char** argv) {
     StopSignals signals(store_path, spec.name);
     result = run_study(spec, options);
   }
-  print_summary(spec, result, store_path);
+  if (vm.count("json")) print_json(spec, result, store_path);
+  else print_summary(spec, result, store_path);
   return result.interrupted ? 130 : 0;
 }
 
