@@ -185,6 +185,38 @@ TEST_F(RunCli, RunAndExportWriteJson) {
   EXPECT_NE(e["text"].get<std::string>().find("--tensor-model-parallel-size"), std::string::npos);
 }
 
+// The bash completion script, sourced by a real bash: commands, options (from each command's
+// --help), formats and the studies of the store on the line.
+TEST_F(RunCli, BashCompletionCompletesCommandsOptionsFormatsAndStudies) {
+  ASSERT_EQ(run({"run", write_study("completed", 2, 1, "random"), "--store", store_}), 0) << err();
+  ASSERT_EQ(run({"completion", "bash"}), 0) << err();
+  std::ofstream(dir_ + "/completion.sh") << out();
+  auto complete = [&](const std::string& words, int cword) {
+    const std::string script = "source completion.sh; COMP_WORDS=(" + std::string(COTUNE_CLI) + " " + words +
+                               "); COMP_CWORD=" + std::to_string(cword) + "; _cotune; echo \"${COMPREPLY[*]}\"";
+    std::ofstream(dir_ + "/probe.sh") << script;
+    const pid_t pid = fork();
+    if (pid == 0) {
+      if (chdir(dir_.c_str()) != 0 || !freopen((dir_ + "/reply").c_str(), "w", stdout)) _exit(127);
+      execl("/bin/bash", "bash", "probe.sh", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    EXPECT_EQ(wait_for(pid), 0);
+    std::string reply = read_file(dir_ + "/reply");
+    while (!reply.empty() && reply.back() == '\n') reply.pop_back();
+    return reply;
+  };
+  EXPECT_EQ(complete("ex", 1), "export export-history");
+  EXPECT_EQ(complete("run --q", 2), "--quiet");
+  EXPECT_EQ(complete("export x --format t", 4), "torchtitan torchrec");
+  EXPECT_EQ(complete("show --store " + store_ + " comp", 4), "completed");
+
+  ASSERT_EQ(run({"completion", "zsh"}), 0) << err();
+  EXPECT_NE(out().find("bashcompinit"), std::string::npos);
+  EXPECT_EQ(run({"completion", "fish"}), 2);
+  EXPECT_NE(err().find("usage: cotune completion bash|zsh"), std::string::npos) << err();
+}
+
 TEST_F(RunCli, ShowsTheRecommendedConfigurationWhenItIsNotTheBestMeasured) {
   // Noise of 30 %: with these seeds a lifted measurement tops the table while the predictor's
   // estimate ranks another measured trial first (study_loop_test checks the ranking itself).
