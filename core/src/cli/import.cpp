@@ -1,14 +1,17 @@
-// `cotune import RUNS.csv --space llm [--map "source column=canonical" ...] [--store FILE]
-// [--source NAME]`: loads measured runs of earlier jobs into the store as history (docs/history.md).
+// `cotune import FILE... --space llm [--format auto|csv|megatron-log|wandb|sacct] [--map "a=b" ...]
+// [--set column=value ...] [--store FILE] [--source NAME]`: loads measured runs of earlier jobs into
+// the store as history (docs/history.md).
 #include <cotune/core/errors.hpp>
 #include <cotune/core/history_io.hpp>
 #include <cotune/core/llm_runs.hpp>
 #include <cotune/core/registry.hpp>
+#include <cotune/core/run_logs.hpp>
 #include <cotune/core/store.hpp>
 
 #include <boost/program_options.hpp>
 
 #include <iostream>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -20,50 +23,32 @@ namespace {
 namespace po = boost::program_options;
 using namespace cotune::core;
 
-int run(int argc, char** argv) {
-  po::options_description opts("cotune import RUNS.csv --space llm [options]");
-  std::string file, space = "llm", store_path = default_store_path(), source;
-  std::vector<std::string> maps;
-  opts.add_options()("help,h", "show this help")("space", po::value(&space), "the space of the runs (llm)")(
-      "map", po::value(&maps)->composing(), "\"source column=canonical name\" (repeatable)")(
-      "store", po::value(&store_path), kStoreHelp)(
-      "source", po::value(&source), "the name the rows are recorded under (default: the file path)");
-  po::options_description hidden;
-  hidden.add_options()("file", po::value(&file));
-  po::options_description all;
-  all.add(opts).add(hidden);
-  po::positional_options_description pos;
-  pos.add("file", 1);
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw UserError(e.what());
-  }
-  if (vm.count("help")) {
-    std::cout << opts
-              << "\nEach row of RUNS.csv (schema of docs/simulate.md, metric columns of docs/history.md) becomes a\n"
-                 "history row of its workload. Bad rows are reported with their line and skipped; the others are\n"
-                 "imported in one transaction. Importing the same file again adds nothing.\n"
-                 "Exit status: 0 every row imported, 1 some rows rejected, 2 bad usage.\n";
-    return 0;
-  }
-  if (file.empty()) throw UserError("usage: cotune import RUNS.csv --space llm [--map \"a=b\"] [--store FILE]");
-  if (!vm.count("space")) throw UserError("--space: required (llm)");
-  if (space != "llm")
-    throw UserError("--space '" + space + "': only the llm space has a CSV schema for history (docs/simulate.md)");
-  std::vector<std::pair<std::string, std::string>> mapping;
-  for (const std::string& m : maps) mapping.push_back(parse_column_mapping(m));
-  if (source.empty()) source = file;
+// "column=value" from --set; UserError naming the option otherwise.
+std::pair<std::string, std::string> parse_setting(const std::string& text) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+    throw UserError("--set \"" + text + "\": expected COLUMN=VALUE (--set gpu=a100-80gb)");
+  return {text.substr(0, eq), text.substr(eq + 1)};
+}
 
-  Registry registry;
-  registry.load_default();
-  const CsvTable table = read_csv_file(file);
-  const LlmRuns runs = read_llm_runs(table, mapping, registry);
+// Imports one file; returns whether every run of it became a row (none rejected).
+bool import_file(const std::string& file, const std::string& format_option, const std::string& source_option,
+                 const std::vector<std::pair<std::string, std::string>>& mapping,
+                 const std::map<std::string, std::string>& settings, const Registry& registry, Store& store) {
+  RunsFormat format = RunsFormat::csv;
+  if (format_option.empty() || format_option == "auto") {
+    format = detect_runs_format(file);
+  } else if (auto f = runs_format_named(format_option)) {
+    format = *f;
+  } else {
+    throw UserError("--format '" + format_option + "': expected auto, csv, megatron-log, wandb or sacct");
+  }
+  const ConvertedRuns converted = read_runs_file(file, format, settings);
+  for (const std::string& n : converted.notes) std::cerr << file << ": note: " << n << "\n";
+  for (const SkippedRun& k : converted.skipped) std::cerr << file << ": line " << k.line << ": skipped: " << k.reason << "\n";
+  const LlmRuns runs = read_llm_runs(converted.table, mapping, registry);
   for (const std::string& w : runs.warnings) std::cerr << "warning: " << w << "\n";
-  for (const RejectedRow& r : runs.rejected)
-    std::cerr << file << ": line " << r.line << ": rejected: " << r.reason << "\n";
+  for (const RejectedRow& r : runs.rejected) std::cerr << file << ": line " << r.line << ": rejected: " << r.reason << "\n";
   size_t memory_notes = 0;
   std::set<std::string> workloads;
   for (const LlmRun& r : runs.runs) {
@@ -73,14 +58,75 @@ int run(int argc, char** argv) {
   if (memory_notes > 0)
     std::cerr << "note: " << memory_notes
               << " imported rows are configurations the memory estimate says do not fit; kept as measured\n";
-
-  Store store(store_path);
-  const ImportCounts counts = store.import_history(history_rows(runs.runs, source));
-  std::cout << file << ": " << table.rows.size() << " rows: " << counts.inserted << " imported, " << counts.duplicates
-            << " already in the store, " << runs.rejected.size() << " rejected; " << workloads.size()
-            << " workload(s); store " << store.path() << "\n";
+  const ImportCounts counts = store.import_history(history_rows(runs.runs, source_option.empty() ? file : source_option));
+  if (format == RunsFormat::csv)
+    std::cout << file << ": " << converted.table.rows.size() << " rows: ";
+  else
+    std::cout << file << " (" << runs_format_name(format) << "): "
+              << converted.table.rows.size() + converted.skipped.size() << " runs: ";
+  std::cout << counts.inserted << " imported, " << counts.duplicates << " already in the store, " << runs.rejected.size()
+            << " rejected";
+  if (format != RunsFormat::csv) std::cout << ", " << converted.skipped.size() << " skipped";
+  std::cout << "; " << workloads.size() << " workload(s); store " << store.path() << "\n";
   for (const std::string& key : workloads) std::cout << "  workload key " << key << "\n";
-  return runs.rejected.empty() ? 0 : 1;
+  return runs.rejected.empty();
+}
+
+int run(int argc, char** argv) {
+  po::options_description opts("cotune import FILE... --space llm [options]");
+  std::string space = "llm", store_path = default_store_path(), source, format = "auto";
+  std::vector<std::string> files, maps, sets;
+  opts.add_options()("help,h", "show this help")("space", po::value(&space), "the space of the runs (llm)")(
+      "format", po::value(&format),
+      "auto (the default: from each file's content), csv, megatron-log, wandb or sacct")(
+      "map", po::value(&maps)->composing(), "\"source column=canonical name\" (repeatable)")(
+      "set", po::value(&sets)->composing(),
+      "COLUMN=VALUE for every run that does not say it, e.g. --set gpu=a100-80gb (repeatable)")(
+      "store", po::value(&store_path), kStoreHelp)(
+      "source", po::value(&source), "the name the rows are recorded under (default: each file's path)");
+  po::options_description hidden;
+  hidden.add_options()("file", po::value(&files)->composing());
+  po::options_description all;
+  all.add(opts).add(hidden);
+  po::positional_options_description pos;
+  pos.add("file", -1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UserError(e.what());
+  }
+  if (vm.count("help")) {
+    std::cout << opts
+              << "\nEach run becomes a history row of its workload (docs/history.md). Files are read as cotune's\n"
+                 "CSV (schema of docs/simulate.md, metric columns of docs/history.md), Megatron-LM logs (the\n"
+                 "argument dump and the 'elapsed time per iteration (ms)' lines), W&B runs exports (CSV with\n"
+                 "config columns and State) or 'sacct -P' output (the configuration as key=value words or JSON\n"
+                 "in Comment or JobName). Bad rows are reported with their line and skipped, as are runs that\n"
+                 "are no measurement (still running, killed); the others are imported in one transaction per\n"
+                 "file. Importing the same file again adds nothing.\n"
+                 "Exit status: 0 every run imported or skipped with a reason, 1 some rows rejected, 2 bad usage.\n";
+    return 0;
+  }
+  if (files.empty())
+    throw UserError("usage: cotune import FILE... --space llm [--format F] [--map \"a=b\"] [--set col=value] [--store FILE]");
+  if (!vm.count("space")) throw UserError("--space: required (llm)");
+  if (space != "llm")
+    throw UserError("--space '" + space + "': only the llm space has a CSV schema for history (docs/simulate.md)");
+  if (!source.empty() && files.size() > 1) throw UserError("--source names the rows of one file: give one file with it");
+  std::vector<std::pair<std::string, std::string>> mapping;
+  for (const std::string& m : maps) mapping.push_back(parse_column_mapping(m));
+  std::map<std::string, std::string> settings;
+  for (const std::string& x : sets) settings.insert(parse_setting(x));
+
+  Registry registry;
+  registry.load_default();
+  Store store(store_path);
+  bool all_in = true;
+  for (const std::string& file : files)
+    all_in = import_file(file, format, source, mapping, settings, registry, store) && all_in;
+  return all_in ? 0 : 1;
 }
 
 }  // namespace

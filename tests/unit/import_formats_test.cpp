@@ -1,0 +1,173 @@
+// `cotune import` of the logs people have, through the real CLI and store: the Megatron-LM log, W&B
+// export and sacct output under examples/import/, each detected from its content, with the runs it
+// took, those it skipped and why; and the Megatron-LM argument names each becomes.
+#include <cotune/core/history_io.hpp>
+#include <cotune/core/run_logs.hpp>
+#include <cotune/core/store.hpp>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "support/cli_process.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using cotune::core::HistoryRow;
+using cotune::core::RunsFormat;
+using cotune::core::Store;
+using cotune::core::TrialStatus;
+using cotune::testing::read_file;
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+const std::string kExamples = COTUNE_SOURCE_DIR "/examples/import/";
+
+class ImportFormats : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/cotune-import-formats-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    store_ = dir_ + "/s.db";
+    setenv("COTUNE_PLUGIN_PATH", COTUNE_PLUGIN_DIR, 1);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  int import(std::vector<std::string> args) {
+    args.insert(args.begin(), "import");
+    for (const char* a : {"--space", "llm", "--store"}) args.emplace_back(a);
+    args.push_back(store_);
+    const pid_t pid = cotune::testing::spawn_cotune(dir_, args, dir_ + "/out", dir_ + "/err");
+    return cotune::testing::wait_exit_within(pid, std::chrono::minutes(2));
+  }
+  std::string out() const { return read_file(dir_ + "/out"); }
+  std::string err() const { return read_file(dir_ + "/err"); }
+
+  // Every history row of the store, oldest first.
+  std::vector<HistoryRow> history() const {
+    Store store(store_);
+    std::vector<HistoryRow> rows;
+    for (const std::string& key : keys()) {
+      auto part = store.history_for(key, "llm");
+      rows.insert(rows.end(), part.begin(), part.end());
+    }
+    std::sort(rows.begin(), rows.end(), [](const HistoryRow& a, const HistoryRow& b) { return a.row_number < b.row_number; });
+    return rows;
+  }
+  std::vector<std::string> keys() const {
+    std::vector<std::string> k;
+    for (const auto& [key, space] : cotune::core::stored_workloads(store_)) k.push_back(key);
+    return k;
+  }
+  std::string dir_, store_;
+};
+
+TEST_F(ImportFormats, EachExampleIsDetectedFromItsContent) {
+  EXPECT_EQ(cotune::core::detect_runs_format(kExamples + "megatron-llama3-8b.log"), RunsFormat::megatron_log);
+  EXPECT_EQ(cotune::core::detect_runs_format(kExamples + "wandb-gpt-2.7b.csv"), RunsFormat::wandb);
+  EXPECT_EQ(cotune::core::detect_runs_format(kExamples + "sacct-gpt-1.3b.txt"), RunsFormat::sacct);
+  EXPECT_EQ(cotune::core::detect_runs_format(COTUNE_SOURCE_DIR "/examples/replay/runs.csv"), RunsFormat::csv);
+}
+
+// One argument dump per start of the job: a measured run (the median step time after the first
+// logged interval), an out-of-memory start, and a start cut short (skipped, with why).
+TEST_F(ImportFormats, MegatronLogGivesARunPerStartOfTheJob) {
+  ASSERT_EQ(import({kExamples + "megatron-llama3-8b.log", "--set", "gpu=h100-sxm"}), 0) << err();
+  EXPECT_THAT(out(), HasSubstr("(megatron-log): 3 runs: 2 imported, 0 already in the store, 0 rejected, 1 skipped"));
+  EXPECT_THAT(err(), HasSubstr("skipped: no iteration was logged"));
+  const std::vector<HistoryRow> rows = history();
+  ASSERT_EQ(rows.size(), 2u);
+  const json first = json::parse(rows[0].config_json), metrics = json::parse(rows[0].metrics_json);
+  EXPECT_EQ(first["tp"], 2);
+  EXPECT_EQ(first["dp"], 8);
+  EXPECT_EQ(first["zero"], 1) << "use_distributed_optimizer";
+  EXPECT_EQ(first["sp"], true);
+  EXPECT_EQ(first["gpu"], "h100-sxm") << "--set";
+  EXPECT_DOUBLE_EQ(metrics["step_time_s"].get<double>(), 4.3802) << "median of 4380.2, 4391.7, 4376.9 ms";
+  EXPECT_DOUBLE_EQ(metrics["tflops_per_gpu"].get<double>(), 352.1);
+  EXPECT_EQ(rows[1].status, TrialStatus::oom);
+  EXPECT_EQ(json::parse(rows[1].config_json)["micro_batch"], 2);
+  // Importing it again adds nothing.
+  ASSERT_EQ(import({kExamples + "megatron-llama3-8b.log", "--set", "gpu=h100-sxm"}), 0) << err();
+  EXPECT_THAT(out(), HasSubstr("0 imported, 2 already in the store"));
+}
+
+TEST_F(ImportFormats, WandbExportTakesFinishedAndCrashedRunsAndSaysWhatItLeftOut) {
+  ASSERT_EQ(import({kExamples + "wandb-gpt-2.7b.csv", "--set", "gpu=a100-80gb"}), 0) << err();
+  EXPECT_THAT(out(), HasSubstr("(wandb): 5 runs: 3 imported, 0 already in the store, 0 rejected, 2 skipped"));
+  EXPECT_THAT(err(), HasSubstr("line 5: skipped: State killed"));
+  EXPECT_THAT(err(), HasSubstr("line 6: skipped: State running"));
+  EXPECT_THAT(err(), HasSubstr("no setting the llm space knows and no metric: Created, Name, Notes, User, lr"));
+  const std::vector<HistoryRow> rows = history();
+  ASSERT_EQ(rows.size(), 3u);
+  const json m = json::parse(rows[0].metrics_json);
+  EXPECT_DOUBLE_EQ(m["step_time_s"].get<double>(), 1.512) << "Megatron-LM's iteration-time, in seconds";
+  EXPECT_DOUBLE_EQ(m["tflops_per_gpu"].get<double>(), 121.4) << "its throughput";
+  EXPECT_DOUBLE_EQ(m["wall_time_s"].get<double>(), 1840);
+  EXPECT_EQ(json::parse(rows[1].config_json)["pp"], 2);
+  EXPECT_EQ(rows[2].status, TrialStatus::failed) << "crashed";
+}
+
+TEST_F(ImportFormats, SacctTakesJobsWithTheirConfigurationAndSkipsStepsAndOthers) {
+  ASSERT_EQ(import({kExamples + "sacct-gpt-1.3b.txt"}), 0) << err();
+  EXPECT_THAT(out(), HasSubstr("(sacct): 5 runs: 3 imported, 0 already in the store, 0 rejected, 2 skipped"));
+  EXPECT_THAT(err(), HasSubstr("job 4104: State CANCELLED"));
+  EXPECT_THAT(err(), HasSubstr("job 4105: no configuration"));
+  const std::vector<HistoryRow> rows = history();
+  ASSERT_EQ(rows.size(), 3u);
+  const json c = json::parse(rows[0].config_json);
+  EXPECT_EQ(c["gpus"], 8) << "AllocTRES gres/gpu:a100=8";
+  EXPECT_EQ(c["gpu"], "a100-80gb") << "its type";
+  EXPECT_EQ(c["tp"], 2);
+  const json m = json::parse(rows[0].metrics_json);
+  EXPECT_DOUBLE_EQ(m["step_time_s"].get<double>(), 0.412);
+  EXPECT_DOUBLE_EQ(m["wall_time_s"].get<double>(), 12 * 60 + 31);
+  EXPECT_EQ(rows[1].status, TrialStatus::oom);
+}
+
+TEST_F(ImportFormats, MegatronArgumentNamesBecomeTheSchemasColumns) {
+  const auto c = cotune::core::cells_from_settings({{"tensor_model_parallel_size", "4"},
+                                                    {"num_layers", "80"},
+                                                    {"hidden_size", "8192"},
+                                                    {"num_attention_heads", "64"},
+                                                    {"group_query_attention", "True"},
+                                                    {"num_query_groups", "8"},
+                                                    {"kv_channels", "128"},
+                                                    {"swiglu", "True"},
+                                                    {"untie_embeddings_and_output_weights", "False"},
+                                                    {"use_distributed_optimizer", "False"},
+                                                    {"recompute_granularity", "None"},
+                                                    {"num_layers_per_virtual_pipeline_stage", "5"},
+                                                    {"pipeline_model_parallel_size", "8"},
+                                                    {"fp8", "hybrid"},
+                                                    {"bf16", "True"},
+                                                    {"hidden_dropout", "0.1"},
+                                                    {"lr", "3e-4"}});
+  const std::map<std::string, std::string> expected = {
+      {"tp", "4"},         {"layers", "80"},      {"hidden", "8192"},         {"heads", "64"},
+      {"kv_heads", "8"},   {"gated_mlp", "true"}, {"tie_embeddings", "true"}, {"zero", "0"},
+      {"recompute", "none"}, {"vpp", "2"},        {"pp", "8"},                {"dtype", "fp8"},
+      {"dropout", "true"}};
+  EXPECT_EQ(c, expected) << "kv_channels = hidden / heads says nothing; lr is no setting of the space";
+}
+
+TEST_F(ImportFormats, AnUnknownFormatOrABadSettingIsABadUsage) {
+  EXPECT_EQ(import({kExamples + "sacct-gpt-1.3b.txt", "--format", "slurm"}), 2);
+  EXPECT_THAT(err(), HasSubstr("--format 'slurm': expected auto, csv, megatron-log, wandb or sacct"));
+  EXPECT_EQ(import({kExamples + "sacct-gpt-1.3b.txt", "--set", "gpu"}), 2);
+  EXPECT_THAT(err(), HasSubstr("expected COLUMN=VALUE"));
+  EXPECT_EQ(import({kExamples + "wandb-gpt-2.7b.csv", "--format", "megatron-log"}), 2);
+  EXPECT_THAT(err(), HasSubstr("not a Megatron-LM log"));
+}
+
+}  // namespace
