@@ -110,6 +110,31 @@ TEST_F(Serve, ListsStudiesAndServesEachReport) {
   EXPECT_GT(std::stoul(std::string(head.message[http::field::content_length])), 0u);
 }
 
+// Two studies of one workload: the index links a page comparing them, with a best-so-far curve each.
+TEST_F(Serve, ComparesTheStudiesOfOneWorkload) {
+  {
+    Store store(store_path_);
+    testing::fill_report_study(store, dir_, "second", 4);
+  }
+  start({});
+  Reply index = get(port(), "/");
+  const size_t at = index.body.find("href=\"/compare/");
+  ASSERT_NE(at, std::string::npos) << index.body;
+  const size_t from = at + std::string("href=\"").size();
+  const std::string link = index.body.substr(from, index.body.find('"', from) - from);
+  Reply page = get(port(), link);
+  EXPECT_EQ(page.status, 200);
+  EXPECT_NE(page.body.find("<a href=\"/studies/my%20study\">my study</a>"), std::string::npos) << page.body;
+  EXPECT_NE(page.body.find("<a href=\"/studies/second\">second</a>"), std::string::npos);
+  EXPECT_NE(page.body.find("trials to within 1 % of the best of all"), std::string::npos);
+  const std::string chart = page.body.substr(page.body.find("<section id=\"convergence\">"));
+  size_t lines = 0;
+  for (size_t p = chart.find("<polyline"); p != std::string::npos; p = chart.find("<polyline", p + 1)) ++lines;
+  EXPECT_EQ(lines, 2u);
+  EXPECT_EQ(get(port(), "/compare/0123abcd").status, 404) << "no study of that workload";
+  EXPECT_EQ(get(port(), "/compare/..%2Fx").status, 404);
+}
+
 TEST_F(Serve, FinishedStudyDoesNotReload) {
   {
     Store store(store_path_);

@@ -14,6 +14,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <chrono>
@@ -32,6 +33,7 @@ using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 
 constexpr const char* kStudyPrefix = "/studies/";
+constexpr const char* kComparePrefix = "/compare/";  // + a workload key: its studies side by side
 
 // Decodes %XX escapes; nullopt for a malformed escape or an encoded NUL.
 std::optional<std::string> percent_decode(std::string_view s) {
@@ -186,10 +188,25 @@ struct LiveServer::Impl {
   Reply route(Store& store, std::string_view target) {
     std::string_view path = target.substr(0, target.find_first_of("?#"));
     if (path == kApiStudies || path.rfind(std::string(kApiStudies) + "/", 0) == 0) return api(store, path, target);
+    const auto study_link = [](const std::string& n) { return std::string(kStudyPrefix) + percent_encode(n); };
     if (path == "/" || path == "/index.html")
       return {http::status::ok,
-              studies_index_html(store, [](const std::string& n) { return std::string(kStudyPrefix) + percent_encode(n); },
-                                 options.refresh_s)};
+              studies_index_html(store, study_link, options.refresh_s,
+                                 [](const std::string& key) { return std::string(kComparePrefix) + key; })};
+    if (path.rfind(kComparePrefix, 0) == 0) {
+      // A workload key is hexadecimal: anything else names no workload.
+      const std::string key(path.substr(std::string_view(kComparePrefix).size()));
+      const bool hex = !key.empty() && key.size() <= 128 &&
+                       std::all_of(key.begin(), key.end(), [](char ch) { return std::isxdigit(static_cast<unsigned char>(ch)); });
+      if (hex) {
+        try {
+          return {http::status::ok, workload_comparison_html(store, key, study_link)};
+        } catch (const UserError&) {
+          return message_page(http::status::not_found, "No study of that workload in this store.");
+        }
+      }
+      return message_page(http::status::not_found, "No such page.");
+    }
     if (path.rfind(kStudyPrefix, 0) == 0) {
       std::optional<std::string> name = percent_decode(path.substr(std::string_view(kStudyPrefix).size()));
       // A study name is one path segment: slashes and dot segments name no study.

@@ -11,6 +11,9 @@
 #include <cstdio>
 #include <ctime>
 #include <fstream>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "report/report_context.hpp"
 
@@ -101,7 +104,7 @@ std::string write_run_report(const std::string& store_path, const std::string& n
 }
 
 std::string studies_index_html(Store& store, const std::function<std::string(const std::string&)>& link,
-                               int refresh_s) {
+                               int refresh_s, const std::function<std::string(const std::string&)>& compare_link) {
   Page page("cotune studies");
   page.set_refresh(refresh_s);
   page.set_subtitle_html("Store " + escape(store.path()) + ", as of " + escape(utc_now_text()) + ".");
@@ -123,6 +126,19 @@ std::string studies_index_html(Store& store, const std::function<std::string(con
               "</td></tr>";
     }
     body += "</tbody></table>";
+    // Workloads that several studies tuned: a page comparing them.
+    std::map<std::string, std::vector<std::string>> by_workload;
+    for (const StudySummary& s : studies) by_workload[s.study.workload_key].push_back(s.study.name);
+    std::string compare;
+    for (const auto& [key, names] : by_workload) {
+      const std::string href = compare_link ? compare_link(key) : "";
+      if (names.size() < 2 || href.empty()) continue;
+      std::string list;
+      for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+      compare += "<li><a href=\"" + escape(href) + "\">compare</a> " + escape(list) + " (workload " +
+                 escape(key.substr(0, 12)) + ")</li>";
+    }
+    if (!compare.empty()) body += "<h3>Workloads tuned by several studies</h3><ul class=\"compare\">" + compare + "</ul>";
   }
   page.add_section("studies", "Studies", body);
   return page.str();

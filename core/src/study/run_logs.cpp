@@ -425,7 +425,7 @@ ConvertedRuns sacct_output(const std::string& path, const std::map<std::string, 
     auto cell = [&](long c) { return c >= 0 && static_cast<size_t>(c) < f.size() ? trim(f[static_cast<size_t>(c)]) : ""; };
     if (cell(id).find('.') != std::string::npos) continue;  // a job step: its job has the row
     std::string st = cell(state);
-    st = st.substr(0, st.find(' '));  // "CANCELLED by 1000"
+    if (const size_t space = st.find(' '); space != std::string::npos) st.resize(space);  // "CANCELLED by 1000"
     Cells cells;
     std::map<std::string, std::string> named = settings_in(cell(comment));
     for (const auto& [k, v] : settings_in(cell(name))) named.emplace(k, v);

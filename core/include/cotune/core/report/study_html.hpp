@@ -43,9 +43,18 @@ void write_study_report(Store& store, const std::string& name, const std::string
 std::string write_run_report(const std::string& store_path, const std::string& name);
 
 // The list of a store's studies with their status, trial counts and best value; `link` gives each
-// study's URL (relative), or "" for no link.
+// study's URL (relative), or "" for no link; `compare_link`, when given, a workload key's comparison
+// page, linked for each workload that several studies tuned.
 std::string studies_index_html(Store& store, const std::function<std::string(const std::string&)>& link,
-                               int refresh_s = 0);
+                               int refresh_s = 0,
+                               const std::function<std::string(const std::string&)>& compare_link = {});
+
+// The studies of one workload side by side: how each searched (searcher, predictor, prior), its
+// trials, best value, the trial that found it and how many trials it took to come within 1 % of the
+// best of them all, and their best-so-far curves on one chart. `link` gives each study's URL.
+// UserError when no study has that workload key.
+std::string workload_comparison_html(Store& store, const std::string& workload_key,
+                                     const std::function<std::string(const std::string&)>& link);
 
 }  // namespace cotune::core::report
 
