@@ -13,7 +13,9 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -133,6 +135,34 @@ TEST_F(ImportFormats, SacctTakesJobsWithTheirConfigurationAndSkipsStepsAndOthers
   EXPECT_DOUBLE_EQ(m["step_time_s"].get<double>(), 0.412);
   EXPECT_DOUBLE_EQ(m["wall_time_s"].get<double>(), 12 * 60 + 31);
   EXPECT_EQ(rows[1].status, TrialStatus::oom);
+}
+
+// What real files look like beyond the examples: srun --label prefixes, sacct jobs naming one
+// metric in different units, sacct without -P, and runs that do not say their GPU.
+TEST_F(ImportFormats, LabelsUnitsColumnsAndAMissingGpuAreHandled) {
+  std::string log = read_file(kExamples + "megatron-llama3-8b.log");
+  std::string labelled;
+  std::istringstream in(log);
+  for (std::string line; std::getline(in, line);) labelled += "3: " + line + "\n";
+  std::ofstream(dir_ + "/labelled.log") << labelled;
+  ASSERT_EQ(import({dir_ + "/labelled.log"}), 0) << err();
+  EXPECT_THAT(out(), HasSubstr("(megatron-log): 3 runs: 2 imported"));
+  EXPECT_THAT(err(), HasSubstr("2 run(s) do not say which GPU ran them: filed under h100-sxm"));
+
+  std::ofstream(dir_ + "/units.txt")
+      << "JobID|State|AllocTRES|Comment\n"
+         "1|COMPLETED|gres/gpu:a100=8|tp=2 layers=24 hidden=2048 heads=16 global_batch=64 step_time_s=0.5\n"
+         "2|COMPLETED|gres/gpu:a100=8|tp=1 layers=24 hidden=2048 heads=16 global_batch=64 iteration_time_ms=300\n";
+  ASSERT_EQ(import({dir_ + "/units.txt"}), 0) << err();
+  double step = 0;
+  for (const HistoryRow& r : history())
+    if (json::parse(r.config_json)["tp"] == 1 && json::parse(r.config_json)["gpu"] == "a100-80gb")
+      step = json::parse(r.metrics_json)["step_time_s"].get<double>();
+  EXPECT_DOUBLE_EQ(step, 0.3);
+
+  std::ofstream(dir_ + "/columns.txt") << "JobID        State\n------------ ----------\n1            COMPLETED\n";
+  EXPECT_EQ(import({dir_ + "/columns.txt"}), 2);
+  EXPECT_THAT(err(), HasSubstr("import reads its -P form"));
 }
 
 TEST_F(ImportFormats, MegatronArgumentNamesBecomeTheSchemasColumns) {

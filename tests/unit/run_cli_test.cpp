@@ -209,6 +209,8 @@ TEST_F(RunCli, BashCompletionCompletesCommandsOptionsFormatsAndStudies) {
   EXPECT_EQ(complete("ex", 1), "export export-history");
   EXPECT_EQ(complete("run --q", 2), "--quiet");
   EXPECT_EQ(complete("export x --format t", 4), "torchtitan torchrec");
+  EXPECT_EQ(complete("import x.log --format m", 4), "megatron-log") << "import's own formats";
+  EXPECT_EQ(complete("completion ", 2), "bash zsh");
   EXPECT_EQ(complete("show --store " + store_ + " comp", 4), "completed");
 
   ASSERT_EQ(run({"completion", "zsh"}), 0) << err();

@@ -24,7 +24,20 @@ const char* const kBashBody = R"SH(_cotune() {
       COMPREPLY=( $(compgen -f -- "$cur") )
       return ;;
     --format)
-      COMPREPLY=( $(compgen -W "megatron torchtitan nemo deepspeed torchrec json" -- "$cur") )
+      if [[ $cmd == import ]]; then
+        COMPREPLY=( $(compgen -W "auto csv megatron-log wandb sacct" -- "$cur") )
+      else
+        COMPREPLY=( $(compgen -W "megatron torchtitan nemo deepspeed torchrec json" -- "$cur") )
+      fi
+      return ;;
+    --space)
+      COMPREPLY=( $(compgen -W "llm recsys" -- "$cur") )
+      return ;;
+    --prior)
+      COMPREPLY=( $(compgen -W "analytic roofline none" -- "$cur") )
+      return ;;
+    --predictor)
+      COMPREPLY=( $(compgen -W "krr mlp" -- "$cur") )
       return ;;
   esac
   if [[ $cur == -* ]]; then
@@ -40,6 +53,10 @@ const char* const kBashBody = R"SH(_cotune() {
       COMPREPLY=( $(compgen -W "$("$exe" show ${store:+--store "$store"} 2>/dev/null | awk 'NR > 1 && NF {print $1}')" -- "$cur") ) ;;
     predictor)
       (( COMP_CWORD == 2 )) && COMPREPLY=( $(compgen -W "eval" -- "$cur") ) ;;
+    completion)
+      (( COMP_CWORD == 2 )) && COMPREPLY=( $(compgen -W "bash zsh" -- "$cur") ) ;;
+    plugins)
+      if (( COMP_CWORD == 2 )); then COMPREPLY=( $(compgen -W "check" -- "$cur") ); else COMPREPLY=( $(compgen -f -- "$cur") ); fi ;;
     *)
       COMPREPLY=( $(compgen -f -- "$cur") ) ;;
   esac

@@ -141,6 +141,16 @@ std::string answer_html(const ReportContext& c) {
   std::string h = "<p class=\"answer\"><strong>" + escape(config_text(c, *t)) + "</strong></p>";
   h += "<p>Trial " + std::to_string(t->record.seq) + ", " + escape(why) + ": " + escape(c.objective().metric) + " " +
        "<strong>" + escape(number_text(value)) + "</strong> measured.";
+  // The recommendation weighs the predictor's estimate over one noisy measurement: say when a
+  // higher value was measured.
+  std::vector<TrialRecord> records;
+  for (const ReportTrial& r : c.trials) records.push_back(r.record);
+  const std::vector<RankedTrial> top = best_trials(records, c.spec.objectives, 1);
+  if (!top.empty() && top.front().trial.id != t->record.id)
+    h += " Trial " + std::to_string(top.front().trial.seq) + " measured " +
+         escape(number_text(top.front().values.front())) +
+         ", the best single measurement; the predictor, fitted on every trial, rates this one better once "
+         "measurement noise is averaged out.";
   for (const ReportTrial& first : c.trials)
     if (first.feasible) {
       if (first.record.id != t->record.id)

@@ -126,7 +126,13 @@ std::string parameters_html(const ReportContext& c) {
   if (ok.empty()) return note_html("No measured trial yet.");
   const std::vector<Param>& params = c.space->params();
   std::vector<Levels> levels;
-  for (size_t j = 0; j < params.size(); ++j) levels.push_back(levels_of(params[j], ok, j));
+  std::vector<size_t> measured_levels(params.size(), 0);  // distinct levels the measured trials took
+  for (size_t j = 0; j < params.size(); ++j) {
+    levels.push_back(levels_of(params[j], ok, j));
+    std::map<size_t, bool> used;
+    for (const ReportTrial* t : ok) used[level_index(levels[j], t->config[j])] = true;
+    measured_levels[j] = used.size();
+  }
   std::string problem;
   std::vector<std::vector<double>> pd;
   if (ok.size() >= 2) pd = partial_dependence(c, ok, levels, positive, &problem);
@@ -136,8 +142,10 @@ std::string parameters_html(const ReportContext& c) {
   // dependence (of the measured means where the predictor could not be refitted), as a share.
   std::vector<std::pair<std::string, double>> importance;
   bool from_predictor = true;
+  double mean_objective = 0;
+  for (const ReportTrial* t : ok) mean_objective += std::fabs(*t->measured) / static_cast<double>(ok.size());
   for (size_t j = 0; j < params.size(); ++j) {
-    if (levels[j].values.size() < 2) continue;
+    if (levels[j].values.size() < 2 || measured_levels[j] < 2) continue;
     double effect = pd.empty() ? 0 : spread(pd[j]);
     if (pd.empty() || pd[j].empty()) {
       from_predictor = false;
@@ -152,10 +160,14 @@ std::string parameters_html(const ReportContext& c) {
     }
     importance.emplace_back(params[j].name, effect);
   }
-  double total = 0;
-  for (const auto& [name, v] : importance) total += v;
+  double total = 0, largest = 0;
+  for (const auto& [name, v] : importance) total += v, largest = std::max(largest, v);
   std::string h;
-  if (total > 0) {
+  // Shares of effects that move the objective by a fraction of a percent would look significant.
+  if (total > 0 && largest < 0.005 * mean_objective) {
+    h += note_html("No importance chart: no parameter moves " + c.objective().metric +
+                   " by more than 0.5 % of its mean over the values measured.");
+  } else if (total > 0) {
     for (auto& [name, v] : importance) v = std::round(1000 * v / total) / 10;
     std::stable_sort(importance.begin(), importance.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
     h += bar_chart_svg("Importance of each parameter (% of the total effect)", importance);
@@ -167,7 +179,7 @@ std::string parameters_html(const ReportContext& c) {
   h += "<div class=\"charts\">";
   for (size_t j = 0; j < params.size(); ++j) {
     const Levels& l = levels[j];
-    if (l.values.size() < 2) continue;  // a fixed parameter has no effect to show
+    if (l.values.size() < 2 || measured_levels[j] < 2) continue;  // one value measured: no effect to show
     std::vector<double> sum(l.values.size(), 0), lo(l.values.size(), 1e300), hi(l.values.size(), -1e300);
     std::vector<size_t> count(l.values.size(), 0);
     for (const ReportTrial* t : ok) {

@@ -7,6 +7,8 @@
 
 #include <sqlite3.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <set>
@@ -16,9 +18,13 @@ namespace {
 
 using nlohmann::json;
 
+// The shortest text that reads back as the same double (121.4, not 121.40000000000001).
 std::string number_text(double v) {
   char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.17g", v);
+  for (int digits = 15; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof(buf), "%.*g", digits, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
   return buf;
 }
 

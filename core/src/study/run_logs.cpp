@@ -151,13 +151,32 @@ std::vector<std::string> read_lines(const std::string& path) {
   return lines;
 }
 
-// "[default0]:" or "[rank3]: " prefixes torchrun and launchers put before each line.
+// "[default0]:" or "[rank3]: " prefixes torchrun and launchers put before each line, and srun
+// --label's "12: ".
 std::string without_prefix(const std::string& line) {
   std::string s = line;
-  while (!s.empty() && s[0] == '[') {
-    const size_t close = s.find("]:");
-    if (close == std::string::npos || close > 40) break;
-    s = s.substr(close + 2);
+  for (;;) {
+    const size_t lead = s.find_first_not_of(' ');
+    if (lead != std::string::npos && lead > 0 && (s[lead] == '[' || std::isdigit(static_cast<unsigned char>(s[lead])))) {
+      // a prefix may follow another after a space ("3: [default0]:")
+      const std::string rest = s.substr(lead);
+      if (rest[0] == '[' ? rest.find("]:") < 40 : rest.find(':') < 7) s = rest;
+    }
+    if (!s.empty() && s[0] == '[') {
+      const size_t close = s.find("]:");
+      if (close == std::string::npos || close > 40) break;
+      s.erase(0, close + 2);
+      continue;
+    }
+    size_t i = 0;
+    while (i < s.size() && s[i] == ' ') ++i;
+    const size_t digits = i;
+    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
+    if (i > digits && i < s.size() && s[i] == ':' && i - digits <= 6) {
+      s.erase(0, i + 1);
+      continue;
+    }
+    break;
   }
   return s;
 }
@@ -181,9 +200,37 @@ CsvTable table_of(const std::string& source, const std::vector<std::pair<size_t,
   return t;
 }
 
+// Each run's metrics under their canonical name, in canonical units (iteration_time_ms=300 is
+// step_time_s 0.3), so that runs naming one metric differently share one column; per-GPU figures
+// keep their name (their conversion needs the row's GPUs, which import applies).
+void canonical_metrics(Cells& cells) {
+  Cells renamed;
+  for (auto it = cells.begin(); it != cells.end();) {
+    const std::optional<MetricConversion> m = recognise_metric(it->first);
+    double v = 0;
+    if (m && m->gpus == MetricConversion::PerGpu::none && it->first != m->canonical && number_of(it->second, &v)) {
+      renamed[m->canonical] = number_text(v * m->factor);
+      it = cells.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto& [k, v] : renamed) cells.emplace(k, v);
+}
+
 void apply_settings(Cells& cells, const std::map<std::string, std::string>& settings) {
+  canonical_metrics(cells);
   for (const auto& [k, v] : settings)
     if (!cells.count(k)) cells[k] = v;
+}
+
+// A note when no run said which GPU ran it: they are filed under the schema's default.
+void note_default_gpu(ConvertedRuns& out, const std::vector<std::pair<size_t, Cells>>& rows) {
+  size_t without = 0;
+  for (const auto& [line, cells] : rows) without += cells.count("gpu") ? 0 : 1;
+  if (without > 0)
+    out.notes.push_back(std::to_string(without) + " run(s) do not say which GPU ran them: filed under h100-sxm, the "
+                        "default (the GPU is part of the workload); --set gpu=... says which");
 }
 
 // ---- Megatron-LM logs
@@ -264,6 +311,9 @@ ConvertedRuns megatron_log(const std::string& path, const std::map<std::string, 
     } else if (!r.step_ms.empty()) {
       // The first logged interval holds the warm-up (allocation, compilation): left out when there
       // are others.
+      if (r.step_ms.size() == 1)
+        out.notes.push_back("the run at line " + std::to_string(r.line) + " logged one interval: its step time "
+                            "includes the warm-up (log more often, --log-interval, for a steady one)");
       std::vector<double> steady(r.step_ms.begin() + (r.step_ms.size() > 1 ? 1 : 0), r.step_ms.end());
       cells["step_time_ms"] = number_text(median(steady));
       if (!r.tflops.empty()) {
@@ -279,6 +329,7 @@ ConvertedRuns megatron_log(const std::string& path, const std::map<std::string, 
     }
     rows.emplace_back(r.line, std::move(cells));
   }
+  note_default_gpu(out, rows);
   out.table = table_of(path, rows);
   return out;
 }
@@ -329,6 +380,7 @@ ConvertedRuns wandb_table(const std::string& path, const std::map<std::string, s
       out.skipped.push_back({rec.line, "State '" + st + "': expected finished, crashed, failed, killed or running"});
     if (st != "finished" && st != "crashed" && st != "failed") continue;
     if (st == "finished") cells.insert(metrics.begin(), metrics.end());
+    else if (metrics.count("wall_time_s")) cells["wall_time_s"] = metrics["wall_time_s"];  // what the crash cost
     apply_settings(cells, settings);
     rows.emplace_back(rec.line, std::move(cells));
   }
@@ -338,6 +390,7 @@ ConvertedRuns wandb_table(const std::string& path, const std::map<std::string, s
     out.notes.push_back(std::to_string(unused.size()) + " columns name no setting the llm space knows and no metric: " +
                         list);
   }
+  note_default_gpu(out, rows);
   out.table = table_of(path, rows);
   return out;
 }
@@ -406,6 +459,9 @@ ConvertedRuns sacct_output(const std::string& path, const std::map<std::string, 
   size_t h = 0;
   while (h < lines.size() && trim(lines[h]).empty()) ++h;
   if (h == lines.size()) throw UserError(path + ": empty");
+  if (lines[h].find('|') == std::string::npos)
+    throw UserError(path + ": line " + std::to_string(h + 1) + ": sacct output in columns; import reads its -P form, "
+                    "one '|' between fields (sacct -P --format=JobID,JobName,State,Elapsed,AllocTRES,Comment)");
   const std::vector<std::string> header = split_bars(lines[h]);
   auto col = [&](const char* name) -> long {
     for (size_t c = 0; c < header.size(); ++c)
@@ -465,6 +521,7 @@ ConvertedRuns sacct_output(const std::string& path, const std::map<std::string, 
     apply_settings(cells, settings);
     rows.emplace_back(i + 1, std::move(cells));
   }
+  note_default_gpu(out, rows);
   out.table = table_of(path, rows);
   return out;
 }
@@ -553,7 +610,8 @@ RunsFormat detect_runs_format(const std::string& path) {
   if (head.find("-- arguments --") != std::string::npos && head.find("end of arguments") != std::string::npos)
     return RunsFormat::megatron_log;
   const std::string first = head.substr(0, head.find('\n'));
-  if (first.find('|') != std::string::npos && lower(first).find("jobid") != std::string::npos) return RunsFormat::sacct;
+  // sacct's header, '|'-separated (-P) or in columns (read as sacct to say it needs -P).
+  if (lower(trim(first)).rfind("jobid", 0) == 0) return RunsFormat::sacct;
   const std::string l = lower(first);
   if (l.find("state") != std::string::npos)
     for (const auto& [from, to] : kDirect)
