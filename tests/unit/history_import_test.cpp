@@ -327,6 +327,10 @@ TEST_F(HistoryImport, ExportWritesEveryRowAWorkloadTheColumnsCannotSayIncluded) 
   const std::string key = original.find_study("priced")->workload_key;
   Store again(path("again.db"));
   EXPECT_EQ(again.history_for(key, "llm").size(), 4u) << "the same workload key: the same workload";
+  // Each row keeps where it came from: importing the export into its own store adds nothing.
+  CliRun same = cli("import " + out + " --space llm --store " + db);
+  EXPECT_EQ(same.status, 0) << same.out;
+  EXPECT_THAT(same.out, HasSubstr("4 rows: 0 imported, 4 already in the store"));
 
   // workload_json is the workload: the row may not also give the workload's own columns.
   const std::string both = write("both.csv", "hidden,tp,gpus,workload_json\n4096,1,8,\"{\"\"model\"\": {}}\"\n");

@@ -10,6 +10,7 @@
 
 #include <boost/program_options.hpp>
 
+#include <algorithm>
 #include <iostream>
 #include <map>
 #include <set>
@@ -58,7 +59,31 @@ bool import_file(const std::string& file, const std::string& format_option, cons
   if (memory_notes > 0)
     std::cerr << "note: " << memory_notes
               << " imported rows are configurations the memory estimate says do not fit; kept as measured\n";
-  const ImportCounts counts = store.import_history(history_rows(runs.runs, source_option.empty() ? file : source_option));
+  // Rows export-history wrote from a study's trials name it ("study:NAME", the trial's number): in
+  // the store that holds that study they are measured already.
+  std::vector<HistoryRow> rows = history_rows(runs.runs, source_option.empty() ? file : source_option);
+  std::int64_t in_studies = 0;
+  std::map<std::string, std::map<std::int64_t, std::string>> study_trials;  // name -> seq -> config key
+  const std::string prefix = "study:";
+  rows.erase(std::remove_if(rows.begin(), rows.end(),
+                            [&](const HistoryRow& h) {
+                              if (h.source.rfind(prefix, 0) != 0) return false;
+                              const std::string name = h.source.substr(prefix.size());
+                              auto it = study_trials.find(name);
+                              if (it == study_trials.end()) {
+                                std::map<std::int64_t, std::string> keys;
+                                if (auto study = store.find_study(name))
+                                  for (const TrialRecord& t : store.trials(study->id)) keys[t.seq] = t.config_key;
+                                it = study_trials.emplace(name, std::move(keys)).first;
+                              }
+                              auto t = it->second.find(h.row_number);
+                              const bool measured = t != it->second.end() && t->second == h.config_key;
+                              in_studies += measured ? 1 : 0;
+                              return measured;
+                            }),
+             rows.end());
+  ImportCounts counts = store.import_history(rows);
+  counts.duplicates += in_studies;
   if (format == RunsFormat::csv)
     std::cout << file << ": " << converted.table.rows.size() << " rows: ";
   else

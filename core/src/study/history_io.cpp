@@ -45,6 +45,14 @@ std::vector<HistoryRow> history_rows(const std::vector<LlmRun>& runs, const std:
     h.metrics_json = metrics.dump();
     h.source = source;
     h.row_number = static_cast<std::int64_t>(r.line);
+    // A row export-history wrote keeps where it came from, so importing the file into the store it
+    // came from adds nothing.
+    auto from = r.cells.find(kHistorySourceColumn), at = r.cells.find(kHistoryRowColumn);
+    if (from != r.cells.end() && at != r.cells.end() && !from->second.empty()) {
+      char* end = nullptr;
+      const long long n = std::strtoll(at->second.c_str(), &end, 10);
+      if (end != at->second.c_str() && *end == '\0') h.source = from->second, h.row_number = n;
+    }
     rows.push_back(std::move(h));
   }
   return rows;
@@ -107,6 +115,8 @@ size_t write_history_csv(std::ostream& out, const std::vector<HistoryRow>& rows,
       uses_workload_json = true;
     }
     line.cells["status"] = std::string(to_string(h.status));
+    line.cells[kHistorySourceColumn] = h.source;
+    line.cells[kHistoryRowColumn] = std::to_string(h.row_number);
     for (auto it = metrics.begin(); it != metrics.end(); ++it) {
       if (it.key() == kHistoryWorkloadMember || !it.value().is_number()) continue;
       line.cells[it.key()] = number_text(it.value().get<double>());
@@ -118,6 +128,8 @@ size_t write_history_csv(std::ostream& out, const std::vector<HistoryRow>& rows,
   std::vector<std::string> header = llm_csv_columns();
   if (uses_workload_json) header.push_back("workload_json");
   header.push_back("status");
+  header.push_back(kHistorySourceColumn);
+  header.push_back(kHistoryRowColumn);
   for (const std::string& m : metric_names)
     if (std::find(header.begin(), header.end(), m) == header.end()) header.push_back(m);
   write_csv_record(out, header);

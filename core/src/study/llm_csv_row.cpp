@@ -180,7 +180,7 @@ bool llm_csv_reads(const std::string& column) {
   if (std::find(cols.begin(), cols.end(), column) != cols.end()) return true;
   for (const auto& alias : kAliases)
     if (column == alias.first) return true;
-  return column == "fsdp" || column == "workload_json";
+  return column == "fsdp" || column == "workload_json" || column == "history_source" || column == "history_row";
 }
 
 namespace {

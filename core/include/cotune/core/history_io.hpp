@@ -18,6 +18,11 @@ namespace cotune::core {
 // The member of a history row's metrics_json that holds the workload JSON of an imported row (the
 // history table keeps only the workload's key; export needs the workload itself).
 inline constexpr const char* kHistoryWorkloadMember = "workload";
+// The columns export-history writes with each row's provenance (the source it was recorded under
+// and its row there); import records such a row under them, so re-importing an export into the
+// store it came from finds every row already there.
+inline constexpr const char* kHistorySourceColumn = "history_source";
+inline constexpr const char* kHistoryRowColumn = "history_row";
 
 // History rows of the runs, from file `source` (row number = the CSV line).
 std::vector<HistoryRow> history_rows(const std::vector<LlmRun>& runs, const std::string& source);
