@@ -165,6 +165,25 @@ TEST_F(ImportFormats, LabelsUnitsColumnsAndAMissingGpuAreHandled) {
   EXPECT_THAT(err(), HasSubstr("import reads its -P form"));
 }
 
+// A study of the imported runs' workload, written the way study files are (defaults left out, a
+// vocabulary spelled out), is seeded by them.
+TEST_F(ImportFormats, ImportedRunsSeedAStudyOfTheirWorkload) {
+  ASSERT_EQ(import({kExamples + "sacct-gpt-1.3b.txt"}), 0) << err();
+  const json study = {
+      {"name", "seeded"},
+      {"workload", {{"model", {{"layers", 24}, {"hidden", 2048}, {"heads", 16}, {"vocab", 51200}, {"seq_len", 2048}}},
+                    {"training", {{"global_batch", 64}, {"dtype", "bf16"}}},
+                    {"cluster", {{"gpu", "a100-80gb"}, {"nodes", 1}}}}},
+      {"searcher", "random"},
+      {"executor", "sim"},
+      {"objective", {{"metric", "tokens_per_s"}, {"direction", "maximize"}}},
+      {"budget", {{"trials", 2}}}};
+  std::ofstream(dir_ + "/study.json") << study.dump(2);
+  const pid_t pid = cotune::testing::spawn_cotune(dir_, {"run", "study.json", "--store", store_}, dir_ + "/out", dir_ + "/err");
+  ASSERT_EQ(cotune::testing::wait_exit_within(pid, std::chrono::minutes(2)), 0) << err();
+  EXPECT_THAT(err(), HasSubstr("history: 3 earlier runs of this workload seed the predictor"));
+}
+
 TEST_F(ImportFormats, MegatronArgumentNamesBecomeTheSchemasColumns) {
   const auto c = cotune::core::cells_from_settings({{"tensor_model_parallel_size", "4"},
                                                     {"num_layers", "80"},

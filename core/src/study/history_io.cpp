@@ -2,6 +2,7 @@
 #include <cotune/core/csv.hpp>
 #include <cotune/core/history_io.hpp>
 #include <cotune/core/llm_csv_row.hpp>
+#include <cotune/core/perfmodel.hpp>
 #include <cotune/core/study_file.hpp>
 #include <cotune/core/study_setup.hpp>
 
@@ -29,6 +30,41 @@ std::string number_text(double v) {
 }
 
 }  // namespace
+
+std::string imported_workload_key(const json& workload, const std::string& space) {
+  if (space != "llm") return "";
+  try {
+    std::string inexact;
+    json config = {{"tp", 1}, {"pp", 1}, {"dp", 1}, {"cp", 1}, {"ep", 1}, {"micro_batch", 1}, {"vpp", 1},
+                   {"zero", 0}, {"recompute", "none"}, {"sp", false}, {"gpus", 1}, {"gpu", "h100-sxm"}};
+    if (workload.contains("cluster") && workload["cluster"].is_object() && workload["cluster"].contains("gpu"))
+      config["gpu"] = workload["cluster"]["gpu"];
+    std::map<std::string, std::string> cells = llm_cells_from_json(workload, config, &inexact);
+    // No column for a field (a price, a network): an import carries it whole, under its own key.
+    // A workload that merely reads back with the schema's defaults spelled out is what we want.
+    if (inexact.rfind("no column for", 0) == 0) return "";
+    // The configuration's columns say nothing of the workload; the GPUs give the cluster's nodes.
+    if (workload.contains("cluster") && workload["cluster"].contains("nodes") && workload["cluster"]["nodes"].is_number()) {
+      const double nodes = workload["cluster"]["nodes"].get<double>();
+      const double per_node = workload["cluster"].value("gpus_per_node", 0.0);
+      cotune_hardware hw{};
+      hw.struct_size = COTUNE_STRUCT_SIZE(cotune_hardware, net_efficiency);
+      json probe = workload["cluster"];
+      probe["nodes"] = 1;
+      perf::resolve_hardware(probe, &hw, "cluster");
+      cells["gpus"] = number_text(nodes * (per_node > 0 ? per_node : hw.gpus_per_node));
+      cells.erase("dp");
+    }
+    const LlmCsvRow row = llm_row_from_cells([&](const std::string& c) -> const std::string* {
+      auto it = cells.find(c);
+      return it == cells.end() || it->second.empty() ? nullptr : &it->second;
+    });
+    const std::string key = workload_key(row.workload, space), own = workload_key(workload, space);
+    return key == own ? "" : key;
+  } catch (const std::exception&) {
+    return "";  // a workload the schema cannot read: only its own key
+  }
+}
 
 std::vector<HistoryRow> history_rows(const std::vector<LlmRun>& runs, const std::string& source) {
   std::vector<HistoryRow> rows;

@@ -2,6 +2,7 @@
 // study had (finished trials, trials in flight, history of the workload, the searcher's state).
 #include <cotune/core/canonical_json.hpp>
 #include <cotune/core/errors.hpp>
+#include <cotune/core/history_io.hpp>
 #include <cotune/core/log.hpp>
 #include <cotune/core/search_context.hpp>
 #include <cotune/core/study_setup.hpp>
@@ -359,6 +360,9 @@ void StudyRun::restore_history() {
   for (const TrialRecord& t : store_->trials_of_workload(key, spec_.space.name, study_.id, measured))
     take(t.config_json, t.status, t.metrics_json.value_or("{}"));
   for (const HistoryRow& h : store_->history_for(key, spec_.space.name)) take(h.config_json, h.status, h.metrics_json);
+  // Runs imported from logs and CSV files spell the workload's defaults as the schema's reader does.
+  if (const std::string alt = imported_workload_key(spec_.workload, spec_.space.name); !alt.empty())
+    for (const HistoryRow& h : store_->history_for(alt, spec_.space.name)) take(h.config_json, h.status, h.metrics_json);
   if (used > 0) progress_.note("history: " + std::to_string(used) + " earlier runs of this workload seed the predictor");
   if (unreadable > 0)
     log(COTUNE_LOG_WARN, "study",

@@ -24,6 +24,12 @@ inline constexpr const char* kHistoryWorkloadMember = "workload";
 inline constexpr const char* kHistorySourceColumn = "history_source";
 inline constexpr const char* kHistoryRowColumn = "history_row";
 
+// The workload key that `cotune import` gives a run of `workload` written in the space's CSV
+// schema (the workload through the schema's columns and back: defaults spelled as the reader spells
+// them), when it differs from the workload's own key; "" otherwise or when the space has no schema.
+// A study looks its history up under both.
+std::string imported_workload_key(const nlohmann::json& workload, const std::string& space);
+
 // History rows of the runs, from file `source` (row number = the CSV line).
 std::vector<HistoryRow> history_rows(const std::vector<LlmRun>& runs, const std::string& source);
 
