@@ -54,4 +54,14 @@ fi
 "$cli" plugins check "$work/plugin-template/build/libcotune-space-ddp.so"
 lib=$(find "$work/c-plugin/build" -name 'libcotune-predictor-c-linear.so' -print -quit)
 "$cli" plugins check "$lib"
+# The bare-compiler recipe of docs/PLUGIN_GUIDE.md: the prefix and a compiler, no CMake.
+P="$work/prefix"
+cc -std=c99 -O2 -fPIC -fvisibility=hidden -I"$P/include" -shared -o "$work/libcotune-predictor-bare.so" \
+   "$src/examples/c-plugin/linear_predictor.c" \
+   -Wl,--version-script="$P/lib/cmake/cotune/cotune_plugin.map" -Wl,--no-undefined -Wl,--exclude-libs,ALL -lm
+c++ -std=c++17 -O2 -fPIC -fvisibility=hidden -fvisibility-inlines-hidden -I"$P/include" -shared \
+   -o "$work/libcotune-space-bare.so" "$src/examples/plugin-template/ddp_space.cpp" \
+   -Wl,--version-script="$P/lib/cmake/cotune/cotune_plugin.map" -Wl,--no-undefined -Wl,--exclude-libs,ALL
+"$cli" plugins check "$work/libcotune-predictor-bare.so"
+"$cli" plugins check "$work/libcotune-space-bare.so"
 echo "out-of-tree plugins built against $work/prefix and loaded"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The HTML report in a real browser: runs a small example study with `cotune run`, writes its report
 # with `cotune report`, renders it in headless Chromium (screenshot and DOM), and checks the page:
-# every section and its charts present, one table row per trial, no console errors.
+# every section and its charts present, one table row per trial, no console errors. Then the report
+# of every study under examples/studies, each with the answer first and no section failed inside.
 #
 # usage: report_browser_test.sh COTUNE_CLI WORK_DIR
 # Exits 77 (skipped) when Chromium is not installed (scripts/install-deps --test installs it).
@@ -105,4 +106,36 @@ rows=$((rows - 1))  # the header row
 grep -q "study &lt;check&gt; &amp;" dom.html || fail "the study description is not shown escaped"
 if grep -q "<check>" dom.html; then fail "unescaped markup from the study description reached the DOM"; fi
 
-echo "PASS: $svgs charts, $rows trial rows, screenshot $(stat -c %s report.png) bytes"
+# Every example study's report, rendered by the browser: each section there, none failed inside,
+# the answer first, no console error. A few trials each (the ads workload with random search: its
+# validity check is expensive).
+examples=$(cd "$(dirname "$0")/../../examples/studies" && pwd)
+pages=0
+for file in "$examples"/*.json; do
+  name=$(basename "$file" .json)
+  python3 - "$file" "example-$name.json" <<'PY'
+import json, sys
+study = json.load(open(sys.argv[1]))
+study["budget"] = {"trials": 4}
+if study["name"] == "recsys-ads-128xh100":
+    study["searcher"] = "random"
+json.dump(study, open(sys.argv[2], "w"))
+PY
+  "$cli" run "example-$name.json" --store examples.db > "example-$name.log" 2>&1 || { cat "example-$name.log"; fail "$name: cotune run failed"; }
+  "$cli" report "$name" --store examples.db -o "example-$name.html" > /dev/null 2>&1 || fail "$name: cotune report failed"
+  "$browser" "${flags[@]}" --user-data-dir="$work/profile-$name" --dump-dom --enable-logging=stderr --v=0 \
+    "file://$work/example-$name.html" > dom.html 2> "example-$name.err" || fail "$name: chromium --dump-dom failed"
+  if grep -E "Uncaught|CONSOLE\(|ERR_FILE_NOT_FOUND|Refused to" "example-$name.err"; then fail "$name: console errors"; fi
+  first=$(grep -o '<section id="[a-z]*">' dom.html | head -1)
+  [[ "$first" == '<section id="answer">' ]] || fail "$name: the first section is $first, not the answer"
+  for id in answer study best convergence prediction parameters parallel failures trials; do
+    grep -q "<section id=\"$id\">" dom.html || fail "$name: section '$id' missing"
+  done
+  if grep -q "could not be produced\|No partial dependence" dom.html; then
+    grep -o "could not be produced[^<]*\|No partial dependence[^<]*" dom.html
+    fail "$name: a section failed inside"
+  fi
+  pages=$((pages + 1))
+done
+
+echo "PASS: $svgs charts, $rows trial rows, screenshot $(stat -c %s report.png) bytes; $pages example reports"

@@ -217,6 +217,7 @@ TEST_F(PredictorEvalCli, EndToEndOnSimulatedRuns) {
               false);
   ASSERT_EQ(r.status, 0) << r.out;
   const json j = json::parse(r.out);
+  EXPECT_EQ(j["schema_version"], 1);
   EXPECT_EQ(j["prior"], "analytic");
   EXPECT_EQ(j["direction"], "minimize");
   EXPECT_GE(j["rows"].get<int>(), 40);

@@ -100,6 +100,7 @@ TEST_F(SimulateCli, PrintsJson) {
   ASSERT_EQ(r.status, 0) << r.out;
   json j = json::parse(r.out);
   EXPECT_EQ(j["status"], "ok");
+  EXPECT_EQ(j["schema_version"], 1);
   EXPECT_EQ(j["config"]["dp"], 16);
   for (const char* k : {"step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "peak_mem_gib", "cost_per_mtokens"})
     EXPECT_GT(j[k].get<double>(), 0) << k;

@@ -200,6 +200,7 @@ int eval(int argc, char** argv) {
       j.update(result_json(first, o.grouped));
       j["train_frac"] = train_frac;
     }
+    j["schema_version"] = 1;
     std::cout << j.dump(2) << "\n";
     return 0;
   }

@@ -40,7 +40,8 @@ json result_json(const std::string& status, const std::string& reason, const jso
   json exposed = json::object();
   for (int g = 0; g < COTUNE_GROUP_COUNT; ++g)
     if (r.exposed_comm_s[g] > 0) exposed[kGroupNames[g]] = r.exposed_comm_s[g];
-  json j = {{"status", status},
+  json j = {{"schema_version", 1},
+            {"status", status},
             {"config", config},
             {"gpu", std::string(t.hardware.gpu_name.data, t.hardware.gpu_name.len)},
             {"gpus", t.gpus},
