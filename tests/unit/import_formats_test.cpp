@@ -99,6 +99,10 @@ TEST_F(ImportFormats, MegatronLogGivesARunPerStartOfTheJob) {
   EXPECT_DOUBLE_EQ(metrics["tflops_per_gpu"].get<double>(), 352.1);
   EXPECT_EQ(rows[1].status, TrialStatus::oom);
   EXPECT_EQ(json::parse(rows[1].config_json)["micro_batch"], 2);
+  // cotune show tells of the history, which no study lists.
+  const pid_t show = cotune::testing::spawn_cotune(dir_, {"show", "--store", store_}, dir_ + "/out", dir_ + "/err");
+  ASSERT_EQ(cotune::testing::wait_exit_within(show, std::chrono::minutes(1)), 0) << err();
+  EXPECT_THAT(out(), HasSubstr("history: 2 imported run(s) of 1 workload(s)"));
   // Importing it again adds nothing.
   ASSERT_EQ(import({kExamples + "megatron-llama3-8b.log", "--set", "gpu=h100-sxm"}), 0) << err();
   EXPECT_THAT(out(), HasSubstr("0 imported, 2 already in the store"));

@@ -2,6 +2,7 @@
 // the store; with one, prints its latest trials and best configurations (the Pareto front for two
 // objectives). --json writes the same as one JSON document (schema in docs/show-json.md).
 #include <cotune/core/errors.hpp>
+#include <cotune/core/history_io.hpp>
 #include <cotune/core/objective.hpp>
 #include <cotune/core/report/study_json.hpp>
 #include <cotune/core/store.hpp>
@@ -25,10 +26,25 @@ namespace po = boost::program_options;
 using namespace cotune::core;
 
 
+// The runs imported as history (cotune import), which no study lists.
+void print_history(Store& store) {
+  size_t rows = 0, workloads = 0;
+  for (const auto& [key, space] : stored_workloads(store.path())) {
+    const size_t n = store.history_for(key, space).size();
+    rows += n;
+    workloads += n > 0 ? 1 : 0;
+  }
+  if (rows > 0)
+    std::printf("\nhistory: %zu imported run(s) of %zu workload(s); a study of one of them starts from its runs "
+                "(cotune export-history --all writes them as CSV)\n",
+                rows, workloads);
+}
+
 void list_studies(Store& store) {
   std::vector<StudySummary> studies = store.list_studies();
   if (studies.empty()) {
     std::printf("no studies in %s\n", store.path().c_str());
+    print_history(store);
     return;
   }
   std::printf("%-28s %-9s %-36s %s\n", "STUDY", "STATUS", "TRIALS", "BEST");
@@ -37,6 +53,7 @@ void list_studies(Store& store) {
     std::printf("%-28s %-9s %-36s %s\n", s.study.name.c_str(), std::string(to_string(s.study.status)).c_str(),
                 status_counts_text(s.trials_by_status).c_str(), best.c_str());
   }
+  print_history(store);
 }
 
 void show_study(Store& store, const std::string& name, std::int64_t limit) {
