@@ -255,6 +255,19 @@ TEST_F(Calibration, CommandLineCalibratesAndSimulateAppliesIt) {
   const json cal = json::parse(std::ifstream(dir + "/cal.json"));
   EXPECT_NEAR(cal["gpus"]["h100-sxm"]["constants"]["gemm_efficiency_max"].get<double>(), 0.5, 0.01);
 
+  // --json: the calibration and each fit's figures as one document.
+  r = run_cli(dir, {"calibrate", "--runs", dir + "/runs.csv", "--fit", "gemm_efficiency_max", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json doc = json::parse(r.out);
+  EXPECT_EQ(doc["schema_version"], 1);
+  EXPECT_EQ(doc["calibration"]["gpus"]["h100-sxm"]["constants"], cal["gpus"]["h100-sxm"]["constants"]);
+  ASSERT_EQ(doc["fits"].size(), 1u);
+  EXPECT_EQ(doc["fits"][0]["gpu"], "h100-sxm");
+  EXPECT_EQ(doc["fits"][0]["runs"], 6);
+  EXPECT_EQ(doc["fits"][0]["fitted"][0]["name"], "gemm_efficiency_max");
+  EXPECT_LT(doc["fits"][0]["after"]["mape"].get<double>(), doc["fits"][0]["before"]["mape"].get<double>());
+  EXPECT_EQ(doc["fits"][0]["folds"], 5);
+
   // simulate --batch with the file reproduces the "measured" times; without it, the catalogue's.
   std::ofstream(dir + "/one.csv") << "hidden,layers,heads,vocab,seq_len,global_batch,gpus,tp,sp,zero\n"
                                      "2048,16,16,32000,2048,256,8,2,true,1\n";

@@ -108,6 +108,25 @@ TEST_F(ImportFormats, MegatronLogGivesARunPerStartOfTheJob) {
   EXPECT_THAT(out(), HasSubstr("0 imported, 2 already in the store"));
 }
 
+TEST_F(ImportFormats, JsonSaysWhatEachFileGave) {
+  ASSERT_EQ(import({kExamples + "sacct-gpt-1.3b.txt", kExamples + "wandb-gpt-2.7b.csv", "--set", "gpu=a100-80gb",
+                    "--json"}),
+            0)
+      << err();
+  const json doc = json::parse(out());
+  EXPECT_EQ(doc["schema_version"], 1);
+  ASSERT_EQ(doc["files"].size(), 2u);
+  const json& sacct = doc["files"][0];
+  EXPECT_EQ(sacct["format"], "sacct");
+  EXPECT_EQ(sacct["runs"], 5);
+  EXPECT_EQ(sacct["imported"], 3);
+  EXPECT_EQ(sacct["skipped"].size(), 2u);
+  EXPECT_EQ(sacct["skipped"][0]["line"], 7);
+  EXPECT_EQ(sacct["workload_keys"].size(), 1u);
+  EXPECT_EQ(doc["files"][1]["format"], "wandb");
+  EXPECT_EQ(doc["files"][1]["imported"], 3);
+}
+
 TEST_F(ImportFormats, WandbExportTakesFinishedAndCrashedRunsAndSaysWhatItLeftOut) {
   ASSERT_EQ(import({kExamples + "wandb-gpt-2.7b.csv", "--set", "gpu=a100-80gb"}), 0) << err();
   EXPECT_THAT(out(), HasSubstr("(wandb): 5 runs: 3 imported, 0 already in the store, 0 rejected, 2 skipped"));

@@ -53,6 +53,19 @@ void print_result(std::FILE* to, const core::perf::CalibrationResult& r) {
                  r.folds, 100 * r.held_out.mape, 100 * r.held_out.median_ape);
 }
 
+// --json: the fit of one GPU type as data (the same figures print_result prints).
+json result_json(const core::perf::CalibrationResult& r) {
+  json fitted = json::array();
+  for (const auto& f : r.fitted)
+    fitted.push_back({{"name", f.name}, {"before", f.before}, {"value", f.value}, {"low", f.low}, {"high", f.high}});
+  auto errors = [](const core::perf::ErrorFigures& e) { return json{{"mape", e.mape}, {"median_ape", e.median_ape}}; };
+  json j = {{"gpu", r.gpu},       {"runs", r.runs},           {"fitted", fitted},
+            {"not_fitted", r.not_fitted}, {"before", errors(r.before)}, {"after", errors(r.after)},
+            {"selection_error", r.selection_error}};
+  if (r.folds > 0) j["held_out"] = errors(r.held_out), j["folds"] = r.folds;
+  return j;
+}
+
 void write_file(const json& file, const std::string& path) {
   const std::string text = file.dump(2) + "\n";
   if (path.empty()) {
@@ -97,7 +110,9 @@ int run_calibrate(int argc, char** argv) {
       ("prior-sigma", po::value(&prior_sigma)->default_value(0.5),
        "how far (natural log) a constant may stray from its catalogue value at one sigma")
       ("executor-options", po::value(&executor_options)->default_value("{}"),
-       "with --gpu: JSON options of the cuda executor (device, warmup, repeats)");
+       "with --gpu: JSON options of the cuda executor (device, warmup, repeats)")
+      ("json", "with --runs: write one JSON document, the calibration and each fit's figures, instead of the "
+               "summary (docs/calibration.md); --out still gets the calibration file");
   po::variables_map vm;
   try {
     po::store(po::parse_command_line(argc, argv, desc), vm);
@@ -142,9 +157,20 @@ int run_calibrate(int argc, char** argv) {
     } catch (const core::UserError& e) {
       throw core::UserError(runs_path + " (" + name + "): " + e.what());
     }
-    print_result(out_path.empty() ? stderr : stdout, results.back());
+    if (vm.count("json") == 0) print_result(out_path.empty() ? stderr : stdout, results.back());
   }
-  write_file(core::perf::calibration_file(results, runs_path), out_path);
+  const json file = core::perf::calibration_file(results, runs_path);
+  if (vm.count("json")) {
+    json fits = json::array();
+    for (const auto& r : results) fits.push_back(result_json(r));
+    if (!out_path.empty()) {
+      std::ofstream f(out_path, std::ios::binary | std::ios::trunc);
+      if (!(f << file.dump(2) << "\n")) throw core::UserError("calibrate: --out '" + out_path + "': cannot write it");
+    }
+    std::cout << json{{"schema_version", 1}, {"calibration", file}, {"fits", fits}}.dump(2) << "\n";
+    return 0;
+  }
+  write_file(file, out_path);
   return 0;
 }
 

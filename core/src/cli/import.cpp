@@ -9,6 +9,7 @@
 #include <cotune/core/store.hpp>
 
 #include <boost/program_options.hpp>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <iostream>
@@ -33,9 +34,11 @@ std::pair<std::string, std::string> parse_setting(const std::string& text) {
 }
 
 // Imports one file; returns whether every run of it became a row (none rejected).
+// With --json, `report` receives the file's outcome instead of the summary lines on stdout.
 bool import_file(const std::string& file, const std::string& format_option, const std::string& source_option,
                  const std::vector<std::pair<std::string, std::string>>& mapping,
-                 const std::map<std::string, std::string>& settings, const Registry& registry, Store& store) {
+                 const std::map<std::string, std::string>& settings, const Registry& registry, Store& store,
+                 nlohmann::json* report) {
   RunsFormat format = RunsFormat::csv;
   if (format_option.empty() || format_option == "auto") {
     format = detect_runs_format(file);
@@ -84,6 +87,21 @@ bool import_file(const std::string& file, const std::string& format_option, cons
              rows.end());
   ImportCounts counts = store.import_history(rows);
   counts.duplicates += in_studies;
+  if (report != nullptr) {
+    nlohmann::json rejected = nlohmann::json::array(), skipped = nlohmann::json::array();
+    for (const RejectedRow& r : runs.rejected) rejected.push_back({{"line", r.line}, {"reason", r.reason}});
+    for (const SkippedRun& k : converted.skipped) skipped.push_back({{"line", k.line}, {"reason", k.reason}});
+    *report = {{"file", file},
+               {"format", runs_format_name(format)},
+               {"runs", converted.table.rows.size() + converted.skipped.size()},
+               {"imported", counts.inserted},
+               {"already_in_store", counts.duplicates},
+               {"rejected", rejected},
+               {"skipped", skipped},
+               {"notes", converted.notes},
+               {"workload_keys", workloads}};
+    return runs.rejected.empty();
+  }
   if (format == RunsFormat::csv)
     std::cout << file << ": " << converted.table.rows.size() << " rows: ";
   else
@@ -108,7 +126,9 @@ int run(int argc, char** argv) {
       "set", po::value(&sets)->composing(),
       "COLUMN=VALUE for every run that does not say it, e.g. --set gpu=a100-80gb (repeatable)")(
       "store", po::value(&store_path), kStoreHelp)(
-      "source", po::value(&source), "the name the rows are recorded under (default: each file's path)");
+      "source", po::value(&source), "the name the rows are recorded under (default: each file's path)")(
+      "json", "write one JSON document of each file's outcome instead of the summary lines (schema_version 1, "
+              "docs/history.md); the per-line messages still go to stderr");
   po::options_description hidden;
   hidden.add_options()("file", po::value(&files)->composing());
   po::options_description all;
@@ -149,8 +169,15 @@ int run(int argc, char** argv) {
   registry.load_default();
   Store store(store_path);
   bool all_in = true;
-  for (const std::string& file : files)
-    all_in = import_file(file, format, source, mapping, settings, registry, store) && all_in;
+  const bool as_json = vm.count("json") > 0;
+  nlohmann::json reports = nlohmann::json::array();
+  for (const std::string& file : files) {
+    nlohmann::json report;
+    all_in = import_file(file, format, source, mapping, settings, registry, store, as_json ? &report : nullptr) && all_in;
+    if (as_json) reports.push_back(std::move(report));
+  }
+  if (as_json)
+    std::cout << nlohmann::json{{"schema_version", 1}, {"store", store.path()}, {"files", reports}}.dump(2) << "\n";
   return all_in ? 0 : 1;
 }
 
