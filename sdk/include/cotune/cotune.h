@@ -5,6 +5,9 @@
  * cotune_plugin_entry_v1, and describes the components it offers (search spaces, predictors,
  * searchers, executors) through the tables below. It is C99 and depends on nothing but the C library.
  *
+ * A field or function added after 1.0 says so where it is declared ("1.2: ..."); sdk/CHANGELOG.md lists
+ * them by minor version.
+ *
  * Rules (docs/ABI.md explains each):
  *  1. Every struct that crosses the boundary starts with `size_t struct_size`, set by whoever fills
  *     it to COTUNE_STRUCT_SIZE(type, last_field). Structs are append-only. A reader looks at a field
@@ -122,7 +125,7 @@ COTUNE_ASSERT_LAST_FIELD(cotune_error, destroy);
 #define COTUNE_CAP_SAVE_STATE (1u << 4)    /* predictor/searcher: save() and load() work */
 #define COTUNE_CAP_ATTACH (1u << 5)        /* executor: attach() re-follows jobs after a restart */
 #define COTUNE_CAP_NEEDS_TRACE (1u << 6)   /* executor: submit() requires a step trace */
-#define COTUNE_CAP_CANDIDATES (1u << 7)    /* executor: candidates() lists all it can answer */
+#define COTUNE_CAP_CANDIDATES (1u << 7)    /* 1.1, executor: candidates() lists all it can answer */
 
 /* Log levels for cotune_host.log. */
 #define COTUNE_LOG_DEBUG 0
@@ -196,17 +199,18 @@ typedef struct cotune_hardware {
   double host_bytes_per_node;             /* host (CPU) memory per node, 0 when unknown */
   /* 1.2: what the catalogue and calibration know beyond the roofline. A field that is 0 takes the
    * rule in parentheses, so a 1.1 writer's hardware means what it meant. */
-  int32_t nvlink_domain;                  /* GPUs that share one NVLink domain (gpus_per_node; 72 on NVL72) */
+  int32_t nvlink_domain;                  /* 1.2: GPUs that share one NVLink domain (gpus_per_node;
+                                             72 on NVL72) */
   int32_t reserved1;
-  double peak_flops_fp4;                  /* dense FP4 FLOP/s (0: unsupported) */
-  double gemm_efficiency_fp8;             /* large-GEMM fraction of the FP8 peak (gemm_efficiency_max) */
-  double gemm_efficiency_fp4;             /* large-GEMM fraction of the FP4 peak (gemm_efficiency_fp8) */
-  double attention_efficiency;            /* fused attention forward, fraction of the bf16 peak at
+  double peak_flops_fp4;                  /* 1.2: dense FP4 FLOP/s (0: unsupported) */
+  double gemm_efficiency_fp8;             /* 1.2: large-GEMM fraction of the FP8 peak (gemm_efficiency_max) */
+  double gemm_efficiency_fp4;             /* 1.2: large-GEMM fraction of the FP4 peak (gemm_efficiency_fp8) */
+  double attention_efficiency;            /* 1.2: fused attention forward, fraction of the bf16 peak at
                                              large sizes (0.8 x gemm_efficiency_max) */
-  double host_launch_s;                   /* host (CPU) time to issue one kernel: framework dispatch
+  double host_launch_s;                   /* 1.2: host (CPU) time to issue one kernel: framework dispatch
                                              and launch; a phase is never faster than issuing all its
                                              kernels (0: no floor) */
-  double net_efficiency[COTUNE_NET_LEVELS]; /* achievable fraction of each level's bandwidth
+  double net_efficiency[COTUNE_NET_LEVELS]; /* 1.2: achievable fraction of each level's bandwidth
                                                (network_efficiency) */
 } cotune_hardware;
 COTUNE_ASSERT_LAST_FIELD(cotune_hardware, net_efficiency);
@@ -513,7 +517,7 @@ typedef struct cotune_search_context {
                          double* out_std);
   /* out_seen[i] = 1 when configuration i was already measured or is in flight. */
   cotune_error* (*seen)(void* ctx, const double* configs, size_t n, int32_t* out_seen);
-  /* Changes whenever score() may answer differently for a configuration than during an earlier
+  /* 1.1: changes whenever score() may answer differently for a configuration than during an earlier
    * propose() of this run (the predictor was refitted or restored); equal values mean equal
    * scores, so a searcher may keep them across proposals. 0: unknown (score again each time).
    * Read only when COTUNE_HAS_FIELD(context, score_version). */
@@ -610,7 +614,7 @@ typedef struct cotune_executor_api {
   cotune_error* (*attach)(cotune_executor_instance* executor, const cotune_trial* trial,
                           cotune_str external_id, cotune_job** out);
 
-  /* Optional (COTUNE_CAP_CANDIDATES; read only when struct_size covers it): every configuration
+  /* 1.1, optional (COTUNE_CAP_CANDIDATES; read only when struct_size covers it): every configuration
    * this executor can answer, for an executor that knows a fixed set (a table of logged runs). The
    * host then searches among these only, instead of proposing what would come back unavailable.
    * `study` is a trial without a configuration (config NULL, config_json ""): the workload and the
