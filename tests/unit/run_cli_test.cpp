@@ -479,6 +479,20 @@ TEST_F(RunCli, PluginsJsonListsComponentsAndRefusals) {
   EXPECT_TRUE(broken) << doc["refused"].dump(2);
 }
 
+// plugins check puts a searcher through propose/observe on a built-in space: the bundled ones pass,
+// one that proposes the same configuration again is unusable.
+TEST_F(RunCli, PluginsCheckExercisesASearcher) {
+  for (const char* s : {"random", "reinforce", "evolution", "exhaustive"}) {
+    const std::string lib = std::string(COTUNE_PLUGIN_DIR) + "/libcotune-searcher-" + s + ".so";
+    ASSERT_EQ(run({"plugins", "check", lib}), 0) << s << "\n" << out() << err();
+    EXPECT_NE(out().find("propose/observe ok on a built-in space"), std::string::npos) << out();
+  }
+  const std::string repeat = COTUNE_BINARY_DIR "/lib/cotune/test-plugins/libcotune-searcher-testrepeat.so";
+  EXPECT_EQ(run({"plugins", "check", repeat}), 1) << out();
+  EXPECT_NE(out().find("FAILED: propose returned a configuration already proposed"), std::string::npos) << out();
+  EXPECT_NE(out().find(": unusable"), std::string::npos) << out();
+}
+
 TEST_F(RunCli, AFifoAsStudyFileIsRefusedNotWaitedOn) {
   const std::string fifo = dir_ + "/study.json";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cli/command.hpp"
+#include "cli/probe_search.hpp"
 
 namespace cotune::cli {
 namespace {
@@ -78,7 +79,12 @@ int exercise(const Registry& reg) {
           break;
         }
         case COTUNE_KIND_SEARCHER:
-          std::printf("  create needs a space; table validated\n");
+          try {
+            std::printf("  %s\n", exercise_searcher(c).c_str());
+          } catch (const UserError& e) {
+            std::printf("  FAILED: %s\n", e.what());
+            ++failures;
+          }
           break;
       }
     } catch (const std::exception& e) {

@@ -1,0 +1,145 @@
+// A searcher put through its paces by `cotune plugins check` (see probe_search.hpp): a small
+// built-in space, and a search context that scores every valid configuration alike.
+#include "cli/probe_search.hpp"
+
+#include <cotune/core/components.hpp>
+#include <cotune/core/errors.hpp>
+
+#include <cotune/cotune.hpp>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace cotune::cli {
+namespace {
+
+// Three parameters, two of them coupled as a parallel layout's are (a x b at most 16 GPUs), 40 valid
+// configurations of 64.
+class ProbeSpace {
+ public:
+  ProbeSpace(std::string_view /*workload*/, std::string_view /*options*/) {
+    params_.add_int("a", {1, 2, 4, 8}, 1, "", "first degree");
+    params_.add_int("b", {1, 2, 4, 8}, 1, "", "second degree (a x b at most 16)");
+    params_.add_categorical("c", {"x", "y", "z", "w"}, 0, "a choice");
+    features_ = {"a", "b", "c"};
+  }
+  const ::cotune::ParamList& params() const { return params_; }
+  const std::vector<std::string>& feature_names() const { return features_; }
+  void check(const double* c, size_t n, int32_t* valid) {
+    for (size_t i = 0; i < n; ++i) valid[i] = explain(c + i * 3).empty() ? 1 : 0;
+  }
+  std::string explain(const double* c) { return c[0] * c[1] > 16 ? "a x b is above 16" : ""; }
+  size_t sample(uint64_t seed, size_t n, double* out) {
+    std::mt19937_64 rng(seed);
+    size_t found = 0;
+    for (size_t tries = 0; found < n && tries < n * 100; ++tries) {
+      double* c = out + found * 3;
+      c[0] = params_[0].values[rng() % params_[0].num_values];
+      c[1] = params_[1].values[rng() % params_[1].num_values];
+      c[2] = static_cast<double>(rng() % params_[2].num_choices);
+      if (explain(c).empty()) ++found;
+    }
+    return found;
+  }
+  void featurize(const double* c, size_t n, double* out) {
+    for (size_t i = 0; i < 3 * n; ++i) out[i] = c[i];
+  }
+  std::string render(const double* c, int32_t format) {
+    if (format != COTUNE_RENDER_JSON) throw ::cotune::Error(COTUNE_ERR_UNSUPPORTED, "only JSON");
+    return "{\"a\": " + std::to_string(int(c[0])) + ", \"b\": " + std::to_string(int(c[1])) + ", \"c\": " +
+           std::to_string(int(c[2])) + "}";
+  }
+
+ private:
+  ::cotune::ParamList params_;
+  std::vector<std::string> features_;
+};
+
+core::ComponentRef probe_space_ref() {
+  static const cotune_component component = ::cotune::space<ProbeSpace>(
+      {"org.cotune.space.probe", "probe", "1.0.0", "cotune plugins check's space for exercising searchers"});
+  core::ComponentRef ref;
+  ref.component = &component;
+  ref.info.kind = COTUNE_KIND_SPACE;
+  ref.info.id = "org.cotune.space.probe";
+  ref.info.name = "probe";
+  ref.info.version = "1.0.0";
+  ref.info.abi_major = COTUNE_ABI_MAJOR;
+  ref.info.abi_minor = COTUNE_ABI_MINOR;
+  return ref;
+}
+
+// Every valid configuration scores 0 (the predictor knows nothing yet); proposed ones are seen.
+struct ProbeContext {
+  const core::Space* space = nullptr;
+  std::set<std::vector<double>> seen;
+
+  static ProbeContext& of(void* ctx) { return *static_cast<ProbeContext*>(ctx); }
+  static cotune_error* sample(void* ctx, uint64_t seed, size_t n, double* out, size_t* out_count) {
+    *out_count = of(ctx).space->sample(seed, n, out);
+    return nullptr;
+  }
+  static cotune_error* check(void* ctx, const double* configs, size_t n, int32_t* out_valid) {
+    of(ctx).space->check(configs, n, out_valid);
+    return nullptr;
+  }
+  static cotune_error* score(void* ctx, const double* configs, size_t n, double* out_score, double* out_std) {
+    std::vector<int32_t> valid(n);
+    of(ctx).space->check(configs, n, valid.data());
+    for (size_t i = 0; i < n; ++i) {
+      out_score[i] = valid[i] ? 0 : -std::numeric_limits<double>::infinity();
+      if (out_std != nullptr) out_std[i] = 0;
+    }
+    return nullptr;
+  }
+  static cotune_error* is_seen(void* ctx, const double* configs, size_t n, int32_t* out_seen) {
+    for (size_t i = 0; i < n; ++i)
+      out_seen[i] = of(ctx).seen.count(std::vector<double>(configs + i * 3, configs + (i + 1) * 3)) ? 1 : 0;
+    return nullptr;
+  }
+};
+
+}  // namespace
+
+std::string exercise_searcher(const core::ComponentRef& searcher) {
+  core::Space space(probe_space_ref(), "{}", "{}");
+  core::Searcher s(searcher, "{}", space, 1);
+  ProbeContext probe;
+  probe.space = &space;
+  cotune_search_context ctx{};
+  ctx.struct_size = COTUNE_STRUCT_SIZE(cotune_search_context, score_version);
+  ctx.ctx = &probe;
+  ctx.num_params = 3;
+  ctx.sample = &ProbeContext::sample;
+  ctx.check = &ProbeContext::check;
+  ctx.score = &ProbeContext::score;
+  ctx.seen = &ProbeContext::is_seen;
+  ctx.score_version = 1;
+  size_t proposed = 0;
+  for (int round = 0; round < 3; ++round) {
+    std::vector<double> rows(4 * 3);
+    const size_t n = s.propose(ctx, 4, rows.data());
+    if (n == 0) throw core::UserError("propose returned no configuration in round " + std::to_string(round + 1));
+    std::vector<int32_t> valid(n);
+    space.check(rows.data(), n, valid.data());
+    std::vector<double> scores(n);
+    std::vector<int32_t> statuses(n, COTUNE_STATUS_OK);
+    for (size_t i = 0; i < n; ++i) {
+      std::vector<double> row(rows.begin() + static_cast<long>(i * 3), rows.begin() + static_cast<long>((i + 1) * 3));
+      if (!valid[i]) throw core::UserError("propose returned an invalid configuration: " + space.render(row.data(), COTUNE_RENDER_JSON));
+      if (!probe.seen.insert(row).second)
+        throw core::UserError("propose returned a configuration already proposed: " + space.render(row.data(), COTUNE_RENDER_JSON));
+      scores[i] = row[0] * row[1];  // any measurement: larger layouts are better here
+    }
+    s.observe(rows.data(), n, scores.data(), statuses.data());
+    proposed += n;
+  }
+  return "propose/observe ok on a built-in space of 3 parameters: " + std::to_string(proposed) +
+         " configurations in 3 rounds, every one valid and new";
+}
+
+}  // namespace cotune::cli
