@@ -121,7 +121,7 @@ std::string exercise_searcher(const core::ComponentRef& searcher) {
   ctx.score_version = 1;
   size_t proposed = 0;
   for (int round = 0; round < 3; ++round) {
-    std::vector<double> rows(4 * 3);
+    std::vector<double> rows(size_t{4} * 3);
     const size_t n = s.propose(ctx, 4, rows.data());
     if (n == 0) throw core::UserError("propose returned no configuration in round " + std::to_string(round + 1));
     std::vector<int32_t> valid(n);
