@@ -154,7 +154,7 @@ std::string answer_html(const ReportContext& c) {
   for (const ReportTrial& first : c.trials)
     if (first.feasible) {
       if (first.record.id != t->record.id)
-        h += " Against the first measured trial (" + escape(number_text(first.values.front())) + "): " +
+        h += " Against the first feasible measured trial (" + escape(number_text(first.values.front())) + "): " +
              escape(gain_text(value, first.values.front(), c.objective().direction)) + ".";
       break;
     }
