@@ -1,6 +1,7 @@
 // The report's first screen: the answer. The configuration to launch, its measured value, how far
 // it is above the first measured trial and above the space's default layout, what the search cost,
 // and the launch command in the study's format.
+#include <cotune/core/objective.hpp>
 #include <cotune/core/perfmodel.hpp>
 #include <cotune/core/report/html.hpp>
 #include <cotune/core/study_setup.hpp>
@@ -29,25 +30,28 @@ std::string gain_text(double value, double base, Direction direction) {
   return (pct >= 0 ? "+" : "") + number_text(std::round(pct * 10) / 10) + " % " + (pct >= 0 ? "better" : "worse");
 }
 
+// The best measured feasible trial (first objective), or nullptr.
+const ReportTrial* best_measured(const ReportContext& c) {
+  std::vector<TrialRecord> records;
+  for (const ReportTrial& t : c.trials) records.push_back(t.record);
+  const std::vector<RankedTrial> best = best_trials(records, c.spec.objectives, 1);
+  if (best.empty()) return nullptr;
+  for (const ReportTrial& t : c.trials)
+    if (t.record.id == best.front().trial.id) return &t;
+  return nullptr;
+}
+
 // The trial to launch: the one the study recommended (its predictor's pick among the measured), else
 // the best measured feasible trial.
-const ReportTrial* recommended(const ReportContext& c, std::string* why) {
+const ReportTrial* recommended(const ReportContext& c, const ReportTrial* best, std::string* why) {
   if (c.study.recommended_trial_id)
     for (const ReportTrial& t : c.trials)
       if (t.record.id == *c.study.recommended_trial_id && t.feasible) {
         *why = "recommended by the study: the measured trial its predictor rates best over every run";
         return &t;
       }
-  std::vector<TrialRecord> records;
-  for (const ReportTrial& t : c.trials) records.push_back(t.record);
-  const std::vector<RankedTrial> best = best_trials(records, c.spec.objectives, 1);
-  if (best.empty()) return nullptr;
-  for (const ReportTrial& t : c.trials)
-    if (t.record.id == best.front().trial.id) {
-      *why = "the best measured trial";
-      return &t;
-    }
-  return nullptr;
+  *why = "the best measured trial";
+  return best;
 }
 
 // The space's default configuration (every parameter at its default: what a run without tuning
@@ -81,15 +85,17 @@ std::string cost_text(const ReportContext& c) {
     if (!is_finished(s) || s == TrialStatus::cancelled || s == TrialStatus::unavailable) continue;
     ++measured;
     if (s != TrialStatus::ok) ++failed;
+    // The trace's GPUs only when the trial's metrics do not say (trial_gpu_hours prefers them).
     double gpus = 0;
-    if (c.space && c.space->can_lower() && !t.config.empty()) {
+    const std::string metrics = t.record.metrics_json.value_or("{}");
+    if (!metric_value(metrics, "gpus") && c.space && c.space->can_lower() && !t.config.empty()) {
       try {
         gpus = c.space->lower(t.config.data()).gpus;
       } catch (const std::exception&) {
         gpus = 0;
       }
     }
-    gpu_hours += trial_gpu_hours(t.record.metrics_json.value_or("{}"), t.record.started_at, t.record.finished_at, gpus);
+    gpu_hours += trial_gpu_hours(metrics, t.record.started_at, t.record.finished_at, gpus);
   }
   std::string s = std::to_string(measured) + " trial" + (measured == 1 ? "" : "s") + " measured";
   if (failed > 0) s += " (" + std::to_string(failed) + " failed)";
@@ -135,7 +141,8 @@ std::string answer_html(const ReportContext& c) {
            escape(cost_text(c)) + "</p>";
   }
   std::string why;
-  const ReportTrial* t = recommended(c, &why);
+  const ReportTrial* top = best_measured(c);
+  const ReportTrial* t = recommended(c, top, &why);
   if (t == nullptr) return note_html("No feasible measured configuration yet.") + "<p>" + escape(cost_text(c)) + "</p>";
   const double value = t->values.front();
   std::string h = "<p class=\"answer\"><strong>" + escape(config_text(c, *t)) + "</strong></p>";
@@ -143,12 +150,8 @@ std::string answer_html(const ReportContext& c) {
        "<strong>" + escape(number_text(value)) + "</strong> measured.";
   // The recommendation weighs the predictor's estimate over one noisy measurement: say when a
   // higher value was measured.
-  std::vector<TrialRecord> records;
-  for (const ReportTrial& r : c.trials) records.push_back(r.record);
-  const std::vector<RankedTrial> top = best_trials(records, c.spec.objectives, 1);
-  if (!top.empty() && top.front().trial.id != t->record.id)
-    h += " Trial " + std::to_string(top.front().trial.seq) + " measured " +
-         escape(number_text(top.front().values.front())) +
+  if (top != nullptr && top != t)
+    h += " Trial " + std::to_string(top->record.seq) + " measured " + escape(number_text(top->values.front())) +
          ", the best single measurement; the predictor, fitted on every trial, rates this one better once "
          "measurement noise is averaged out.";
   for (const ReportTrial& first : c.trials)
