@@ -304,6 +304,12 @@ void FrameworkData::load_nemo(const std::string& dir) {
   }
   // docs/exports.md: the dataset's sequence length is written as well.
   nemo_fields_["cfg.dataset.seq_length"] = "4096";
+  // The model provider inherits every field of Megatron-Core's ModelParallelConfig (section 2's first
+  // row); megatron_lm_arguments.csv lists them with where they are defined.
+  for (const auto& r : csv_records(dir + "/megatron_lm_arguments.csv"))
+    if (starts_with(r.at("source_ref"), "main") && r.at("defined_at").find("(ModelParallelConfig)") != std::string::npos &&
+        !nemo_fields_.count("cfg.model." + r.at("dest")))
+      nemo_fields_["cfg.model." + r.at("dest")] = r.at("default");
   if (nemo_fields_.empty() || nemo_presets_.empty()) throw std::runtime_error("nemo_recipe_fields.md: no fields");
 }
 
@@ -923,6 +929,19 @@ class MegatronCheck {
     if (on("--moe-enable-deepep") && dispatcher != "flex") return fail("M46", "--moe-enable-deepep needs flex");
     if (on("--moe-pad-expert-input-to-capacity") && !on("--moe-expert-capacity-factor"))
       return fail("M48", "--moe-pad-expert-input-to-capacity needs --moe-expert-capacity-factor");
+    if (on("--overlap-moe-expert-parallel-comm")) {
+      const std::vector<std::string> modules = values("--recompute-modules");
+      if (ep_ <= 1) return fail("M50", "--overlap-moe-expert-parallel-comm needs ep > 1");
+      if (dispatcher == "allgather") return fail("M50", "--overlap-moe-expert-parallel-comm needs alltoall or flex");
+      if (pp_ > 1 && vpp_ <= 1) return fail("M50", "--overlap-moe-expert-parallel-comm with pp > 1 needs a virtual pipeline");
+      if (text("--recompute-granularity", "") == "full" || on("--recompute-method") || on("--recompute-num-layers") ||
+          std::find(modules.begin(), modules.end(), "moe") != modules.end())
+        return fail("M50", "--overlap-moe-expert-parallel-comm with full recomputation or the moe recompute module");
+      if (!on("--bf16") && !on("--fp16")) return fail("M50", "--overlap-moe-expert-parallel-comm needs bf16 or fp16");
+      if (on("--moe-shared-expert-overlap"))
+        return fail("M50", "--overlap-moe-expert-parallel-comm with --moe-shared-expert-overlap");
+      if (num("--mtp-num-layers", 0) > 1) return fail("M50", "--overlap-moe-expert-parallel-comm with more than one MTP layer");
+    }
     return CheckResult::pass();
   }
 
@@ -1769,6 +1788,7 @@ const std::map<std::string, std::string>& nemo_types() {
       {"cfg.model.recompute_modules", "strs?"},
       {"cfg.model.cp_comm_type", "str-or-strs?"},
       {"cfg.model.moe_token_dispatcher_type", "str:allgather|alltoall|flex"},
+      {"cfg.model.overlap_moe_expert_parallel_comm", "bool"},
       {"cfg.model.seq_length", "int"},
       {"cfg.train.micro_batch_size", "int?"},
       {"cfg.train.global_batch_size", "int?"},

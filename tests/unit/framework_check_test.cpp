@@ -205,6 +205,14 @@ TEST(FrameworkCheckMegatron, ModelRules) {
   // M47: moe_act recompute without grouped GEMM.
   EXPECT_TRUE(breaks(megatron(with(with(with_moe, "  --moe-grouped-gemm\n", ""), "core_attn mlp", "core_attn moe_act")),
                      "M47"));
+  // M50: overlapped expert-parallel communication needs ep > 1, and no full recomputation.
+  const std::string ep2 = with(with_moe, "  --bf16\n", "  --bf16\n  --expert-model-parallel-size 2\n");
+  EXPECT_TRUE(passes(megatron(with(ep2, "  --bf16\n", "  --bf16\n  --overlap-moe-expert-parallel-comm\n"))));
+  EXPECT_TRUE(breaks(megatron(with(with_moe, "  --bf16\n", "  --bf16\n  --overlap-moe-expert-parallel-comm\n")), "M50",
+                     "ep > 1"));
+  EXPECT_TRUE(breaks(megatron(with(with(ep2, "  --bf16\n", "  --bf16\n  --overlap-moe-expert-parallel-comm\n"),
+                                   "core_attn mlp", "core_attn moe")),
+                     "M50", "moe recompute module"));
   // M55, M62, M63, M53.
   EXPECT_TRUE(breaks(megatron(with(kMegatron, "  --bf16\n", "  --bf16\n  --use-flash-attn\n")), "M55"));
   EXPECT_TRUE(breaks(megatron(with(kMegatron, "  --bf16\n", "  --bf16\n  --squared-relu\n")), "M62"));

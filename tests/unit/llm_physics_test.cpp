@@ -1,8 +1,9 @@
 // The physics the performance model gets from the llm space's traces, one effect a test, each with
 // the expectation worked out by hand: FSDP scales flat with the GPU count, ZeRO stages shard what
 // Megatron-LM and DeepSpeed shard, context parallelism costs at short sequences, FP8 speeds up the
-// GEMMs only, MoE dispatch crosses nodes at each GPU's own link, small models wait for the host, and
-// PyTorch-native trainers recompute selectively per operator.
+// GEMMs only, MoE dispatch crosses nodes at each GPU's own link and hides behind another micro-batch's
+// compute when overlapped, small models wait for the host, and PyTorch-native trainers recompute
+// selectively per operator.
 #include <cotune/core/components.hpp>
 #include <cotune/core/perfmodel.hpp>
 #include <cotune/core/registry.hpp>
@@ -161,6 +162,40 @@ TEST_F(LlmPhysics, MoeDispatchCrossesNodesAtEachGpusOwnLink) {
   across.ops("ep_dispatch", &bytes, &level);
   EXPECT_EQ(level, COTUNE_NET_CLUSTER);
   EXPECT_GT(across.r.exposed_comm_s[COTUNE_GROUP_EP], 0);
+}
+
+TEST_F(LlmPhysics, OverlappedExpertParallelAllToAllsHideBehindCompute) {
+  // Mixtral 8x7B with 16 experts on ep 16 over two H100 nodes, micro-batch 1 of 4096 tokens: each
+  // all-to-all sends half its buffer over the 50 GB/s link, less time than the micro-batch's GEMMs
+  // take. With --overlap-moe-expert-parallel-comm another micro-batch computes meanwhile: the
+  // exposed expert-parallel time goes to zero and the step is shorter by exactly what was exposed.
+  json model = {{"preset", "mixtral-8x7b"}, {"experts", 16}, {"seq_len", 4096}};
+  const json config = {{"dp", 16}, {"ep", 16}, {"etp", 1}, {"micro_batch", 1}};
+  const Run plain = simulate(model, {{"global_batch", 64}}, "h100-sxm", 16, config);
+  const Run overlapped = simulate(model, {{"global_batch", 64}, {"overlap_moe_comm", true}}, "h100-sxm", 16, config);
+  const double exposed = plain.r.exposed_comm_s[COTUNE_GROUP_EP];
+  ASSERT_GT(exposed, 0.05 * plain.r.step_time_s);
+  EXPECT_LT(exposed, plain.r.compute_s);
+  EXPECT_NEAR(overlapped.r.exposed_comm_s[COTUNE_GROUP_EP], 0, 1e-9);
+  EXPECT_NEAR(overlapped.r.step_time_s, plain.r.step_time_s - exposed, 1e-6 * plain.r.step_time_s);
+  EXPECT_DOUBLE_EQ(overlapped.r.compute_s, plain.r.compute_s);
+
+  // Megatron-LM's rule M50: with pipeline parallelism only under the interleaved schedule, never
+  // with full recomputation.
+  const json w = {{"model", model},
+                  {"training", {{"global_batch", 64}, {"overlap_moe_comm", true}}},
+                  {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 2}}}};
+  auto space = registry_.make_space("llm", w.dump(), R"({"gpus": [16], "etp": [1]})");
+  auto why = [&](const json& c) {
+    const auto v = space->parse(c.dump());
+    return space->explain(v.data());
+  };
+  EXPECT_THAT(why({{"pp", 2}, {"dp", 8}, {"ep", 8}, {"vpp", 1}, {"gpus", 16}}),
+              ::testing::HasSubstr("overlap_moe_comm (--overlap-moe-expert-parallel-comm) needs vpp > 1"));
+  EXPECT_THAT(why({{"dp", 16}, {"ep", 16}, {"recompute", "full"}, {"gpus", 16}}),
+              ::testing::HasSubstr("does not run with full recomputation"));
+  EXPECT_THAT(why({{"pp", 2}, {"dp", 8}, {"ep", 8}, {"vpp", 2}, {"gpus", 16}}),
+              ::testing::Not(::testing::HasSubstr("overlap_moe_comm")));
 }
 
 TEST_F(LlmPhysics, SmallModelsWaitForTheHostThatIssuesTheirKernels) {

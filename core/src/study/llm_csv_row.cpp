@@ -66,7 +66,7 @@ const std::pair<const char*, const char*> kAliases[] = {{"moe_ffn_hidden", "expe
 const char* const kBandwidthColumns[] = {"nvlink_GBps", "network_GBps", "island_GBps"};
 
 const char* const kTrainingColumns[] = {"global_batch", "dtype",   "attention", "kernels",
-                                        "dropout",      "overlap_grad_reduce", "peft"};
+                                        "dropout",      "overlap_grad_reduce", "overlap_moe_comm", "peft"};
 
 // Configuration columns a configuration JSON may leave out (their default is the space's rule).
 const char* const kOptionalConfig[] = {"etp", "first_stage_layers", "last_stage_layers"};
@@ -272,6 +272,7 @@ LlmCsvRow llm_row_from_cells(const CsvCellLookup& cell) {
     json training = {{"global_batch", r.integer("global_batch", 0)}, {"dtype", r.string("dtype", "bf16")},
                      {"attention", r.string("attention", "flash")}, {"dropout", r.boolean("dropout", false)}};
     if (r.has("overlap_grad_reduce")) training["overlap_grad_reduce"] = r.boolean("overlap_grad_reduce", true);
+    if (r.has("overlap_moe_comm")) training["overlap_moe_comm"] = r.boolean("overlap_moe_comm", false);
     if (r.has("peft")) training["peft"] = r.text("peft");
     if (r.has("kernels")) training["kernels"] = r.text("kernels");
     row.workload = {{"model", model}, {"training", training}, {"cluster", cluster}};

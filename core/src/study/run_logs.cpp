@@ -89,6 +89,7 @@ const std::pair<const char*, const char*> kDirect[] = {
     {"num_layers_in_first_pipeline_stage", "first_stage_layers"},
     {"num_layers_in_last_pipeline_stage", "last_stage_layers"},
     {"overlap_grad_reduce", "overlap_grad_reduce"},
+    {"overlap_moe_expert_parallel_comm", "overlap_moe_comm"},
     {"sequence_parallel", "sp"},
     {"swiglu", "gated_mlp"},
 };
@@ -557,7 +558,7 @@ std::map<std::string, std::string> cells_from_settings(const std::map<std::strin
     if (schema_column(k) && !is_none(v)) c[k] = v;
   for (const auto& [from, to] : kDirect)
     if (const std::string* v = get(from); v && !c.count(to)) c[to] = *v;
-  for (const char* b : {"sp", "gated_mlp", "overlap_grad_reduce"})
+  for (const char* b : {"sp", "gated_mlp", "overlap_grad_reduce", "overlap_moe_comm"})
     if (c.count(b)) c[b] = truthy(c[b]) ? "true" : "false";
   if (const std::string* v = get("padded_vocab_size"); v && !c.count("vocab")) c["vocab"] = *v;
   if (const std::string* v = get("vocab_size"); v && !c.count("vocab")) c["vocab"] = *v;

@@ -276,12 +276,19 @@ void shared_experts_backward(TraceBuilder& B, const Workload& w, const Config& c
   tp_combine(B, c, d, BW, n);
 }
 
+// The stream of overlapped expert-parallel all-to-alls: beside the compute stream and the streams of
+// pipeline, gradient and parameter traffic.
+constexpr int32_t kExpertCommStream = 3;
+
 // The expert-parallel all-to-all: ranks of one expert-parallel group sit etp apart (Megatron-LM's
-// expert grid: etp, ep, expert-data-parallel).
-void ep_all_to_all(TraceBuilder& B, const Config& c, const MoeDims& e, const Dims& d, int32_t phase, const char* label,
-                   double n, uint32_t flags) {
-  B.collective(phase, 0, label, COTUNE_COLL_ALL_TO_ALL, COTUNE_GROUP_EP, e.routed * d.h * kAct, c.etp, c.ep, n, -1,
-               flags);
+// expert grid: etp, ep, expert-data-parallel). Overlapped (training.overlap_moe_comm), the
+// all-to-alls of one micro-batch run while another micro-batch computes: on a stream of their own,
+// waited for only when they take longer than the compute of the phase.
+void ep_all_to_all(TraceBuilder& B, const Workload& w, const Config& c, const MoeDims& e, const Dims& d, int32_t phase,
+                   const char* label, double n, uint32_t flags) {
+  const int32_t stream = w.training.overlap_moe_comm ? kExpertCommStream : 0;
+  B.collective(phase, stream, label, COTUNE_COLL_ALL_TO_ALL, COTUNE_GROUP_EP, e.routed * d.h * kAct, c.etp, c.ep, n,
+               -1, flags);
 }
 
 }  // namespace
@@ -296,7 +303,7 @@ void moe_mlp_forward(TraceBuilder& B, const Workload& w, const Config& c, const 
   B.gemm_bf16(phase, "router", e.tokens_in, m.experts, d.h, n, flags);
   B.memory(phase, "router_topk", e.tokens_in * m.experts * 4 * 4, n, flags, 6);  // softmax, top-k, aux loss
   B.memory(phase, "permute", e.routed * d.h * kAct * 2, n, flags, 3);
-  ep_all_to_all(B, c, e, d, phase, "ep_dispatch", n, flags);
+  ep_all_to_all(B, w, c, e, d, phase, "ep_dispatch", n, flags);
   if (c.etp > 1)
     B.collective(phase, 0, "etp_allgather", COTUNE_COLL_ALL_GATHER, COTUNE_GROUP_EP, e.on_gpu * d.h * kAct, 1, c.etp, n,
                  -1, flags);
@@ -309,7 +316,7 @@ void moe_mlp_forward(TraceBuilder& B, const Workload& w, const Config& c, const 
     B.collective(phase, 0, "etp_reducescatter", COTUNE_COLL_REDUCE_SCATTER, COTUNE_GROUP_EP, e.on_gpu * d.h * kAct, 1,
                  c.etp, n, -1, flags);
   if (sort) B.memory(phase, "unsort_chunks", e.on_gpu * d.h * kAct * 2, n, flags, 2);
-  ep_all_to_all(B, c, e, d, phase, "ep_combine", n, flags);
+  ep_all_to_all(B, w, c, e, d, phase, "ep_combine", n, flags);
   B.memory(phase, "unpermute", e.routed * d.h * kAct * 2 + e.tokens_in * d.h * kAct, n, flags, 3);
   shared_experts_forward(B, w, c, d, phase, n, flags);
   B.memory(phase, "residual", d.Tl * d.h * kAct * (w.training.dropout ? 4.5 : 3), n, flags);
@@ -326,7 +333,7 @@ void moe_mlp_backward(TraceBuilder& B, const Workload& w, const Config& c, const
   B.memory(BW, "residual_grad", d.Tl * d.h * kAct * (w.training.dropout ? 3.5 : 2), n);
   shared_experts_backward(B, w, c, d, n);
   B.memory(BW, "unpermute_grad", e.routed * d.h * kAct * 2 + e.tokens_in * d.h * kAct, n, 0, 3);
-  ep_all_to_all(B, c, e, d, BW, "ep_combine_grad", n, 0);
+  ep_all_to_all(B, w, c, e, d, BW, "ep_combine_grad", n, 0);
   if (c.etp > 1)
     B.collective(BW, 0, "etp_allgather", COTUNE_COLL_ALL_GATHER, COTUNE_GROUP_EP, e.on_gpu * d.h * kAct, 1, c.etp, n);
   const bool sort = e.local > 1 && c.ep > 1;
@@ -340,7 +347,7 @@ void moe_mlp_backward(TraceBuilder& B, const Workload& w, const Config& c, const
     B.collective(BW, 0, "etp_reducescatter", COTUNE_COLL_REDUCE_SCATTER, COTUNE_GROUP_EP, e.on_gpu * d.h * kAct, 1,
                  c.etp, n);
   if (sort) B.memory(BW, "unsort_chunks_grad", e.on_gpu * d.h * kAct * 2, n, 0, 2);
-  ep_all_to_all(B, c, e, d, BW, "ep_dispatch_grad", n, 0);
+  ep_all_to_all(B, w, c, e, d, BW, "ep_dispatch_grad", n, 0);
   B.memory(BW, "permute_grad", e.routed * d.h * kAct * 2, n, 0, 3);
   B.memory(BW, "router_grad", e.tokens_in * m.experts * 4 * 4, n, 0, 4);
   B.gemm_bf16(BW, "router_dgrad", e.tokens_in, d.h, m.experts, n);

@@ -159,6 +159,7 @@ std::string render_megatron(const Workload& w, const Config& c, const Target& t,
   } else if (w.training.overlap_grad_reduce) {
     a.add("--overlap-grad-reduce");
   }
+  if (w.training.overlap_moe_comm && c.ep > 1) a.add("--overlap-moe-expert-parallel-comm");  // M50
 
   a.add("--attention-backend", std::string(w.training.attention == Attention::kFlash ? "auto" : "unfused"));  // M55
   a.add(w.training.dtype == COTUNE_DTYPE_FP16 ? "--fp16" : "--bf16");

@@ -72,6 +72,8 @@ std::string render_nemo(const Workload& w, const Config& c, const Target& t, con
     field("model.expert_model_parallel_size", num(c.ep));
     field("model.expert_tensor_parallel_size", num(c.etp));
     field("model.moe_token_dispatcher_type", py_str("alltoall"));
+    // A ModelParallelConfig field of Megatron-Core, which the model config inherits.
+    if (w.training.overlap_moe_comm && c.ep > 1) field("model.overlap_moe_expert_parallel_comm", py_bool(true));
   }
   // The pipeline split by the rule the space modelled; the others reset so a recipe's own does not
   // stay in force.

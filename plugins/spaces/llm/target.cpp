@@ -226,6 +226,8 @@ std::string workload_refusal(const Workload& w, const Target& t) {
     return t.label() + " cannot run it: peft lora (pretrain_gpt.py trains every weight; target nemo for LoRA)";
   if (t.framework == Framework::kTorchtitan && w.training.lora)
     return t.label() + " cannot run it: peft lora (TorchTitan trains every weight)";
+  if ((t.framework == Framework::kTorchtitan || t.framework == Framework::kDeepspeed) && w.training.overlap_moe_comm)
+    return t.label() + " cannot run it: overlap_moe_comm (Megatron-LM's --overlap-moe-expert-parallel-comm)";
   return "";
 }
 

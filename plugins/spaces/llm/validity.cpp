@@ -91,6 +91,16 @@ bool check_config(const Workload& w, const Config& c, const cotune_hardware& hw,
     if ((c.recompute_modules & kSharedExperts) && m.shared_experts == 0)
       return why ? fail(why, "recompute module shared_experts needs shared experts (model.shared_experts)") : false;
   }
+  if (w.training.overlap_moe_comm && c.ep > 1) {  // Megatron-LM's rule M50
+    const char* rule = nullptr;
+    if (w.training.kernels != Kernels::kFused) rule = "runs in Megatron-LM (training.kernels fused)";
+    else if (c.pp > 1 && c.vpp == 1) rule = "needs vpp > 1 with pp > 1 (the interleaved schedule merges the micro-batches)";
+    else if (c.recompute == kRecomputeFull) rule = "does not run with full recomputation";
+    else if (c.recompute == kRecomputeSelective && (c.recompute_modules & kMoe)) rule = "does not run with the moe recompute module";
+    else if (m.mtp_layers > 1) rule = "allows at most one multi-token-prediction layer";
+    if (rule != nullptr)
+      return why ? fail(why, std::string("overlap_moe_comm (--overlap-moe-expert-parallel-comm) ") + rule) : false;
+  }
   if (c.cp > 1 && w.training.attention != Attention::kFlash)
     return why ? fail(why, "cp > 1 needs fused attention (context parallelism runs in Transformer Engine's "
                                "attention kernels)")

@@ -76,13 +76,15 @@ Training parse_training(const json& j) {
       t.dropout = boolean(v, at);
     } else if (k == "overlap_grad_reduce") {
       t.overlap_grad_reduce = boolean(v, at);
+    } else if (k == "overlap_moe_comm") {
+      t.overlap_moe_comm = boolean(v, at);
     } else if (k == "peft") {
       const std::string p = text(v, at);
       if (p == "lora") t.lora = true;
       else if (p != "none") throw std::invalid_argument(at + ": expected none or lora, got '" + p + "'");
     } else {
       throw std::invalid_argument(at + ": unknown training field (expected global_batch, dtype, optimizer, attention, "
-                                  "kernels, dropout, overlap_grad_reduce, peft)");
+                                  "kernels, dropout, overlap_grad_reduce, overlap_moe_comm, peft)");
     }
   }
   return t;

@@ -32,6 +32,9 @@ struct Training {
   Kernels kernels = Kernels::kFused;
   bool dropout = false;             // dropout layers (extra elementwise work and masks)
   bool overlap_grad_reduce = true;  // data-parallel gradient reduction overlaps the last backward
+  // Expert-parallel all-to-alls run beside another micro-batch's compute (Megatron-LM's
+  // --overlap-moe-expert-parallel-comm: one micro-batch's forward merged with another's backward).
+  bool overlap_moe_comm = false;
   bool lora = false;  // parameter-efficient fine-tuning: the base weights are frozen (no weight
                       // gradients, gradient buffers, optimizer state or gradient sync for them)
 };
