@@ -255,6 +255,26 @@ TEST_F(ProcessExecutorTest, CancelStopsARunningJob) {
   EXPECT_EQ(r.status, COTUNE_STATUS_CANCELLED);
 }
 
+TEST_F(ProcessExecutorTest, CancelStopsWhatLeftTheProcessGroupWithSetsid) {
+  // The job starts a daemon the usual way: a subshell that runs setsid (a new session and process
+  // group) and exits at once, so that the daemon loses its parent. The job's first process adopts
+  // it, and a cancel stops it along with the job.
+  auto ex = make(sh("(setsid sleep 300 & echo $! > \"$COTUNE_WORKDIR/daemon.pid\") ; sleep 300"));
+  Trial t(space_, "s/9b", workdir("t9b"), {1, 1, 0, 0});
+  auto job = ex->submit(t.raw);
+  pid_t daemon = 0;
+  for (int i = 0; i < 100 && daemon <= 0; ++i, ::usleep(20000))
+    daemon = std::atoi(read_file(t.workdir + "/daemon.pid").c_str());
+  ASSERT_GT(daemon, 0);
+  EXPECT_NE(::getpgid(daemon), ::getpgid(0));
+  job->cancel();
+  EXPECT_EQ(wait(*job).status, COTUNE_STATUS_CANCELLED);
+  bool gone = false;
+  for (int i = 0; i < 100 && !gone; ++i, ::usleep(20000)) gone = process_gone(daemon);
+  EXPECT_TRUE(gone) << "the setsid daemon " << daemon << " survived the cancel";
+  if (!gone) ::kill(daemon, SIGKILL);
+}
+
 TEST_F(ProcessExecutorTest, InjectionAttemptsAreRefusedBeforeAnythingRuns) {
   auto ex = make(sh("touch \"$COTUNE_WORKDIR/ran\"; echo '{{\"x\": 1}}' > \"$COTUNE_RESULT_FILE\"", {"{recompute}", "{tp}"}));
   Space evil;

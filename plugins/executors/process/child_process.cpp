@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,7 +12,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <system_error>
 #include <thread>
@@ -41,6 +44,10 @@ int open_pidfd(pid_t pid) {
 [[noreturn]] void exec_child(char* const* argv, char* const* envp, const char* cwd, int out_fd, int err_fd_log,
                              int err_pipe) {
   ::setpgid(0, 0);
+  // The job's first process adopts whatever its descendants orphan (kept across exec): a process
+  // that leaves the group with setsid and loses its parent stays below the job, where a cancel finds
+  // it, instead of moving to init.
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
   struct sigaction dfl;
   std::memset(&dfl, 0, sizeof dfl);
   dfl.sa_handler = SIG_DFL;
@@ -69,7 +76,47 @@ std::vector<char*> c_strings(const std::vector<std::string>& v) {
   return out;
 }
 
+// The fields of /proc/PID/stat after the command name, which may hold spaces and parentheses.
+std::string stat_fields(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t close = stat.rfind(')');
+  return close == std::string::npos ? "" : stat.substr(close + 1);
+}
+
 }  // namespace
+
+std::vector<pid_t> descendants(pid_t root) {
+  std::multimap<pid_t, pid_t> children;  // parent -> child
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::istringstream fields(stat_fields(static_cast<pid_t>(std::stol(name))));
+    std::string state;
+    long ppid = 0;
+    if (fields >> state >> ppid) children.emplace(static_cast<pid_t>(ppid), static_cast<pid_t>(std::stol(name)));
+  }
+  std::vector<pid_t> out;
+  std::vector<pid_t> todo = {root};
+  while (!todo.empty()) {
+    const pid_t p = todo.back();
+    todo.pop_back();
+    auto [first, last] = children.equal_range(p);
+    for (auto it = first; it != last; ++it) {
+      out.push_back(it->second);
+      todo.push_back(it->second);
+    }
+  }
+  return out;
+}
+
+void signal_tree(pid_t root, int sig) {
+  if (root <= 1) return;
+  // The descendants first: once the root is gone, its orphans belong to init and are out of reach.
+  for (pid_t p : descendants(root)) ::kill(p, sig);
+  ::killpg(root, sig);
+}
 
 ChildProcess::ChildProcess(const SpawnRequest& request) {
   if (request.argv.empty()) throw cotune::Error(COTUNE_ERR_INVALID_ARGUMENT, "empty command");
@@ -140,7 +187,11 @@ bool ChildProcess::try_reap() {
 }
 
 void ChildProcess::signal_group(int sig) const {
-  if (pid_ > 0) ::killpg(pid_, sig);
+  if (pid_ <= 0) return;
+  // Once reaped, the pid may belong to someone else: only the group (which lives on while any
+  // member does) is still the job's.
+  if (reaped_) ::killpg(pid_, sig);
+  else signal_tree(pid_, sig);
 }
 
 void ChildProcess::kill_and_reap() {
@@ -166,11 +217,7 @@ std::string describe_wait_status(int status) {
 }
 
 std::string process_start_time(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const size_t close = stat.rfind(')');  // the command name may hold spaces and parentheses
-  if (close == std::string::npos) return "";
-  std::istringstream fields(stat.substr(close + 1));
+  std::istringstream fields(stat_fields(pid));
   std::string field;
   for (int i = 3; i <= 22 && fields >> field; ++i)
     if (i == 22) return field;
@@ -179,10 +226,11 @@ std::string process_start_time(pid_t pid) {
 
 bool stop_leftover_group(pid_t pid, const std::string& start_time, int grace_ms) {
   if (pid <= 1 || start_time.empty() || process_start_time(pid) != start_time) return false;
-  ::killpg(pid, SIGTERM);
+  signal_tree(pid, SIGTERM);
   const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
   while (process_start_time(pid) == start_time && std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (process_start_time(pid) == start_time) signal_tree(pid, SIGKILL);
   ::killpg(pid, SIGKILL);  // whatever is left of the group
   return true;
 }

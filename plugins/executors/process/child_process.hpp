@@ -1,5 +1,6 @@
 // A child process in a process group of its own, so that a timeout or a cancel can signal the job
-// and everything it started (killpg), with stdout and stderr going to files. Plain POSIX: fork,
+// and everything it started (killpg, and the processes below it that left the group: the child
+// adopts their orphans as a subreaper), with stdout and stderr going to files. Plain POSIX: fork,
 // setpgid, execvpe, waitpid; a pidfd (when the kernel has one) lets the owner sleep until it exits.
 #ifndef COTUNE_EXECUTOR_CHILD_PROCESS_HPP_
 #define COTUNE_EXECUTOR_CHILD_PROCESS_HPP_
@@ -37,10 +38,11 @@ class ChildProcess {
   bool exited() const { return reaped_; }
   int status() const { return status_; }
 
-  // Sends a signal to the child's whole process group (harmless when the group is gone).
+  // Sends a signal to the child's process group and to every process below the child, those that
+  // left the group with setsid included (harmless when they are gone).
   void signal_group(int sig) const;
 
-  // Kills the group with SIGKILL and waits for the child.
+  // Kills the group and the processes below the child with SIGKILL and waits for the child.
   void kill_and_reap();
 
  private:
@@ -58,6 +60,12 @@ std::string process_start_time(pid_t pid);
 // process `pid` still runs and started at `start_time`, its process group is sent SIGTERM, then
 // SIGKILL after `grace_ms`. Returns true when it had to be stopped.
 bool stop_leftover_group(pid_t pid, const std::string& start_time, int grace_ms);
+
+// The processes below `root` (children, their children, ...), read from /proc.
+std::vector<pid_t> descendants(pid_t root);
+
+// Sends `sig` to every process below `root`, then to root's process group.
+void signal_tree(pid_t root, int sig);
 
 // "exit code 3", "killed by signal 9 (KILL)".
 std::string describe_wait_status(int status);
