@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
   std::printf("| --- | --- | ---: | ---: | --- | --- | --- | ---: |\n");
   for (const char* predictor : {"krr", "mlp"}) {
     if ((std::string(predictor) == "mlp" ? s.repeats_mlp : s.repeats_krr) == 0) continue;  // 0: skip it
-    for (Prior prior : {Prior::analytic, Prior::roofline, Prior::none}) {
+    for (Prior prior : {Prior::kAnalytic, Prior::kRoofline, Prior::kNone}) {
       for (size_t n : s.sizes) {
         if (n + 2 > pool.size()) continue;
         EvalOptions o;

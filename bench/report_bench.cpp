@@ -45,7 +45,7 @@ struct BenchStudy {
         {"format", "megatron"}};
     StudySpec spec = parse_study_file(doc.dump(), dir + "/study.json", dir);
     Store::Options so;
-    so.sync = Store::Sync::normal;  // building the fixture, not measuring the store
+    so.sync = Store::Sync::kNormal;  // building the fixture, not measuring the store
     Store store(store_path, so);
     NewStudy n;
     n.name = spec.name;
@@ -67,7 +67,7 @@ struct BenchStudy {
       NewTrial t;
       t.config_key = space->key(c);
       t.config_json = space->render(c, COTUNE_RENDER_JSON);
-      t.status = TrialStatus::running;
+      t.status = TrialStatus::kRunning;
       t.executor = "sim";
       const cotune_trace& trace = space->lower(c);
       cotune_sim_result r{};
@@ -79,7 +79,7 @@ struct BenchStudy {
       ++trials;
       TrialOutcome out;
       if (!r.fits) {
-        out.status = TrialStatus::oom;
+        out.status = TrialStatus::kOom;
         out.error = "peak memory exceeds the GPU";
       } else {
         out.metrics_json = nlohmann::json{{"step_time_s", r.step_time_s},

@@ -63,7 +63,7 @@ struct Settings {
   int cap = 60;
   std::vector<std::string> workloads = {"llama3-70b-512xh100", "gpt3-175b-1024xa100", "mixtral-8x7b-64xh100"};
   std::vector<std::string> searchers;  // empty: every searcher found
-  std::vector<Prior> priors = {Prior::analytic, Prior::none};
+  std::vector<Prior> priors = {Prior::kAnalytic, Prior::kNone};
   std::vector<size_t> replay_tables;  // --replay-tables: table sizes for the replay benchmark
   bool replay_unrestricted = false;   // --replay-unrestricted: search the whole space instead
   // --machine JSON: the replay tables are measured on a machine with these GPU-description constants
@@ -74,9 +74,9 @@ struct Settings {
 
 // How a prior shows in the tables: the predictor column, and a suffix to a searcher's name.
 const char* label(Prior p) {
-  return p == Prior::analytic ? "krr+prior" : p == Prior::roofline ? "krr+roof" : "krr";
+  return p == Prior::kAnalytic ? "krr+prior" : p == Prior::kRoofline ? "krr+roof" : "krr";
 }
-const char* suffix(Prior p) { return p == Prior::analytic ? "+prior" : p == Prior::roofline ? "+roofline" : ""; }
+const char* suffix(Prior p) { return p == Prior::kAnalytic ? "+prior" : p == Prior::kRoofline ? "+roofline" : ""; }
 
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
@@ -94,9 +94,9 @@ struct Landscape {
   std::unordered_map<std::string, double> truth;  // Space::key -> metric
   std::vector<double> configs, values;             // the same, as rows of parameters and their metric
   double optimum = 0;
-  Direction direction = Direction::maximize;
+  Direction direction = Direction::kMaximize;
   bool within(double v) const {
-    return direction == Direction::maximize ? v >= optimum * 0.99 : v <= optimum * 1.01;
+    return direction == Direction::kMaximize ? v >= optimum * 0.99 : v <= optimum * 1.01;
   }
 };
 
@@ -160,7 +160,7 @@ struct Reached {
 };
 
 double gap_percent(const Landscape& l, double v) {
-  return 100.0 * (l.direction == Direction::maximize ? (l.optimum - v) / l.optimum : (v - l.optimum) / l.optimum);
+  return 100.0 * (l.direction == Direction::kMaximize ? (l.optimum - v) / l.optimum : (v - l.optimum) / l.optimum);
 }
 
 // Random search replayed on the landscape: draws without replacement, measured with the sim
@@ -181,7 +181,7 @@ Reached random_search_trials(const Landscape& l, uint64_t seed, int cap, int fir
   for (int t = 0; t < cap && t < static_cast<int>(order.size()); ++t) {
     double truth = flat[order[t]];
     double factor = std::exp(0.05 * noise(rng));
-    double measured = l.direction == Direction::maximize ? truth / factor : truth * factor;
+    double measured = l.direction == Direction::kMaximize ? truth / factor : truth * factor;
     if (!best_measured || better(measured, *best_measured, l.direction)) best_measured = measured, best_truth = truth;
     if (t < first_batch && (!first_best || better(truth, *first_best, l.direction))) first_best = truth;
     if (t + 1 == first_batch) out.first_gap = gap_percent(l, *first_best);
@@ -281,7 +281,7 @@ Reached loop_trials(const StudySpec& base, const std::string& searcher, Prior pr
   const std::string& metric = spec.objectives.front().metric;
   RunOptions options;
   options.store_path = store_dir + "/cotune.db";
-  options.display = RunOptions::Display::quiet;
+  options.display = RunOptions::Display::kQuiet;
   options.stop = &stop;
   Registry registry;
   load_study_plugins(registry, spec);
@@ -294,7 +294,7 @@ Reached loop_trials(const StudySpec& base, const std::string& searcher, Prior pr
   };
   options.on_trial_committed = [&](const TrialRecord& t) {
     ++count;
-    if (t.status == TrialStatus::ok && t.metrics_json) {
+    if (t.status == TrialStatus::kOk && t.metrics_json) {
       auto measured = metric_value(*t.metrics_json, metric);
       if (measured) {
         std::vector<double> c = space->parse(t.config_json);
@@ -461,7 +461,7 @@ void surrogate_curve(const Settings& s) {
             const size_t k = rng() % total;
             train.insert(train.end(), l.configs.begin() + k * p, l.configs.begin() + (k + 1) * p);
             const double f = std::exp(noise(rng));
-            measured.push_back(l.direction == Direction::maximize ? l.values[k] / f : l.values[k] * f);
+            measured.push_back(l.direction == Direction::kMaximize ? l.values[k] / f : l.values[k] * f);
           }
           auto predictor = registry.make_predictor("krr", surrogate_predictor_options(g_predictor_options, "bench"));
           Surrogate surrogate(space, *predictor, base.objectives.front().metric, prior, train.data());
@@ -472,7 +472,7 @@ void surrogate_curve(const Settings& s) {
           for (size_t i = 0; i < total; ++i) order[i] = i;
           auto rank_key = [&](size_t i) {
             const double v = std::isfinite(predicted[i]) ? predicted[i] : 0;
-            return l.direction == Direction::maximize ? -v : v;
+            return l.direction == Direction::kMaximize ? -v : v;
           };
           std::partial_sort(order.begin(), order.begin() + 10, order.end(),
                             [&](size_t a, size_t b) { return rank_key(a) < rank_key(b); });
@@ -525,14 +525,14 @@ ReplayReached replay_trials(const StudySpec& base, const std::string& searcher, 
   ReplayReached reached;
   int count = 0;
   double best3 = 0;
-  const bool maximize = base.objectives.front().direction == Direction::maximize;
+  const bool maximize = base.objectives.front().direction == Direction::kMaximize;
   std::atomic<int> stop{0};
   RunOptions options;
   options.store_path = store_dir + "/cotune.db";
-  options.display = RunOptions::Display::quiet;
+  options.display = RunOptions::Display::kQuiet;
   options.stop = &stop;
   options.on_trial_committed = [&](const TrialRecord& t) {
-    if (t.status == TrialStatus::unavailable) {
+    if (t.status == TrialStatus::kUnavailable) {
       ++reached.unavailable;
       return;
     }
@@ -593,7 +593,7 @@ void replay_benchmark(const Settings& s) {
       for (const std::string& name : searchers)
         for (Prior prior : s.priors)
           for (bool calibrate : calibrate_modes) {
-          if (!calibrate && prior != Prior::analytic) continue;
+          if (!calibrate && prior != Prior::kAnalytic) continue;
           std::vector<int> found;
           int unavailable = 0;
           double gap3 = 0, mean_found = 0;
@@ -617,7 +617,7 @@ void replay_benchmark(const Settings& s) {
               for (auto it = row.begin(); it != row.end(); ++it)
                 csv << (it.value().is_string() ? it.value().get<std::string>() : it.value().dump()) << ",";
               const double f = std::exp(noise(rng));
-              const double v = l.direction == Direction::maximize ? values[idx[i]] / f : values[idx[i]] * f;
+              const double v = l.direction == Direction::kMaximize ? values[idx[i]] / f : values[idx[i]] * f;
               char text[64];
               std::snprintf(text, sizeof text, "%.17g", v);
               csv << "ok," << text << "\n";
@@ -646,7 +646,7 @@ void replay_benchmark(const Settings& s) {
 }
 
 // The prior of the host-overhead benchmark: the first of --priors.
-Prior g_overhead_prior = Prior::analytic;
+Prior g_overhead_prior = Prior::kAnalytic;
 
 // Host overhead per proposal with 1,000 measured trials, in its parts: refitting the surrogate
 // (krr + prior: lowering every trial and simulating it, or fitting the roofline terms' rates, for
@@ -690,7 +690,7 @@ void BM_HostOverheadPerProposal(benchmark::State& state) {
   surrogate.fit(configs.data(), got, values.data());
   std::vector<double> out(p);
   if (!refit) {  // the first proposal of a study enumerates the space (exhaustive): not timed
-    SearchContext context(*space, surrogate, Direction::maximize, seen);
+    SearchContext context(*space, surrogate, Direction::kMaximize, seen);
     searcher->propose(context.get(), 1, out.data());
   }
   for (auto _ : state) {
@@ -702,7 +702,7 @@ void BM_HostOverheadPerProposal(benchmark::State& state) {
         surrogate.fit(configs.data(), got, values.data());  // a new score version
         state.ResumeTiming();
       }
-      SearchContext context(*space, surrogate, Direction::maximize, seen);
+      SearchContext context(*space, surrogate, Direction::kMaximize, seen);
       benchmark::DoNotOptimize(searcher->propose(context.get(), 1, out.data()));
     }
   }
@@ -746,9 +746,9 @@ int main(int argc, char** argv) {
       else if (v == "prior") v = "analytic";
       else if (v == "all") v = "analytic,roofline,none";
       for (const std::string& name : split(v)) {
-        if (name == "analytic") s.priors.push_back(Prior::analytic);
-        else if (name == "roofline") s.priors.push_back(Prior::roofline);
-        else if (name == "none") s.priors.push_back(Prior::none);
+        if (name == "analytic") s.priors.push_back(Prior::kAnalytic);
+        else if (name == "roofline") s.priors.push_back(Prior::kRoofline);
+        else if (name == "none") s.priors.push_back(Prior::kNone);
         else {
           std::fprintf(stderr, "--priors: expected analytic, roofline, none (a comma list), both, prior or all, got '%s'\n",
                        name.c_str());

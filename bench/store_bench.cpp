@@ -49,7 +49,7 @@ NewStudy bench_study(const std::string& name) {
   s.workload_key = cotune::core::workload_key(nlohmann::json{{"model", "llama-70b"}}, "llm");
   s.space = "llm";
   s.objective_json = R"([{"metric":"tokens_per_s","direction":"maximize","constraints":[]}])";
-  s.direction = Direction::maximize;
+  s.direction = Direction::kMaximize;
   return s;
 }
 
@@ -67,7 +67,7 @@ std::string metrics_of(std::int64_t i) {
 // Records finished trials the way the study loop does: add (pending), then finish: two commits.
 void BM_RecordFinishedTrial(benchmark::State& state) {
   Store::Options options;
-  options.sync = state.range(0) ? Store::Sync::full : Store::Sync::normal;
+  options.sync = state.range(0) ? Store::Sync::kFull : Store::Sync::kNormal;
   std::string path = scratch_dir() + "/record-" + std::to_string(state.range(0)) + ".db";
   fs::remove(path);
   Store store(path, options);
@@ -176,7 +176,7 @@ void BM_InFlightTrials(benchmark::State& state) {
   const LargeStore& large = large_store();
   Store store(large.path);
   for (auto _ : state)
-    benchmark::DoNotOptimize(store.trials_by_status(large.study, {TrialStatus::pending, TrialStatus::running}));
+    benchmark::DoNotOptimize(store.trials_by_status(large.study, {TrialStatus::kPending, TrialStatus::kRunning}));
 }
 BENCHMARK(BM_InFlightTrials)->Unit(benchmark::kMicrosecond)->Iterations(20);
 

@@ -320,7 +320,7 @@ int main(int argc, char** argv) {
 
   // 5. A predictor refit on the whole history.
   std::unique_ptr<Predictor> predictor = registry.make_predictor("krr", surrogate_predictor_options("", "/predictor/options"));
-  Surrogate surrogate(*space, *predictor, "tokens_per_s", Prior::analytic, configs.data());
+  Surrogate surrogate(*space, *predictor, "tokens_per_s", Prior::kAnalytic, configs.data());
   auto fit_start = Clock::now();
   std::clock_t fit_cpu = std::clock();
   surrogate.fit(configs.data(), values.size(), values.data());

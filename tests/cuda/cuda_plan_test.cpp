@@ -254,7 +254,7 @@ TEST_F(CudaPlanOnLlmTraces, EveryComputeOpIsMeasuredAtItsOwnShapeAndDtype) {
         const Measurement& m = plan.measurements[p.measurement];
         EXPECT_DOUBLE_EQ(p.runs_per_step, op.count * (op.phase == COTUNE_PHASE_STEP ? 1 : trace.micro_batches));
         if (op.kind == COTUNE_OP_GEMM) {
-          EXPECT_EQ(m.kind, MeasureKind::gemm);
+          EXPECT_EQ(m.kind, MeasureKind::kGemm);
           EXPECT_EQ(m.dtype, op.dtype);
           EXPECT_DOUBLE_EQ(double(m.m) * double(m.n) * p.scale, op.m * op.n) << m.key();
           EXPECT_DOUBLE_EQ(double(m.k), op.k);

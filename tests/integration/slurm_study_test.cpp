@@ -253,7 +253,7 @@ class SlurmStudy : public ::testing::Test {
     ASSERT_EQ(ts.size(), budget) << err();
     std::set<std::string> keys;
     for (const TrialRecord& t : ts) {
-      EXPECT_EQ(t.status, TrialStatus::ok) << "trial " << t.seq << ": " << t.error.value_or("");
+      EXPECT_EQ(t.status, TrialStatus::kOk) << "trial " << t.seq << ": " << t.error.value_or("");
       EXPECT_TRUE(keys.insert(t.config_key).second) << "trial " << t.seq << " repeats a configuration";
       ASSERT_TRUE(t.metrics_json.has_value()) << "trial " << t.seq;
       json m = json::parse(*t.metrics_json);
@@ -315,7 +315,7 @@ TEST_F(SlurmStudy, SigintCancelsTheJobsExitsWith130AndTheStudyResumes) {
   EXPECT_THAT(out(), HasSubstr("resume: cotune run")) << out();
   {
     Store store(store_);
-    EXPECT_EQ(store.find_study("interrupted")->status, StudyStatus::stopped);
+    EXPECT_EQ(store.find_study("interrupted")->status, StudyStatus::kStopped);
   }
   // Cancelled in Slurm: nothing of them queued or running, each known as CANCELLED.
   EXPECT_EQ(shell("squeue -h -r -j " + join(ids, ",") + " -o '%i %T' 2>&1"), "") << "jobs left queued or running";
@@ -390,7 +390,7 @@ TEST_F(SlurmStudy, KillNineLeavesJobsRunningAndTheNextRunCollectsThemWithoutRunn
   })) << err();
   ASSERT_EQ(child_, pid) << "the resumed study ended early:\n" << err();
   std::vector<TrialRecord> resumed = trials("killed");
-  EXPECT_EQ(resumed.at(static_cast<size_t>(early->seq - 1)).status, TrialStatus::ok);
+  EXPECT_EQ(resumed.at(static_cast<size_t>(early->seq - 1)).status, TrialStatus::kOk);
   for (const TrialRecord& t : submitted) {
     const TrialRecord& now = resumed.at(static_cast<size_t>(t.seq - 1));
     EXPECT_EQ(now.external_id, t.external_id) << "trial " << t.seq;

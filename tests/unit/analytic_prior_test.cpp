@@ -64,7 +64,7 @@ class AnalyticPrior : public ::testing::Test {
 };
 
 TEST_F(AnalyticPrior, WithoutDataAnswersTheModelsEstimate) {
-  Surrogate s(*space_, *predictor_, "step_time_s", Prior::analytic, config(0));
+  Surrogate s(*space_, *predictor_, "step_time_s", Prior::kAnalytic, config(0));
   ASSERT_TRUE(s.uses_prior()) << s.prior_note();
   EXPECT_TRUE(s.informed());
   std::vector<double> value(n_), log_std(n_);
@@ -85,7 +85,7 @@ TEST_F(AnalyticPrior, MeasurementsCorrectABiasedModel) {
   std::vector<double> y(train);
   for (size_t i = 0; i < train; ++i) y[i] = measured(config(i));
 
-  Surrogate s(*space_, *predictor_, "step_time_s", Prior::analytic, config(0));
+  Surrogate s(*space_, *predictor_, "step_time_s", Prior::kAnalytic, config(0));
   double before = 0, after = 0;
   std::vector<double> prior_only(n_ - train);
   s.predict(config(train), n_ - train, prior_only.data(), nullptr);
@@ -95,7 +95,7 @@ TEST_F(AnalyticPrior, MeasurementsCorrectABiasedModel) {
   EXPECT_NE(unfitted, 0u);
   s.fit(configs_.data(), train, y.data());
   EXPECT_NE(s.version(), unfitted);
-  Surrogate other(*space_, *predictor_, "step_time_s", Prior::analytic, config(0));
+  Surrogate other(*space_, *predictor_, "step_time_s", Prior::kAnalytic, config(0));
   EXPECT_NE(other.version(), s.version());
   EXPECT_NE(other.version(), unfitted);
   EXPECT_EQ(s.fitted_rows(), train);
@@ -113,7 +113,7 @@ TEST_F(AnalyticPrior, MeasurementsCorrectABiasedModel) {
 }
 
 TEST_F(AnalyticPrior, OneMeasurementScalesTheModel) {
-  Surrogate s(*space_, *predictor_, "step_time_s", Prior::analytic, config(0));
+  Surrogate s(*space_, *predictor_, "step_time_s", Prior::kAnalytic, config(0));
   double y = model_step_time(config(0)) * 2;
   s.fit(config(0), 1, &y);
   double v = 0;
@@ -122,7 +122,7 @@ TEST_F(AnalyticPrior, OneMeasurementScalesTheModel) {
 }
 
 TEST_F(AnalyticPrior, WithoutPriorNothingIsKnownBeforeData) {
-  Surrogate s(*space_, *predictor_, "step_time_s", Prior::none);
+  Surrogate s(*space_, *predictor_, "step_time_s", Prior::kNone);
   EXPECT_FALSE(s.uses_prior());
   EXPECT_FALSE(s.informed());
   double v = 0;
@@ -130,22 +130,22 @@ TEST_F(AnalyticPrior, WithoutPriorNothingIsKnownBeforeData) {
   EXPECT_TRUE(std::isnan(v));
   // The searcher then sees equal scores for every valid configuration.
   std::unordered_set<std::string> seen;
-  SearchContext ctx(*space_, s, Direction::minimize, seen);
+  SearchContext ctx(*space_, s, Direction::kMinimize, seen);
   double score = 1;
   ctx.score(config(0), 1, &score, nullptr);
   EXPECT_EQ(score, 0.0);
 }
 
 TEST_F(AnalyticPrior, ModelThatCannotEstimateTheMetricTurnsThePriorOff) {
-  Surrogate s(*space_, *predictor_, "loss", Prior::analytic, config(0));
+  Surrogate s(*space_, *predictor_, "loss", Prior::kAnalytic, config(0));
   EXPECT_FALSE(s.uses_prior());
   EXPECT_NE(s.prior_note().find("loss"), std::string::npos);
 }
 
 TEST_F(AnalyticPrior, ScoresAreHigherForBetterAndMinusInfinityForInvalid) {
-  Surrogate s(*space_, *predictor_, "step_time_s", Prior::analytic, config(0));
+  Surrogate s(*space_, *predictor_, "step_time_s", Prior::kAnalytic, config(0));
   std::unordered_set<std::string> seen{space_->key(config(1))};
-  SearchContext ctx(*space_, s, Direction::minimize, seen);
+  SearchContext ctx(*space_, s, Direction::kMinimize, seen);
   double scores[2], stds[2];
   ctx.score(configs_.data(), 2, scores, stds);
   EXPECT_DOUBLE_EQ(scores[0], -std::log(model_step_time(config(0))));
@@ -166,9 +166,9 @@ TEST_F(AnalyticPrior, ScoresAreHigherForBetterAndMinusInfinityForInvalid) {
 }
 
 TEST_F(AnalyticPrior, RooflinePriorKnowsNothingBeforeTwoMeasurements) {
-  Surrogate s(*space_, *predictor_, "step_time_s", Prior::roofline, config(0));
+  Surrogate s(*space_, *predictor_, "step_time_s", Prior::kRoofline, config(0));
   ASSERT_TRUE(s.uses_prior()) << s.prior_note();
-  EXPECT_EQ(s.prior(), Prior::roofline);
+  EXPECT_EQ(s.prior(), Prior::kRoofline);
   ASSERT_NE(s.cost_model(), nullptr);
   EXPECT_FALSE(s.informed());
   double v = 0;
@@ -188,13 +188,13 @@ TEST_F(AnalyticPrior, RooflinePriorRanksFromAFewMeasurements) {
   // rates follow the performance model much more closely.
   auto step_time = [](const cotune_sim_result& r) { return r.step_time_s; };
   auto tokens = [](const cotune_sim_result& r) { return r.tokens_per_s; };
-  Surrogate roofline(*space_, *predictor_, "step_time_s", Prior::roofline, config(0));
+  Surrogate roofline(*space_, *predictor_, "step_time_s", Prior::kRoofline, config(0));
   const double with_terms = held_out_tau(roofline, 12, step_time);
   EXPECT_EQ(roofline.cost_model()->exponent(), 1) << "step time grows with time";
   ASSERT_TRUE(roofline.estimate(config(13)).has_value());
 
   auto none_predictor = registry_.make_predictor("krr", surrogate_predictor_options("{}", "test"));
-  Surrogate none(*space_, *none_predictor, "step_time_s", Prior::none);
+  Surrogate none(*space_, *none_predictor, "step_time_s", Prior::kNone);
   const double features_alone = held_out_tau(none, 12, step_time);
   // (0.74 against 0.57 when written; the performance model's efficiencies and overlap are what the
   // terms leave to krr's residual.)
@@ -202,7 +202,7 @@ TEST_F(AnalyticPrior, RooflinePriorRanksFromAFewMeasurements) {
   EXPECT_GT(with_terms, features_alone + 0.1) << "features alone: " << features_alone;
 
   auto throughput_predictor = registry_.make_predictor("krr", surrogate_predictor_options("{}", "test"));
-  Surrogate throughput(*space_, *throughput_predictor, "tokens_per_s", Prior::roofline, config(0));
+  Surrogate throughput(*space_, *throughput_predictor, "tokens_per_s", Prior::kRoofline, config(0));
   EXPECT_GT(held_out_tau(throughput, 12, tokens), 0.65);
   EXPECT_EQ(throughput.cost_model()->exponent(), -1) << "tokens/s falls as time grows";
 }
@@ -214,9 +214,9 @@ TEST_F(AnalyticPrior, RooflinePriorNeedsASpaceThatLowers) {
   ASSERT_FALSE(grid->can_lower());
   std::vector<double> probe(grid->num_params());
   ASSERT_EQ(grid->sample(1, 1, probe.data()), 1u);
-  Surrogate s(*grid, *predictor_, "loss", Prior::roofline, probe.data());
+  Surrogate s(*grid, *predictor_, "loss", Prior::kRoofline, probe.data());
   EXPECT_FALSE(s.uses_prior());
-  EXPECT_EQ(s.prior(), Prior::none);
+  EXPECT_EQ(s.prior(), Prior::kNone);
   EXPECT_EQ(s.cost_model(), nullptr);
   EXPECT_NE(s.prior_note().find("does not lower"), std::string::npos) << s.prior_note();
 }
@@ -256,8 +256,8 @@ TEST_F(AnalyticPrior, InStudyCalibrationMovesTheModelToTheMachineMeasured) {
     return err / double(n_ - kTrain);
   };
   auto other_predictor = registry_.make_predictor("krr", surrogate_predictor_options("{}", "test"));
-  Surrogate calibrated_surrogate(*space_, *predictor_, "step_time_s", Prior::analytic, config(0));
-  Surrogate plain_surrogate(*space_, *other_predictor, "step_time_s", Prior::analytic, config(0));
+  Surrogate calibrated_surrogate(*space_, *predictor_, "step_time_s", Prior::kAnalytic, config(0));
+  Surrogate plain_surrogate(*space_, *other_predictor, "step_time_s", Prior::kAnalytic, config(0));
   calibrated_surrogate.calibrate_prior(true);
   const double with = held_out_error(calibrated_surrogate);
   const double without = held_out_error(plain_surrogate);

@@ -193,7 +193,7 @@ TEST_F(CrashResume, ATrialProcessThatOutlivedItsHostIsStoppedBeforeTheTrialRunsA
   EXPECT_TRUE(close == std::string::npos || fields.substr(close + 2, 1) == "Z") << fields;
   std::vector<TrialRecord> all = stored_trials(store_, "leftover");
   ASSERT_EQ(all.size(), 1u);
-  EXPECT_EQ(all[0].status, TrialStatus::ok);
+  EXPECT_EQ(all[0].status, TrialStatus::kOk);
 }
 
 }  // namespace

@@ -220,7 +220,7 @@ TEST_F(HistoryImport, BadRowsAreRejectedWithTheirLine) {
       "1024,8,16,64,8,4,false,,oom\n";      // line 8: good, an oom run without a time
   const LlmRuns runs = read_llm_runs(table_of(csv), {}, registry());
   ASSERT_EQ(runs.runs.size(), 2u);
-  EXPECT_EQ(runs.runs[1].status, TrialStatus::oom);
+  EXPECT_EQ(runs.runs[1].status, TrialStatus::kOom);
   EXPECT_FALSE(runs.runs[1].metrics.contains("step_time_s"));
   ASSERT_EQ(runs.rejected.size(), 5u);
   EXPECT_EQ(runs.rejected[0].line, 3u);

@@ -75,10 +75,10 @@ class ImportFormats : public ::testing::Test {
 };
 
 TEST_F(ImportFormats, EachExampleIsDetectedFromItsContent) {
-  EXPECT_EQ(cotune::core::detect_runs_format(kExamples + "megatron-llama3-8b.log"), RunsFormat::megatron_log);
-  EXPECT_EQ(cotune::core::detect_runs_format(kExamples + "wandb-gpt-2.7b.csv"), RunsFormat::wandb);
-  EXPECT_EQ(cotune::core::detect_runs_format(kExamples + "sacct-gpt-1.3b.txt"), RunsFormat::sacct);
-  EXPECT_EQ(cotune::core::detect_runs_format(COTUNE_SOURCE_DIR "/examples/replay/runs.csv"), RunsFormat::csv);
+  EXPECT_EQ(cotune::core::detect_runs_format(kExamples + "megatron-llama3-8b.log"), RunsFormat::kMegatronLog);
+  EXPECT_EQ(cotune::core::detect_runs_format(kExamples + "wandb-gpt-2.7b.csv"), RunsFormat::kWandb);
+  EXPECT_EQ(cotune::core::detect_runs_format(kExamples + "sacct-gpt-1.3b.txt"), RunsFormat::kSacct);
+  EXPECT_EQ(cotune::core::detect_runs_format(COTUNE_SOURCE_DIR "/examples/replay/runs.csv"), RunsFormat::kCsv);
 }
 
 // One argument dump per start of the job: a measured run (the median step time after the first
@@ -97,7 +97,7 @@ TEST_F(ImportFormats, MegatronLogGivesARunPerStartOfTheJob) {
   EXPECT_EQ(first["gpu"], "h100-sxm") << "--set";
   EXPECT_DOUBLE_EQ(metrics["step_time_s"].get<double>(), 4.3802) << "median of 4380.2, 4391.7, 4376.9 ms";
   EXPECT_DOUBLE_EQ(metrics["tflops_per_gpu"].get<double>(), 352.1);
-  EXPECT_EQ(rows[1].status, TrialStatus::oom);
+  EXPECT_EQ(rows[1].status, TrialStatus::kOom);
   EXPECT_EQ(json::parse(rows[1].config_json)["micro_batch"], 2);
   // cotune show tells of the history, which no study lists.
   const pid_t show = cotune::testing::spawn_cotune(dir_, {"show", "--store", store_}, dir_ + "/out", dir_ + "/err");
@@ -140,7 +140,7 @@ TEST_F(ImportFormats, WandbExportTakesFinishedAndCrashedRunsAndSaysWhatItLeftOut
   EXPECT_DOUBLE_EQ(m["tflops_per_gpu"].get<double>(), 121.4) << "its throughput";
   EXPECT_DOUBLE_EQ(m["wall_time_s"].get<double>(), 1840);
   EXPECT_EQ(json::parse(rows[1].config_json)["pp"], 2);
-  EXPECT_EQ(rows[2].status, TrialStatus::failed) << "crashed";
+  EXPECT_EQ(rows[2].status, TrialStatus::kFailed) << "crashed";
 }
 
 TEST_F(ImportFormats, SacctTakesJobsWithTheirConfigurationAndSkipsStepsAndOthers) {
@@ -157,7 +157,7 @@ TEST_F(ImportFormats, SacctTakesJobsWithTheirConfigurationAndSkipsStepsAndOthers
   const json m = json::parse(rows[0].metrics_json);
   EXPECT_DOUBLE_EQ(m["step_time_s"].get<double>(), 0.412);
   EXPECT_DOUBLE_EQ(m["wall_time_s"].get<double>(), 12 * 60 + 31);
-  EXPECT_EQ(rows[1].status, TrialStatus::oom);
+  EXPECT_EQ(rows[1].status, TrialStatus::kOom);
 }
 
 // What real files look like beyond the examples: srun --label prefixes, sacct jobs naming one

@@ -106,7 +106,7 @@ TEST(PredictorEval, PriorWithAConstantBiasIsExact) {
   o.grouped = true;
   const EvalResult r = evaluate_predictor(registry(), data, o);
   // The residual log(2) is the same for every row, so the prediction is 2 x the model: exact.
-  EXPECT_EQ(r.prior, Prior::analytic);
+  EXPECT_EQ(r.prior, Prior::kAnalytic);
   EXPECT_EQ(r.rows, data.size());
   EXPECT_EQ(r.train_rows, 5u);
   EXPECT_EQ(r.test_rows, data.size() - 5);
@@ -134,9 +134,9 @@ TEST(PredictorEval, LearnsAResidualAndIsReproducible) {
   EXPECT_GT(a.kendall_tau.mean, 0.9);
   EXPECT_LT(a.mape.mean, 10.0);
 
-  o.prior = Prior::none;
+  o.prior = Prior::kNone;
   const EvalResult c = evaluate_predictor(registry(), data, o);
-  EXPECT_EQ(c.prior, Prior::none);
+  EXPECT_EQ(c.prior, Prior::kNone);
   EXPECT_TRUE(std::isfinite(c.kendall_tau.mean));
   EXPECT_LE(std::fabs(c.kendall_tau.mean), 1.0);
 }
@@ -150,11 +150,11 @@ TEST(PredictorEval, RooflinePriorFitsItsRatesOnTheTrainingRowsOnly) {
   EvalOptions o = step_time_options();
   o.train_rows = 12;
   o.repeats = 4;
-  o.prior = Prior::none;
+  o.prior = Prior::kNone;
   const EvalResult none = evaluate_predictor(registry(), data, o);
-  o.prior = Prior::roofline;
+  o.prior = Prior::kRoofline;
   const EvalResult roofline = evaluate_predictor(registry(), data, o);
-  EXPECT_EQ(roofline.prior, Prior::roofline);
+  EXPECT_EQ(roofline.prior, Prior::kRoofline);
   EXPECT_EQ(roofline.dropped, 0u);
   EXPECT_EQ(roofline.kendall_tau.count, 4u);
   EXPECT_GT(roofline.kendall_tau.mean, none.kendall_tau.mean + 0.1)
@@ -182,7 +182,7 @@ TEST(PredictorEval, ClearErrors) {
   EXPECT_THROW(evaluate_predictor(registry(), {}, o), UserError);
   o.target = "made_up_metric";
   const EvalResult r = evaluate_predictor(registry(), data, o);
-  EXPECT_EQ(r.prior, Prior::none);
+  EXPECT_EQ(r.prior, Prior::kNone);
   EXPECT_THAT(r.prior_note, HasSubstr("does not estimate the metric 'made_up_metric'"));
 }
 

@@ -362,7 +362,7 @@ class ReplayStudy : public ::testing::Test {
   core::RunResult run(const json& doc) const {
     core::RunOptions o;
     o.store_path = dir_ + "/cotune.db";
-    o.display = core::RunOptions::Display::quiet;
+    o.display = core::RunOptions::Display::kQuiet;
     return core::run_study(spec(doc), o);
   }
   std::vector<core::TrialRecord> trials(const std::string& name) const {
@@ -381,17 +381,17 @@ class ReplayStudy : public ::testing::Test {
       const json c = json::parse(t.config_json);
       auto m = measured_.find(c.dump());
       if (m != measured_.end()) {
-        EXPECT_EQ(t.status, core::TrialStatus::ok) << t.config_json;
+        EXPECT_EQ(t.status, core::TrialStatus::kOk) << t.config_json;
         EXPECT_DOUBLE_EQ(t.objective.value_or(-1), m->second);
       } else if (c == valid_[1]) {
-        EXPECT_EQ(t.status, core::TrialStatus::oom);
+        EXPECT_EQ(t.status, core::TrialStatus::kOom);
       } else {
-        EXPECT_EQ(t.status, core::TrialStatus::unavailable) << t.config_json;
+        EXPECT_EQ(t.status, core::TrialStatus::kUnavailable) << t.config_json;
         EXPECT_FALSE(t.objective.has_value());
         EXPECT_THAT(t.error.value_or(""), HasSubstr("no row of"));
       }
-      counted += t.status != core::TrialStatus::unavailable;
-      unavailable += t.status == core::TrialStatus::unavailable;
+      counted += t.status != core::TrialStatus::kUnavailable;
+      unavailable += t.status == core::TrialStatus::kUnavailable;
     }
     return {counted, unavailable};
   }
@@ -406,7 +406,7 @@ TEST_F(ReplayStudy, OnlyAvailableTrialsCountAgainstTheBudget) {
   json doc = study("budget", {{"trials", 3}});
   doc["executor"]["options"]["restrict_search"] = false;  // search the whole space
   core::RunResult r = run(doc);
-  EXPECT_EQ(r.status, core::StudyStatus::finished);
+  EXPECT_EQ(r.status, core::StudyStatus::kFinished);
   EXPECT_EQ(r.counted_trials, 3);
   EXPECT_THAT(r.reason, HasSubstr("trial budget"));
   auto [counted, unavailable] = check_trials(trials("budget"));
@@ -418,7 +418,7 @@ TEST_F(ReplayStudy, ASparseTableEndsTheStudyWhenTheSpaceRunsOut) {
   json doc = study("sparse", {{"trials", 50}});
   doc["executor"]["options"]["restrict_search"] = false;
   core::RunResult r = run(doc);
-  EXPECT_EQ(r.status, core::StudyStatus::finished);
+  EXPECT_EQ(r.status, core::StudyStatus::kFinished);
   EXPECT_THAT(r.reason, HasSubstr("no unmeasured configuration"));
   EXPECT_EQ(r.counted_trials, 5) << "four measured configurations and one oom";
   std::vector<core::TrialRecord> ts = trials("sparse");
@@ -437,12 +437,12 @@ TEST_F(ReplayStudy, MaxUnavailableStopsAStudyTheTableCannotAnswer) {
   doc["executor"]["options"]["where"] = {{"status", "oom"}};  // only the oom row is left
   doc["executor"]["options"]["restrict_search"] = false;
   core::RunResult r = run(doc);
-  EXPECT_EQ(r.status, core::StudyStatus::finished);
+  EXPECT_EQ(r.status, core::StudyStatus::kFinished);
   EXPECT_THAT(r.reason, AllOf(HasSubstr("3 trials in a row were unavailable"), HasSubstr("max_unavailable")));
   std::vector<core::TrialRecord> ts = trials("streak");
   ASSERT_GE(ts.size(), 3u);
   EXPECT_LT(ts.size(), valid_.size());
-  for (size_t i = ts.size() - 3; i < ts.size(); ++i) EXPECT_EQ(ts[i].status, core::TrialStatus::unavailable);
+  for (size_t i = ts.size() - 3; i < ts.size(); ++i) EXPECT_EQ(ts[i].status, core::TrialStatus::kUnavailable);
 }
 
 TEST_F(ReplayStudy, TheSearchProposesOnlyWhatTheTableMeasured) {
@@ -455,7 +455,7 @@ TEST_F(ReplayStudy, TheSearchProposesOnlyWhatTheTableMeasured) {
     json doc = study(std::string("restricted-") + searcher, {{"trials", 50}});
     doc["searcher"] = searcher;
     core::RunResult r = run(doc);
-    EXPECT_EQ(r.status, core::StudyStatus::finished) << searcher;
+    EXPECT_EQ(r.status, core::StudyStatus::kFinished) << searcher;
     EXPECT_THAT(r.reason, HasSubstr("no unmeasured configuration")) << searcher;
     auto [counted, unavailable] = check_trials(trials(std::string("restricted-") + searcher));
     EXPECT_EQ(counted, 5) << searcher << ": four measured configurations and one oom";

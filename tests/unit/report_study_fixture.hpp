@@ -77,7 +77,7 @@ inline int fill_report_study(core::Store& store, const std::string& dir, const s
     NewTrial t;
     t.config_key = space->key(c);
     t.config_json = space->render(c, COTUNE_RENDER_JSON);
-    t.status = TrialStatus::running;
+    t.status = TrialStatus::kRunning;
     t.executor = "sim";
     const cotune_trace& trace = space->lower(c);
     cotune_sim_result r{};
@@ -99,10 +99,10 @@ inline int fill_report_study(core::Store& store, const std::string& dir, const s
       out.metrics_json = m.dump();
       out.objective = objective;
     } else if (added == ok + 1) {
-      out.status = TrialStatus::oom;
+      out.status = TrialStatus::kOom;
       out.error = "CUDA out of memory " + std::string(kMarkup);
     } else {
-      out.status = TrialStatus::failed;
+      out.status = TrialStatus::kFailed;
       out.error = "exit status 1 & more";
     }
     store.finish_trial(id->id, out);

@@ -267,7 +267,7 @@ TEST_F(RunCli, OneRunOfAStudyAtATime) {
   EXPECT_EQ(ts.size(), 40u);
   std::set<std::string> keys;
   for (const TrialRecord& t : ts) {
-    EXPECT_EQ(t.status, TrialStatus::ok) << t.seq << " " << t.error.value_or("");
+    EXPECT_EQ(t.status, TrialStatus::kOk) << t.seq << " " << t.error.value_or("");
     keys.insert(t.config_key);
   }
   EXPECT_EQ(keys.size(), ts.size());
@@ -302,7 +302,7 @@ TEST_F(RunCli, SigintEndsARunWhoseExecutorHangsInACall) {
   const std::vector<TrialRecord> ts = trials("hung");
   ASSERT_FALSE(ts.empty());
   for (const TrialRecord& t : ts)
-    EXPECT_TRUE(t.status == TrialStatus::running || t.status == TrialStatus::pending) << to_string(t.status);
+    EXPECT_TRUE(t.status == TrialStatus::kRunning || t.status == TrialStatus::kPending) << to_string(t.status);
 }
 
 TEST_F(RunCli, APluginCallPastItsDeadlineStopsTheStudyNamingThePluginAndTheCall) {
@@ -318,12 +318,12 @@ TEST_F(RunCli, APluginCallPastItsDeadlineStopsTheStudyNamingThePluginAndTheCall)
   EXPECT_NE(err().find("past its deadline of 1 s"), std::string::npos) << err();
   {
     Store store(store_);
-    EXPECT_EQ(store.find_study("late")->status, StudyStatus::stopped) << "nothing runs it any more";
+    EXPECT_EQ(store.find_study("late")->status, StudyStatus::kStopped) << "nothing runs it any more";
   }
   const std::vector<TrialRecord> ts = trials("late");
   ASSERT_FALSE(ts.empty());
   for (const TrialRecord& t : ts)
-    EXPECT_TRUE(t.status == TrialStatus::running || t.status == TrialStatus::pending) << to_string(t.status);
+    EXPECT_TRUE(t.status == TrialStatus::kRunning || t.status == TrialStatus::kPending) << to_string(t.status);
 }
 
 // `cotune run STUDY 2>&1 | head`: the reader goes away and writes to stdout and stderr fail. The
@@ -346,7 +346,7 @@ TEST_F(RunCli, AClosedStdoutPipeDoesNotLeaveTheStudyRunning) {
   Store store(store_);
   const std::optional<StudyRecord> study = store.find_study("piped");
   ASSERT_TRUE(study);
-  EXPECT_EQ(study->status, StudyStatus::finished) << to_string(study->status);
+  EXPECT_EQ(study->status, StudyStatus::kFinished) << to_string(study->status);
   EXPECT_EQ(finished(trials("piped")), 12u);
 }
 
@@ -542,7 +542,7 @@ TEST_F(RunCli, SigintStopsWithStatus130AndTheStudyResumes) {
   std::vector<TrialRecord> before = trials("interrupted");
   {
     Store store(store_);
-    EXPECT_EQ(store.find_study("interrupted")->status, StudyStatus::stopped);
+    EXPECT_EQ(store.find_study("interrupted")->status, StudyStatus::kStopped);
   }
   ASSERT_LT(finished(before), budget);
 

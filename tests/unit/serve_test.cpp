@@ -138,7 +138,7 @@ TEST_F(Serve, ComparesTheStudiesOfOneWorkload) {
 TEST_F(Serve, FinishedStudyDoesNotReload) {
   {
     Store store(store_path_);
-    store.set_study_status(store.find_study("my study")->id, StudyStatus::finished);
+    store.set_study_status(store.find_study("my study")->id, StudyStatus::kFinished);
   }
   start({});
   Reply study = get(port(), "/studies/my%20study?x=1");

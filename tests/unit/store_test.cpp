@@ -36,7 +36,7 @@ class StoreTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  static NewStudy study_named(const std::string& name, Direction direction = Direction::maximize,
+  static NewStudy study_named(const std::string& name, Direction direction = Direction::kMaximize,
                               const std::string& workload = "w1") {
     NewStudy s;
     s.name = name;
@@ -50,7 +50,7 @@ class StoreTest : public ::testing::Test {
     return s;
   }
 
-  static NewTrial trial_for(int tp, TrialStatus status = TrialStatus::pending) {
+  static NewTrial trial_for(int tp, TrialStatus status = TrialStatus::kPending) {
     nlohmann::json config = {{"tp", tp}, {"pp", 1}};
     NewTrial t;
     t.config_key = config_key(config);
@@ -62,7 +62,7 @@ class StoreTest : public ::testing::Test {
 
   static TrialOutcome ok_with(double objective) {
     TrialOutcome o;
-    o.status = TrialStatus::ok;
+    o.status = TrialStatus::kOk;
     o.objective = objective;
     o.metrics_json = nlohmann::json{{"tokens_per_s", objective}}.dump();
     return o;
@@ -237,7 +237,7 @@ TEST_F(StoreTest, CreateStudyReturnsTheRecordAndReusesItForTheSameFile) {
   StudyRecord s = store.create_study(n);
   EXPECT_GT(s.id, 0);
   EXPECT_EQ(s.name, "s1");
-  EXPECT_EQ(s.status, StudyStatus::running);
+  EXPECT_EQ(s.status, StudyStatus::kRunning);
   EXPECT_EQ(s.workload_key, n.workload_key);
   EXPECT_GT(s.created_at, 1.6e9);
   EXPECT_EQ(store.create_study(n).id, s.id);
@@ -249,7 +249,7 @@ TEST_F(StoreTest, CreateStudyReturnsTheRecordAndReusesItForTheSameFile) {
   EXPECT_EQ(found->space, "llm");
   EXPECT_EQ(found->objective_json, n.objective_json);
   EXPECT_EQ(found->environment_json, n.environment_json);
-  EXPECT_EQ(found->direction, Direction::maximize);
+  EXPECT_EQ(found->direction, Direction::kMaximize);
   EXPECT_DOUBLE_EQ(found->created_at, s.created_at);
   EXPECT_EQ(store.study(s.id)->name, "s1");
   EXPECT_FALSE(store.find_study("nope"));
@@ -275,8 +275,8 @@ TEST_F(StoreTest, ANameTakenByAnotherStudyFileIsAClearError) {
 TEST_F(StoreTest, StatusEnvironmentAndStateBlobs) {
   Store store(path_);
   std::int64_t id = store.create_study(study_named("s")).id;
-  store.set_study_status(id, StudyStatus::stopped);
-  EXPECT_EQ(store.study(id)->status, StudyStatus::stopped);
+  store.set_study_status(id, StudyStatus::kStopped);
+  EXPECT_EQ(store.study(id)->status, StudyStatus::kStopped);
   store.set_study_environment(id, R"({"host":"other"})");
   EXPECT_EQ(store.study(id)->environment_json, R"({"host":"other"})");
 
@@ -289,7 +289,7 @@ TEST_F(StoreTest, StatusEnvironmentAndStateBlobs) {
   ASSERT_TRUE(store.load_predictor_state(id));  // saved, and empty
   EXPECT_TRUE(store.load_predictor_state(id)->empty());
 
-  EXPECT_THROW(store.set_study_status(id + 1, StudyStatus::finished), StoreError);
+  EXPECT_THROW(store.set_study_status(id + 1, StudyStatus::kFinished), StoreError);
   EXPECT_THROW(store.save_searcher_state(id + 1, state), StoreError);
   EXPECT_THROW(store.load_searcher_state(id + 1), StoreError);
   EXPECT_THROW(store.set_study_environment(id, "not json"), StoreError);
@@ -297,13 +297,13 @@ TEST_F(StoreTest, StatusEnvironmentAndStateBlobs) {
 
 TEST_F(StoreTest, ListStudiesCountsTrialsByStatusAndFindsTheBestInEachDirection) {
   Store store(path_);
-  std::int64_t up = store.create_study(study_named("up", Direction::maximize)).id;
-  std::int64_t down = store.create_study(study_named("down", Direction::minimize)).id;
+  std::int64_t up = store.create_study(study_named("up", Direction::kMaximize)).id;
+  std::int64_t down = store.create_study(study_named("down", Direction::kMinimize)).id;
   store.create_study(study_named("empty"));
   for (std::int64_t study : {up, down}) {
     for (int tp = 1; tp <= 3; ++tp) store.finish_trial(store.add_trial(study, trial_for(tp))->id, ok_with(tp * 10.0));
     TrialOutcome oom;
-    oom.status = TrialStatus::oom;
+    oom.status = TrialStatus::kOom;
     oom.error = "out of memory";
     store.finish_trial(store.add_trial(study, trial_for(8))->id, oom);
     store.add_trial(study, trial_for(16));
@@ -312,10 +312,10 @@ TEST_F(StoreTest, ListStudiesCountsTrialsByStatusAndFindsTheBestInEachDirection)
   ASSERT_EQ(list.size(), 3u);
   EXPECT_EQ(list[0].study.name, "up");
   EXPECT_EQ(list[0].trial_count, 5);
-  EXPECT_EQ(list[0].trials_by_status.at(TrialStatus::ok), 3);
-  EXPECT_EQ(list[0].trials_by_status.at(TrialStatus::oom), 1);
-  EXPECT_EQ(list[0].trials_by_status.at(TrialStatus::pending), 1);
-  EXPECT_EQ(list[0].trials_by_status.count(TrialStatus::failed), 0u);
+  EXPECT_EQ(list[0].trials_by_status.at(TrialStatus::kOk), 3);
+  EXPECT_EQ(list[0].trials_by_status.at(TrialStatus::kOom), 1);
+  EXPECT_EQ(list[0].trials_by_status.at(TrialStatus::kPending), 1);
+  EXPECT_EQ(list[0].trials_by_status.count(TrialStatus::kFailed), 0u);
   EXPECT_EQ(list[0].best_objective, 30.0);
   EXPECT_EQ(list[1].study.name, "down");
   EXPECT_EQ(list[1].best_objective, 10.0);
@@ -336,7 +336,7 @@ TEST_F(StoreTest, ATrialGoesFromPendingToRunningToFinished) {
   EXPECT_EQ(added->seq, 1);
 
   TrialRecord pending = *store.trial(added->id);
-  EXPECT_EQ(pending.status, TrialStatus::pending);
+  EXPECT_EQ(pending.status, TrialStatus::kPending);
   EXPECT_EQ(pending.study_id, study);
   EXPECT_EQ(pending.config_key, n.config_key);
   EXPECT_EQ(pending.config_json, n.config_json);
@@ -351,7 +351,7 @@ TEST_F(StoreTest, ATrialGoesFromPendingToRunningToFinished) {
 
   store.update_trial_started(added->id, "slurm-4711");
   TrialRecord running = *store.trial(added->id);
-  EXPECT_EQ(running.status, TrialStatus::running);
+  EXPECT_EQ(running.status, TrialStatus::kRunning);
   EXPECT_EQ(running.external_id, "slurm-4711");
   EXPECT_EQ(running.attempts, 1);
   ASSERT_TRUE(running.started_at);
@@ -363,7 +363,7 @@ TEST_F(StoreTest, ATrialGoesFromPendingToRunningToFinished) {
   outcome.log_path = "/tmp/logs/1.txt";
   store.finish_trial(added->id, outcome);
   TrialRecord done = *store.trial(added->id);
-  EXPECT_EQ(done.status, TrialStatus::ok);
+  EXPECT_EQ(done.status, TrialStatus::kOk);
   EXPECT_EQ(done.objective, 4200.0);
   EXPECT_EQ(done.metrics_json, outcome.metrics_json);
   EXPECT_EQ(done.log_path, "/tmp/logs/1.txt");
@@ -386,16 +386,16 @@ TEST_F(StoreTest, ATrialGoesFromPendingToRunningToFinished) {
 TEST_F(StoreTest, AFailedTrialKeepsItsErrorAndHasNoObjective) {
   Store store(path_);
   std::int64_t study = store.create_study(study_named("s")).id;
-  std::int64_t id = store.add_trial(study, trial_for(1, TrialStatus::running))->id;
+  std::int64_t id = store.add_trial(study, trial_for(1, TrialStatus::kRunning))->id;
   TrialRecord running = *store.trial(id);
   EXPECT_EQ(running.attempts, 1);
   EXPECT_TRUE(running.started_at);
   TrialOutcome failed;
-  failed.status = TrialStatus::failed;
+  failed.status = TrialStatus::kFailed;
   failed.error = "exit status 3";
   store.finish_trial(id, failed);
   TrialRecord t = *store.trial(id);
-  EXPECT_EQ(t.status, TrialStatus::failed);
+  EXPECT_EQ(t.status, TrialStatus::kFailed);
   EXPECT_EQ(t.error, "exit status 3");
   EXPECT_FALSE(t.objective);
   EXPECT_FALSE(t.metrics_json);
@@ -417,10 +417,10 @@ TEST_F(StoreTest, ConfigKeysAreUniquePerStudyAndSeqCountsPerStudy) {
 TEST_F(StoreTest, InvalidArgumentsAreRefused) {
   Store store(path_);
   std::int64_t study = store.create_study(study_named("s")).id;
-  EXPECT_THROW(store.add_trial(study, trial_for(1, TrialStatus::ok)), std::invalid_argument);
+  EXPECT_THROW(store.add_trial(study, trial_for(1, TrialStatus::kOk)), std::invalid_argument);
   std::int64_t id = store.add_trial(study, trial_for(1))->id;
   TrialOutcome still_running;
-  still_running.status = TrialStatus::running;
+  still_running.status = TrialStatus::kRunning;
   EXPECT_THROW(store.finish_trial(id, still_running), std::invalid_argument);
   NewTrial bad = trial_for(2);
   bad.config_json = "{tp: 2";
@@ -428,19 +428,19 @@ TEST_F(StoreTest, InvalidArgumentsAreRefused) {
   TrialOutcome bad_metrics = ok_with(1);
   bad_metrics.metrics_json = "[1,";
   EXPECT_THROW(store.finish_trial(id, bad_metrics), StoreError);
-  EXPECT_EQ(store.trial(id)->status, TrialStatus::pending);  // nothing half-written
+  EXPECT_EQ(store.trial(id)->status, TrialStatus::kPending);  // nothing half-written
 }
 
 TEST_F(StoreTest, QueriesByStatusOrderAndBest) {
   Store store(path_);
-  std::int64_t study = store.create_study(study_named("s", Direction::minimize)).id;
+  std::int64_t study = store.create_study(study_named("s", Direction::kMinimize)).id;
   std::vector<std::int64_t> ids;
   for (int tp = 1; tp <= 6; ++tp) ids.push_back(store.add_trial(study, trial_for(tp))->id);
   store.finish_trial(ids[0], ok_with(50));
   store.finish_trial(ids[2], ok_with(20));
   store.finish_trial(ids[3], ok_with(20));  // tie: the earlier one is best
   TrialOutcome timeout;
-  timeout.status = TrialStatus::timeout;
+  timeout.status = TrialStatus::kTimeout;
   store.finish_trial(ids[4], timeout);
   store.update_trial_started(ids[5], "job-6");
 
@@ -448,11 +448,11 @@ TEST_F(StoreTest, QueriesByStatusOrderAndBest) {
   ASSERT_EQ(all.size(), 6u);
   for (size_t i = 0; i < all.size(); ++i) EXPECT_EQ(all[i].seq, static_cast<std::int64_t>(i + 1));
 
-  std::vector<TrialRecord> in_flight = store.trials_by_status(study, {TrialStatus::running, TrialStatus::pending});
+  std::vector<TrialRecord> in_flight = store.trials_by_status(study, {TrialStatus::kRunning, TrialStatus::kPending});
   ASSERT_EQ(in_flight.size(), 2u);
   EXPECT_EQ(in_flight[0].id, ids[1]);
   EXPECT_EQ(in_flight[1].id, ids[5]);
-  EXPECT_EQ(store.trials_by_status(study, {TrialStatus::ok}).size(), 3u);
+  EXPECT_EQ(store.trials_by_status(study, {TrialStatus::kOk}).size(), 3u);
   EXPECT_TRUE(store.trials_by_status(study, {}).empty());
 
   std::optional<TrialRecord> best = store.best_trial(study);
@@ -477,7 +477,7 @@ TEST_F(StoreTest, EverythingSurvivesReopening) {
   std::vector<TrialRecord> all = store.trials(study);
   ASSERT_EQ(all.size(), 2u);
   EXPECT_EQ(all[0].objective, 99.0);
-  EXPECT_EQ(all[1].status, TrialStatus::pending);
+  EXPECT_EQ(all[1].status, TrialStatus::kPending);
   EXPECT_EQ(store.load_searcher_state(study), (std::vector<std::uint8_t>{7, 7, 7}));
   EXPECT_EQ(store.add_trial(study, trial_for(16))->seq, 3);
 }
@@ -490,7 +490,7 @@ TEST_F(StoreTest, AFinishedTrialSurvivesKillMinus9RightAfterTheCall) {
       Store store(path_);
       std::int64_t study = store.create_study(study_named("s")).id;
       for (int tp = 1; tp <= 5; ++tp) store.finish_trial(store.add_trial(study, trial_for(tp))->id, ok_with(tp));
-      store.add_trial(study, trial_for(6, TrialStatus::running));
+      store.add_trial(study, trial_for(6, TrialStatus::kRunning));
     } catch (...) {
       _exit(1);
     }
@@ -505,7 +505,7 @@ TEST_F(StoreTest, AFinishedTrialSurvivesKillMinus9RightAfterTheCall) {
   std::vector<TrialRecord> all = store.trials(study);
   ASSERT_EQ(all.size(), 6u);
   EXPECT_EQ(all[4].objective, 5.0);
-  EXPECT_EQ(all[5].status, TrialStatus::running);  // the in-flight record resume re-attaches to
+  EXPECT_EQ(all[5].status, TrialStatus::kRunning);  // the in-flight record resume re-attaches to
 }
 
 // ---------------------------------------------------------------- several processes
@@ -576,7 +576,7 @@ TEST_F(StoreTest, SeveralProcessesWriteOneStudyAtFullSpeedWithoutLosingAWrite) {
   std::set<std::string> keys;
   for (size_t i = 0; i < all.size(); ++i) {
     EXPECT_EQ(all[i].seq, static_cast<std::int64_t>(i + 1));  // no gaps, no repeats
-    EXPECT_EQ(all[i].status, TrialStatus::ok);
+    EXPECT_EQ(all[i].status, TrialStatus::kOk);
     EXPECT_EQ(all[i].attempts, 1);
     keys.insert(all[i].config_key);
   }
@@ -688,7 +688,7 @@ TEST_F(StoreTest, ImportHistoryInOneTransactionAndReimportChangesNothing) {
   std::string key = workload_key(nlohmann::json{{"model", "w1"}}, "llm");
   std::vector<HistoryRow> rows;
   for (int i = 1; i <= 500; ++i) rows.push_back(history_row(key, "runs.csv", i, i % 8 + 1, 100.0 + i));
-  rows[7].status = TrialStatus::oom;
+  rows[7].status = TrialStatus::kOom;
   ImportCounts counts = store.import_history(rows);
   EXPECT_EQ(counts.inserted, 500);
   EXPECT_EQ(counts.duplicates, 0);
@@ -702,7 +702,7 @@ TEST_F(StoreTest, ImportHistoryInOneTransactionAndReimportChangesNothing) {
   EXPECT_EQ(back[0].row_number, 1);
   EXPECT_EQ(back[0].config_json, rows[0].config_json);
   EXPECT_EQ(back[0].metrics_json, rows[0].metrics_json);
-  EXPECT_EQ(back[7].status, TrialStatus::oom);
+  EXPECT_EQ(back[7].status, TrialStatus::kOom);
   EXPECT_GT(back[0].imported_at, 1.6e9);
   EXPECT_TRUE(store.history_for(key, "recsys").empty());
   EXPECT_TRUE(store.history_for("other", "llm").empty());
@@ -721,19 +721,19 @@ TEST_F(StoreTest, ABadHistoryRowImportsNothingAndSaysWhichRow) {
   }
   EXPECT_TRUE(store.history_for("k", "llm").empty());
   rows[6] = history_row("k", "old.csv", 7, 7, 7);
-  rows[6].status = TrialStatus::running;
+  rows[6].status = TrialStatus::kRunning;
   EXPECT_THROW(store.import_history(rows), UserError);
 }
 
 TEST_F(StoreTest, OtherStudiesOfTheSameWorkloadAreHistoryAndExportHasEverything) {
   Store store(path_);
-  StudyRecord first = store.create_study(study_named("first", Direction::maximize, "w1"));
-  StudyRecord second = store.create_study(study_named("second", Direction::maximize, "w1"));
-  StudyRecord elsewhere = store.create_study(study_named("elsewhere", Direction::maximize, "w2"));
+  StudyRecord first = store.create_study(study_named("first", Direction::kMaximize, "w1"));
+  StudyRecord second = store.create_study(study_named("second", Direction::kMaximize, "w1"));
+  StudyRecord elsewhere = store.create_study(study_named("elsewhere", Direction::kMaximize, "w2"));
   for (const StudyRecord& s : {first, elsewhere}) {
     store.finish_trial(store.add_trial(s.id, trial_for(1))->id, ok_with(10));
     TrialOutcome oom;
-    oom.status = TrialStatus::oom;
+    oom.status = TrialStatus::kOom;
     store.finish_trial(store.add_trial(s.id, trial_for(2))->id, oom);
     store.add_trial(s.id, trial_for(4));  // still pending
   }
@@ -744,7 +744,7 @@ TEST_F(StoreTest, OtherStudiesOfTheSameWorkloadAreHistoryAndExportHasEverything)
   EXPECT_EQ(ok[0].study_id, first.id);
   EXPECT_EQ(ok[0].objective, 10.0);
   std::vector<TrialRecord> finished =
-      store.trials_of_workload(first.workload_key, "llm", std::nullopt, {TrialStatus::ok, TrialStatus::oom});
+      store.trials_of_workload(first.workload_key, "llm", std::nullopt, {TrialStatus::kOk, TrialStatus::kOom});
   EXPECT_EQ(finished.size(), 3u);
 
   store.import_history({history_row(first.workload_key, "past.csv", 1, 16, 5.0)});
@@ -753,8 +753,8 @@ TEST_F(StoreTest, OtherStudiesOfTheSameWorkloadAreHistoryAndExportHasEverything)
   EXPECT_EQ(exported[0].source, "past.csv");
   EXPECT_EQ(exported[1].source, "study:first");
   EXPECT_EQ(exported[1].row_number, 1);
-  EXPECT_EQ(exported[1].status, TrialStatus::ok);
-  EXPECT_EQ(exported[2].status, TrialStatus::oom);
+  EXPECT_EQ(exported[1].status, TrialStatus::kOk);
+  EXPECT_EQ(exported[2].status, TrialStatus::kOom);
   EXPECT_EQ(exported[2].metrics_json, "{}");
   EXPECT_EQ(exported[3].source, "study:second");
 

@@ -63,7 +63,7 @@ class StudyLoop : public ::testing::Test {
                 std::function<void(const TrialRecord&)> hook = nullptr) const {
     RunOptions o;
     o.store_path = store_path_;
-    o.display = RunOptions::Display::quiet;
+    o.display = RunOptions::Display::kQuiet;
     o.stop = stop;
     o.on_trial_committed = std::move(hook);
     return run_study(s, o);
@@ -84,8 +84,8 @@ class StudyLoop : public ::testing::Test {
   static std::int64_t counted(const std::vector<TrialRecord>& ts) {
     std::int64_t n = 0;
     for (const TrialRecord& t : ts)
-      n += t.status == TrialStatus::ok || t.status == TrialStatus::failed || t.status == TrialStatus::oom ||
-           t.status == TrialStatus::timeout;
+      n += t.status == TrialStatus::kOk || t.status == TrialStatus::kFailed || t.status == TrialStatus::kOom ||
+           t.status == TrialStatus::kTimeout;
     return n;
   }
 
@@ -98,7 +98,7 @@ const TrialRecord& recommended_trial(const RecommendedConfig& rec, const std::ve
   EXPECT_NE(it, ts.end()) << "the recommended trial " << rec.trial_id << " is not a trial of the study";
   if (it == ts.end()) throw std::runtime_error("no such trial");
   EXPECT_EQ(it->seq, rec.seq);
-  EXPECT_EQ(it->status, TrialStatus::ok);
+  EXPECT_EQ(it->status, TrialStatus::kOk);
   EXPECT_TRUE(it->objective.has_value()) << "the recommended trial is infeasible";
   EXPECT_EQ(it->objective, rec.measured);
   EXPECT_EQ(it->config_key, config_key(json::parse(rec.config_json)));
@@ -108,7 +108,7 @@ const TrialRecord& recommended_trial(const RecommendedConfig& rec, const std::ve
 TEST_F(StudyLoop, RunsExactlyTheTrialBudgetAndRecordsEachTrial) {
   StudySpec s = spec(study("budget", {{"trials", 10}}));
   RunResult r = run(s);
-  EXPECT_EQ(r.status, StudyStatus::finished);
+  EXPECT_EQ(r.status, StudyStatus::kFinished);
   EXPECT_FALSE(r.interrupted);
   EXPECT_EQ(r.counted_trials, 10);
   EXPECT_NE(r.reason.find("trial budget"), std::string::npos) << r.reason;
@@ -117,7 +117,7 @@ TEST_F(StudyLoop, RunsExactlyTheTrialBudgetAndRecordsEachTrial) {
   ASSERT_EQ(ts.size(), 10u);
   expect_distinct(ts);
   for (const TrialRecord& t : ts) {
-    EXPECT_EQ(t.status, TrialStatus::ok) << t.error.value_or("");
+    EXPECT_EQ(t.status, TrialStatus::kOk) << t.error.value_or("");
     EXPECT_EQ(t.executor, "sim");
     ASSERT_TRUE(t.predicted.has_value()) << "with the analytic prior every proposal has a prediction";
     ASSERT_TRUE(t.objective.has_value());
@@ -133,7 +133,7 @@ TEST_F(StudyLoop, RunsExactlyTheTrialBudgetAndRecordsEachTrial) {
   }
   Store store(store_path_);
   auto study_record = store.find_study("budget");
-  EXPECT_EQ(study_record->status, StudyStatus::finished);
+  EXPECT_EQ(study_record->status, StudyStatus::kFinished);
   EXPECT_TRUE(store.load_searcher_state(study_record->id).has_value());
   EXPECT_TRUE(store.load_predictor_state(study_record->id).has_value());
 
@@ -212,7 +212,7 @@ TEST_F(StudyLoop, ExhaustsASmallSpaceWithoutRepeatingAConfiguration) {
   doc["space"] = {{"name", "llm"}, {"options", kSmallSpace}};
   StudySpec s = spec(doc);
   RunResult r = run(s);
-  EXPECT_EQ(r.status, StudyStatus::finished);
+  EXPECT_EQ(r.status, StudyStatus::kFinished);
   EXPECT_NE(r.reason.find("no unmeasured configuration"), std::string::npos) << r.reason;
 
   Registry registry;
@@ -245,7 +245,7 @@ TEST_F(StudyLoop, SubmissionsTheExecutorRefusesAreUnavailableNotFailedRuns) {
   const std::vector<TrialRecord> ts = trials("refused");
   ASSERT_EQ(ts.size(), 3u);
   for (const TrialRecord& t : ts) {
-    EXPECT_EQ(t.status, TrialStatus::unavailable) << t.seq;
+    EXPECT_EQ(t.status, TrialStatus::kUnavailable) << t.seq;
     EXPECT_NE(t.error.value_or("").find("the executor refused the submission"), std::string::npos) << t.seq;
   }
 }
@@ -271,7 +271,7 @@ TEST_F(StudyLoop, FailedRunsInTheHistoryAreNeverProposed) {
     h.config_json = config_json;
     h.config_key = config_key(json::parse(config_json));
     if (!failed_keys.insert(h.config_key).second) continue;
-    h.status = rows.size() % 2 ? TrialStatus::oom : TrialStatus::failed;
+    h.status = rows.size() % 2 ? TrialStatus::kOom : TrialStatus::kFailed;
     h.source = "earlier-runs.csv";
     h.row_number = static_cast<std::int64_t>(rows.size() + 1);
     rows.push_back(h);
@@ -281,7 +281,7 @@ TEST_F(StudyLoop, FailedRunsInTheHistoryAreNeverProposed) {
     store.import_history(rows);
   }
   RunResult r = run(s);
-  EXPECT_EQ(r.status, StudyStatus::finished);
+  EXPECT_EQ(r.status, StudyStatus::kFinished);
   std::vector<TrialRecord> ts = trials("history");
   EXPECT_FALSE(ts.empty());
   for (const TrialRecord& t : ts) EXPECT_EQ(failed_keys.count(t.config_key), 0u) << "trial " << t.seq << " reran a failed run";
@@ -296,18 +296,18 @@ TEST_F(StudyLoop, StopRequestStopsCleanlyAndTheNextRunResumes) {
     if (++committed == 5) stop = 1;
   });
   EXPECT_TRUE(first.interrupted);
-  EXPECT_EQ(first.status, StudyStatus::stopped);
+  EXPECT_EQ(first.status, StudyStatus::kStopped);
   std::vector<TrialRecord> before = trials("resume");
   EXPECT_GE(counted(before), 5);
   EXPECT_LT(counted(before), 14);
   {
     Store store(store_path_);
-    EXPECT_EQ(store.find_study("resume")->status, StudyStatus::stopped);
+    EXPECT_EQ(store.find_study("resume")->status, StudyStatus::kStopped);
   }
 
   RunResult second = run(s);
   EXPECT_FALSE(second.interrupted);
-  EXPECT_EQ(second.status, StudyStatus::finished);
+  EXPECT_EQ(second.status, StudyStatus::kFinished);
   EXPECT_EQ(second.counted_trials, 14);
   std::vector<TrialRecord> after = trials("resume");
   expect_distinct(after);
@@ -334,7 +334,7 @@ TEST_F(StudyLoop, ConstraintsMakeTrialsInfeasibleButKeepThem) {
   std::vector<TrialRecord> ts = trials("constrained");
   ASSERT_EQ(ts.size(), 16u);
   for (const TrialRecord& t : ts) {
-    ASSERT_EQ(t.status, TrialStatus::ok);
+    ASSERT_EQ(t.status, TrialStatus::kOk);
     bool fits = *metric_value(*t.metrics_json, "peak_mem_gib") <= 30;
     EXPECT_EQ(t.objective.has_value(), fits) << "trial " << t.seq;
     if (!fits) {
@@ -393,7 +393,7 @@ TEST_F(StudyLoop, RecommendsTheMeasuredFeasibleTrialThePredictorRanksBest) {
   auto predictor = registry.make_predictor("krr", surrogate_predictor_options(s.predictor.options.dump(), "test"));
   std::vector<double> probe(space->num_params());
   ASSERT_EQ(space->sample(s.seed, 1, probe.data()), 1u);
-  Surrogate surrogate(*space, *predictor, "tokens_per_s", Prior::analytic, probe.data());
+  Surrogate surrogate(*space, *predictor, "tokens_per_s", Prior::kAnalytic, probe.data());
   surrogate.calibrate_prior(s.predictor.calibrate);
   std::vector<TrialRecord> by_end = ts;
   std::stable_sort(by_end.begin(), by_end.end(), [](const TrialRecord& a, const TrialRecord& b) {
@@ -402,7 +402,7 @@ TEST_F(StudyLoop, RecommendsTheMeasuredFeasibleTrialThePredictorRanksBest) {
   std::vector<double> train, values, feasible;
   std::vector<std::int64_t> feasible_ids;
   for (const TrialRecord& t : by_end) {
-    if (t.status != TrialStatus::ok) continue;
+    if (t.status != TrialStatus::kOk) continue;
     std::vector<double> c = space->parse(t.config_json);
     train.insert(train.end(), c.begin(), c.end());
     values.push_back(*metric_value(*t.metrics_json, "tokens_per_s"));

@@ -49,7 +49,7 @@ TEST(Objective, MetricValueIgnoresNonNumbers) {
 TEST(Objective, ParetoFrontOfTwoObjectives) {
   // maximise throughput, minimise GPUs
   std::vector<std::vector<double>> points = {{100, 8}, {150, 16}, {90, 8}, {150, 32}, {200, 64}, {120, 8}};
-  std::vector<size_t> front = pareto_front(points, {Direction::maximize, Direction::minimize});
+  std::vector<size_t> front = pareto_front(points, {Direction::kMaximize, Direction::kMinimize});
   EXPECT_EQ(front, (std::vector<size_t>{1, 4, 5}));
 }
 
@@ -57,15 +57,15 @@ TEST(Budget, TrialsCountOnlyMeasuredStatuses) {
   StudySpec spec = spec_with(R"({"trials": 3})");
   BudgetTracker b(spec);
   Evaluation e{{10.0}, true, ""};
-  b.record(TrialStatus::ok, &e, 0);
-  b.record(TrialStatus::unavailable, nullptr, 0);
-  b.record(TrialStatus::cancelled, nullptr, 0);
-  b.record(TrialStatus::oom, nullptr, 0);
+  b.record(TrialStatus::kOk, &e, 0);
+  b.record(TrialStatus::kUnavailable, nullptr, 0);
+  b.record(TrialStatus::kCancelled, nullptr, 0);
+  b.record(TrialStatus::kOom, nullptr, 0);
   EXPECT_EQ(b.counted(), 2);
   EXPECT_EQ(b.startable(0), 1);
   EXPECT_EQ(b.startable(1), 0);
   EXPECT_EQ(b.done_reason(0), "");
-  b.record(TrialStatus::failed, nullptr, 0);
+  b.record(TrialStatus::kFailed, nullptr, 0);
   EXPECT_NE(b.done_reason(0).find("trial budget"), std::string::npos);
 }
 
@@ -73,17 +73,17 @@ TEST(Budget, TargetAndPatience) {
   StudySpec spec = spec_with(R"({"trials": 100, "target": 50, "patience": 3})");
   BudgetTracker b(spec);
   Evaluation low{{10.0}, true, ""}, lower{{5.0}, true, ""}, infeasible{{99.0}, false, "x"}, hit{{50.0}, true, ""};
-  b.record(TrialStatus::ok, &low, 0);
+  b.record(TrialStatus::kOk, &low, 0);
   EXPECT_TRUE(b.last_improved());
-  b.record(TrialStatus::ok, &lower, 0);
-  b.record(TrialStatus::ok, &infeasible, 0);
+  b.record(TrialStatus::kOk, &lower, 0);
+  b.record(TrialStatus::kOk, &infeasible, 0);
   EXPECT_EQ(b.best(), 10.0) << "an infeasible trial is never best";
   EXPECT_EQ(b.done_reason(0), "");
-  b.record(TrialStatus::failed, nullptr, 0);
+  b.record(TrialStatus::kFailed, nullptr, 0);
   EXPECT_NE(b.done_reason(0).find("no improvement"), std::string::npos);
 
   BudgetTracker t(spec);
-  t.record(TrialStatus::ok, &hit, 0);
+  t.record(TrialStatus::kOk, &hit, 0);
   EXPECT_NE(t.done_reason(0).find("target"), std::string::npos);
 }
 
@@ -92,10 +92,10 @@ TEST(Budget, WallTimeAndGpuHoursAreHardLimits) {
   BudgetTracker b(spec);
   EXPECT_FALSE(b.hard_limit_spent(5));
   EXPECT_TRUE(b.hard_limit_spent(10));
-  b.record(TrialStatus::ok, nullptr, 1.5);
-  b.record(TrialStatus::unavailable, nullptr, 5);  // answered from a table: used no GPU
+  b.record(TrialStatus::kOk, nullptr, 1.5);
+  b.record(TrialStatus::kUnavailable, nullptr, 5);  // answered from a table: used no GPU
   EXPECT_FALSE(b.hard_limit_spent(0));
-  b.record(TrialStatus::timeout, nullptr, 0.5);
+  b.record(TrialStatus::kTimeout, nullptr, 0.5);
   EXPECT_TRUE(b.hard_limit_spent(0));
   EXPECT_DOUBLE_EQ(trial_gpu_hours(R"({"gpus": 8, "wall_time_s": 900})", std::nullopt, std::nullopt, 0), 2.0);
   EXPECT_DOUBLE_EQ(trial_gpu_hours("{}", 100.0, 100.0 + 1800, 16), 8.0);
@@ -106,11 +106,11 @@ TEST(Budget, ParetoImprovementIsJoiningTheFront) {
       {"metric": "tokens_per_s", "direction": "maximize"}, {"metric": "gpus", "direction": "minimize"}])");
   BudgetTracker b(spec);
   Evaluation a{{100, 16}, true, ""}, dominated{{90, 16}, true, ""}, cheaper{{80, 8}, true, ""};
-  b.record(TrialStatus::ok, &a, 0);
+  b.record(TrialStatus::kOk, &a, 0);
   EXPECT_TRUE(b.last_improved());
-  b.record(TrialStatus::ok, &dominated, 0);
+  b.record(TrialStatus::kOk, &dominated, 0);
   EXPECT_FALSE(b.last_improved());
-  b.record(TrialStatus::ok, &cheaper, 0);
+  b.record(TrialStatus::kOk, &cheaper, 0);
   EXPECT_TRUE(b.last_improved()) << "slower but on fewer GPUs joins the front";
 }
 

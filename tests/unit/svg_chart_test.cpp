@@ -34,7 +34,7 @@ TEST(Scale, LinearFitCoversDataWithRoundBounds) {
 }
 
 TEST(Scale, LogFitSpansDecadesAndIgnoresNonPositive) {
-  Scale s = Scale::fit({-5, 0, 3, 4500}, ScaleKind::log);
+  Scale s = Scale::fit({-5, 0, 3, 4500}, ScaleKind::kLog);
   EXPECT_DOUBLE_EQ(s.lo, 1);
   EXPECT_DOUBLE_EQ(s.hi, 10000);
   EXPECT_FALSE(s.shows(0));
@@ -46,7 +46,7 @@ TEST(Scale, LogFitSpansDecadesAndIgnoresNonPositive) {
 }
 
 TEST(Scale, LogTicksOfANarrowRangeIncludeTwoAndFive) {
-  Scale s = Scale::fit({1.5, 40}, ScaleKind::log);
+  Scale s = Scale::fit({1.5, 40}, ScaleKind::kLog);
   EXPECT_EQ(s.ticks(), (std::vector<double>{1, 2, 5, 10, 20, 50, 100}));
 }
 
@@ -54,7 +54,7 @@ TEST(Scale, EmptyDataGivesAUnitInterval) {
   Scale lin = Scale::fit({});
   EXPECT_DOUBLE_EQ(lin.lo, 0);
   EXPECT_DOUBLE_EQ(lin.hi, 1);
-  Scale log = Scale::fit({NAN, -1}, ScaleKind::log);
+  Scale log = Scale::fit({NAN, -1}, ScaleKind::kLog);
   EXPECT_DOUBLE_EQ(log.lo, 1);
   EXPECT_DOUBLE_EQ(log.hi, 10);
 }
@@ -65,7 +65,7 @@ TEST(Scale, SinglePointLiesStrictlyInside) {
     EXPECT_LT(s.lo, v);
     EXPECT_GT(s.hi, v);
   }
-  Scale log = Scale::fit({100}, ScaleKind::log);
+  Scale log = Scale::fit({100}, ScaleKind::kLog);
   EXPECT_LT(log.lo, 100 + 1e-9);
   EXPECT_GT(log.hi, 100);
   EXPECT_TRUE(std::isfinite(log.fraction(100)));
@@ -80,7 +80,7 @@ TEST(TickLabel, ShortAndReadable) {
 }
 
 TEST(Chart, ScatterDrawsEveryShowablePointWithEscapedText) {
-  Chart c("a <b> & \"c\"", "x", "y", Scale::fit({1, 100}, ScaleKind::log), Scale::fit({1, 2, 3}));
+  Chart c("a <b> & \"c\"", "x", "y", Scale::fit({1, 100}, ScaleKind::kLog), Scale::fit({1, 2, 3}));
   c.scatter({{1, 1, "#000", "<script>"}, {10, 2, "#000", ""}, {100, 3, "#000", ""}, {0, 2, "#000", "hidden"}});
   std::string svg = c.svg();
   EXPECT_EQ(count(svg, "<circle"), 3u);  // x = 0 cannot be shown on a log axis
@@ -94,7 +94,7 @@ TEST(Chart, ScatterDrawsEveryShowablePointWithEscapedText) {
 }
 
 TEST(Chart, PointsMapIntoThePlotArea) {
-  Chart c("t", "x", "y", Scale{ScaleKind::linear, 0, 10}, Scale{ScaleKind::linear, 0, 10}, 200, 100);
+  Chart c("t", "x", "y", Scale{ScaleKind::kLinear, 0, 10}, Scale{ScaleKind::kLinear, 0, 10}, 200, 100);
   c.scatter({{0, 0, "#000", ""}, {10, 10, "#000", ""}});
   std::string svg = c.svg();
   std::regex circle("<circle cx=\"([0-9.]+)\" cy=\"([0-9.]+)\"");
@@ -137,7 +137,7 @@ TEST(Chart, SinglePointLineAndStepCurve) {
 }
 
 TEST(Chart, CategoricalTicksReplaceNumbers) {
-  Chart c("cat", "recompute", "y", Scale{ScaleKind::linear, -0.5, 2.5}, Scale::fit({1, 2}));
+  Chart c("cat", "recompute", "y", Scale{ScaleKind::kLinear, -0.5, 2.5}, Scale::fit({1, 2}));
   c.x_categories({{0, "none"}, {1, "selective"}, {2, "full"}});
   std::string svg = c.svg();
   EXPECT_NE(svg.find(">selective<"), std::string::npos);
@@ -174,17 +174,17 @@ TEST(Html, EscapesEveryMarkupCharacter) {
 TEST(RandomBaseline, MatchesTheExactExpectationOfASmallSpace) {
   // Values 1, 2, 3 (maximise): best of 1 draw = 2, best of 2 = (2 + 3 + 3) / 3, best of 3 = 3.
   std::vector<std::optional<double>> v = {1.0, 2.0, 3.0};
-  std::vector<double> e = expected_best_of_random(v, Direction::maximize, {1, 2, 3});
+  std::vector<double> e = expected_best_of_random(v, Direction::kMaximize, {1, 2, 3});
   EXPECT_NEAR(e[0], 2.0, 1e-12);
   EXPECT_NEAR(e[1], 8.0 / 3, 1e-12);
   EXPECT_NEAR(e[2], 3.0, 1e-12);
   // Minimise, with one infeasible configuration: pairs {1,2},{1,x},{2,x} -> 1, 1, 2 (given a
   // feasible draw, all three pairs qualify).
   std::vector<std::optional<double>> w = {1.0, 2.0, std::nullopt};
-  std::vector<double> f = expected_best_of_random(w, Direction::minimize, {1, 2, 3, 4});
+  std::vector<double> f = expected_best_of_random(w, Direction::kMinimize, {1, 2, 3, 4});
   EXPECT_NEAR(f[0], 1.5, 1e-12);
   EXPECT_NEAR(f[1], 4.0 / 3, 1e-12);
   EXPECT_NEAR(f[2], 1.0, 1e-12);
   EXPECT_TRUE(std::isnan(f[3]));
-  EXPECT_TRUE(std::isnan(expected_best_of_random({std::nullopt}, Direction::minimize, {1})[0]));
+  EXPECT_TRUE(std::isnan(expected_best_of_random({std::nullopt}, Direction::kMinimize, {1})[0]));
 }

@@ -46,13 +46,13 @@ std::optional<std::string> Session::handle(std::string_view body) {
   const auto type = string_field(m, "type", 32);
   if (!type) return "malformed frame: no string field 'type'";
   switch (stage_) {
-    case Stage::AwaitHello:
+    case Stage::kAwaitHello:
       if (*type != "hello") return "out-of-order frame: expected 'hello', got '" + *type + "'";
       return on_hello(m);
-    case Stage::AwaitAuth:
+    case Stage::kAwaitAuth:
       if (*type != "auth") return "out-of-order frame: expected 'auth', got '" + *type + "'";
       return on_auth(m);
-    case Stage::Ready:
+    case Stage::kReady:
       return on_request(*type, m);
   }
   return "internal error: unknown session stage";
@@ -71,7 +71,7 @@ std::optional<std::string> Session::on_hello(const nlohmann::json& m) {
     return refused;
   }
   agent_nonce_ = random_nonce();
-  stage_ = Stage::AwaitAuth;
+  stage_ = Stage::kAwaitAuth;
   reply({{"type", "challenge"},
          {"agent_nonce", agent_nonce_},
          {"proof", agent_proof(context_.secret, client_nonce_, agent_nonce_)},
@@ -87,7 +87,7 @@ std::optional<std::string> Session::on_auth(const nlohmann::json& m) {
     reply({{"type", "error"}, {"reason", "authentication failed"}});
     return std::string("authentication failed: wrong client proof (wrong secret or replayed handshake)");
   }
-  stage_ = Stage::Ready;
+  stage_ = Stage::kReady;
   reply({{"type", "welcome"},
          {"agent", context_.agent_name},
          {"capacity", context_.trials != nullptr ? context_.trials->capacity() : 0}});

@@ -38,11 +38,11 @@ class Session {
 
   // Handles one frame body. Returns the reason to close the connection, or nullopt to go on.
   std::optional<std::string> handle(std::string_view body);
-  bool authenticated() const { return stage_ == Stage::Ready; }
+  bool authenticated() const { return stage_ == Stage::kReady; }
   uint64_t id() const { return id_; }
 
  private:
-  enum class Stage { AwaitHello, AwaitAuth, Ready };
+  enum class Stage { kAwaitHello, kAwaitAuth, kReady };
   std::optional<std::string> on_hello(const nlohmann::json& m);
   std::optional<std::string> on_auth(const nlohmann::json& m);
   std::optional<std::string> on_request(const std::string& type, const nlohmann::json& m);
@@ -51,7 +51,7 @@ class Session {
   SessionContext& context_;
   uint64_t id_;
   Send send_;
-  Stage stage_ = Stage::AwaitHello;
+  Stage stage_ = Stage::kAwaitHello;
   std::string client_nonce_, agent_nonce_;
   int64_t client_time_ = 0;
 };

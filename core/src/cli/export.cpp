@@ -39,7 +39,7 @@ Chosen choose_trial(Store& store, const StudyRecord& study, const StudySpec& spe
   if (seq > 0) {
     for (TrialRecord& t : trials)
       if (t.seq == seq) {
-        if (t.status != TrialStatus::ok)
+        if (t.status != TrialStatus::kOk)
           std::fprintf(stderr, "cotune export: note: trial %lld ended %s; exporting it all the same\n",
                        static_cast<long long>(seq), std::string(to_string(t.status)).c_str());
         return {std::move(t), "trial " + std::to_string(seq)};
@@ -143,13 +143,13 @@ int run(int argc, char** argv) {
   Registry registry;
   load_study_plugins(registry, spec);
   StudySpec untargeted = spec;
-  untargeted.format = RenderFormat::json;
+  untargeted.format = RenderFormat::kJson;
   std::unique_ptr<Space> space = make_study_space(registry, untargeted);
   set_launch_target(*space, spec.launch_target(), "--format");
 
   const Chosen chosen = choose_trial(store, *study, spec, seq, vm.count("recommended") > 0, vm.count("best") > 0);
   // A trial that ran but breaks the study's constraints (memory over the limit, say) has no objective.
-  if (chosen.trial.status == TrialStatus::ok && !chosen.trial.objective)
+  if (chosen.trial.status == TrialStatus::kOk && !chosen.trial.objective)
     std::fprintf(stderr, "cotune export: note: %s does not meet the study's constraints (cotune show %s lists them); "
                          "exporting it all the same\n",
                  chosen.how.c_str(), name.c_str());

@@ -39,7 +39,7 @@ bool import_file(const std::string& file, const std::string& format_option, cons
                  const std::vector<std::pair<std::string, std::string>>& mapping,
                  const std::map<std::string, std::string>& settings, const Registry& registry, Store& store,
                  nlohmann::json* report) {
-  RunsFormat format = RunsFormat::csv;
+  RunsFormat format = RunsFormat::kCsv;
   if (format_option.empty() || format_option == "auto") {
     format = detect_runs_format(file);
   } else if (auto f = runs_format_named(format_option)) {
@@ -102,14 +102,14 @@ bool import_file(const std::string& file, const std::string& format_option, cons
                {"workload_keys", workloads}};
     return runs.rejected.empty();
   }
-  if (format == RunsFormat::csv)
+  if (format == RunsFormat::kCsv)
     std::cout << file << ": " << converted.table.rows.size() << " rows: ";
   else
     std::cout << file << " (" << runs_format_name(format) << "): "
               << converted.table.rows.size() + converted.skipped.size() << " runs: ";
   std::cout << counts.inserted << " imported, " << counts.duplicates << " already in the store, " << runs.rejected.size()
             << " rejected";
-  if (format != RunsFormat::csv) std::cout << ", " << converted.skipped.size() << " skipped";
+  if (format != RunsFormat::kCsv) std::cout << ", " << converted.skipped.size() << " skipped";
   std::cout << "; " << workloads.size() << " workload(s); store " << store.path() << "\n";
   for (const std::string& key : workloads) std::cout << "  workload key " << key << "\n";
   return runs.rejected.empty();

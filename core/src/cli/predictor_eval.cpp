@@ -143,7 +143,7 @@ int eval(int argc, char** argv) {
   std::vector<EvalSample> samples;
   size_t not_ok = 0, no_target = 0;
   for (const LlmRun& r : runs.runs) {
-    if (r.status != TrialStatus::ok) {
+    if (r.status != TrialStatus::kOk) {
       ++not_ok;
       continue;
     }
@@ -167,7 +167,7 @@ int eval(int argc, char** argv) {
   EvalOptions o;
   o.predictor = predictor;
   o.predictor_options = predictor_options;
-  o.prior = prior == "analytic" ? Prior::analytic : prior == "roofline" ? Prior::roofline : Prior::none;
+  o.prior = prior == "analytic" ? Prior::kAnalytic : prior == "roofline" ? Prior::kRoofline : Prior::kNone;
   o.target = target;
   o.minimize = vm.count("minimize") > 0;
   o.train_frac = train_frac;

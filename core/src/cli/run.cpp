@@ -113,8 +113,8 @@ class StopSignals {
       o.create = false;
       o.busy_timeout_s = 2;
       Store store(store_path, o);
-      if (std::optional<StudyRecord> s = store.find_study(study); s && s->status == StudyStatus::running)
-        store.set_study_status(s->id, StudyStatus::stopped);
+      if (std::optional<StudyRecord> s = store.find_study(study); s && s->status == StudyStatus::kRunning)
+        store.set_study_status(s->id, StudyStatus::kStopped);
     } catch (const std::exception&) {
       // The next run of the study sets its status anyway.
     }
@@ -254,9 +254,9 @@ int run(int argc, char** argv) {
   CallWatch::set_deadlines(spec.deadlines);
   RunOptions options;
   options.store_path = store_path;
-  options.display = vm.count("quiet")               ? RunOptions::Display::quiet
-                    : isatty(fileno(stderr)) != 0 ? RunOptions::Display::live
-                                                    : RunOptions::Display::lines;
+  options.display = vm.count("quiet")               ? RunOptions::Display::kQuiet
+                    : isatty(fileno(stderr)) != 0 ? RunOptions::Display::kLive
+                                                    : RunOptions::Display::kLines;
   options.stop = &g_stop_requests;
   options.heartbeat = &g_loop_heartbeat;
   RunResult result;

@@ -90,7 +90,7 @@ void show_study(Store& store, const std::string& name, std::int64_t limit) {
     const TrialRecord& t = trials[i];
     std::string status(to_string(t.status));
     // A trial left in flight by a stopped study is resumed by the next `cotune run`.
-    if (!is_finished(t.status) && study->status != StudyStatus::running) status = "interrupted";
+    if (!is_finished(t.status) && study->status != StudyStatus::kRunning) status = "interrupted";
     std::optional<double> value = t.metrics_json ? metric_value(*t.metrics_json, metric) : std::nullopt;
     std::string config;
     try {

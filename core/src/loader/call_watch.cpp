@@ -27,20 +27,20 @@ thread_local int t_depth = 0;
 
 const char* to_string(CallKind kind) {
   switch (kind) {
-    case CallKind::space: return "space";
-    case CallKind::searcher: return "searcher";
-    case CallKind::predictor: return "predictor";
-    case CallKind::executor: return "executor";
+    case CallKind::kSpace: return "space";
+    case CallKind::kSearcher: return "searcher";
+    case CallKind::kPredictor: return "predictor";
+    case CallKind::kExecutor: return "executor";
   }
   return "?";
 }
 
 double CallDeadlines::for_kind(CallKind kind) const {
   switch (kind) {
-    case CallKind::space: return space_s;
-    case CallKind::searcher: return searcher_s;
-    case CallKind::predictor: return predictor_s;
-    case CallKind::executor: return executor_s;
+    case CallKind::kSpace: return space_s;
+    case CallKind::kSearcher: return searcher_s;
+    case CallKind::kPredictor: return predictor_s;
+    case CallKind::kExecutor: return executor_s;
   }
   return 0;
 }

@@ -170,7 +170,7 @@ Space::Space(ComponentRef ref, std::string_view workload_json, std::string_view 
     : ref_(std::move(ref)), api_(static_cast<const cotune_space_api*>(ref_.component->api)) {
   const std::string& who = ref_.info.id;
   {
-    CallWatch::Scope watch(CallKind::space, ref_.info.id, "create");
+    CallWatch::Scope watch(CallKind::kSpace, ref_.info.id, "create");
     throw_if_error(api_->create(host_services(), cs(workload_json), cs(options_json), &inst_), who);
   }
   if (inst_ == nullptr) throw PluginError(COTUNE_ERR_INTERNAL, who + ": create returned no instance");
@@ -209,7 +209,7 @@ Space::Space(ComponentRef ref, std::string_view workload_json, std::string_view 
 Space::~Space() { api_->destroy(inst_); }
 
 void Space::check_unrestricted(const double* configs, size_t n, int32_t* out_valid) const {
-  CallWatch::Scope watch(CallKind::space, ref_.info.id, "check");
+  CallWatch::Scope watch(CallKind::kSpace, ref_.info.id, "check");
   throw_if_error(api_->check(inst_, configs, n, out_valid), ref_.info.id);
 }
 
@@ -234,7 +234,7 @@ bool Space::valid(const double* config) const {
 std::string Space::explain(const double* config) const {
   StringSink s;
   {
-    CallWatch::Scope watch(CallKind::space, ref_.info.id, "explain");
+    CallWatch::Scope watch(CallKind::kSpace, ref_.info.id, "explain");
     throw_if_error(api_->explain(inst_, config, &s.sink), ref_.info.id);
   }
   if (s.data.empty() && restricted_ && !valid(config)) return "not among the configurations the study may run: " + restriction_;
@@ -257,7 +257,7 @@ size_t Space::sample(uint64_t seed, size_t n, double* out) const {
     return take;
   }
   size_t got = 0;
-  CallWatch::Scope watch(CallKind::space, ref_.info.id, "sample");
+  CallWatch::Scope watch(CallKind::kSpace, ref_.info.id, "sample");
   throw_if_error(api_->sample(inst_, seed, n, out, &got), ref_.info.id);
   return got > n ? n : got;
 }
@@ -292,14 +292,14 @@ size_t Space::restrict_to(const std::vector<double>& rows, std::string why) {
 }
 
 void Space::featurize(const double* configs, size_t n, double* out) const {
-  CallWatch::Scope watch(CallKind::space, ref_.info.id, "featurize");
+  CallWatch::Scope watch(CallKind::kSpace, ref_.info.id, "featurize");
   throw_if_error(api_->featurize(inst_, configs, n, out), ref_.info.id);
 }
 
 const cotune_trace& Space::lower(const double* config) const {
   if (lower_ == nullptr) throw PluginError(COTUNE_ERR_UNSUPPORTED, ref_.info.id + ": this space does not lower to step traces");
   const cotune_trace* t = nullptr;
-  CallWatch::Scope watch(CallKind::space, ref_.info.id, "lower");
+  CallWatch::Scope watch(CallKind::kSpace, ref_.info.id, "lower");
   throw_if_error(lower_(inst_, config, &t), ref_.info.id);
   if (t == nullptr) throw PluginError(COTUNE_ERR_INTERNAL, ref_.info.id + ": lower returned no trace");
   return *t;
@@ -365,7 +365,7 @@ std::optional<std::vector<std::string>> Space::metrics() const {
   auto fn = optional_fn(api_, &cotune_space_api::metrics);
   if (fn == nullptr) return std::nullopt;
   StringSink s;
-  CallWatch::Scope watch(CallKind::space, ref_.info.id, "metrics");
+  CallWatch::Scope watch(CallKind::kSpace, ref_.info.id, "metrics");
   throw_if_error(fn(inst_, &s.sink), ref_.info.id);
   return metric_names(s.data, ref_.info.id);
 }
@@ -430,7 +430,7 @@ std::string Space::key(const double* config) const {
 Predictor::Predictor(ComponentRef ref, std::string_view options_json)
     : ref_(std::move(ref)), api_(static_cast<const cotune_predictor_api*>(ref_.component->api)) {
   {
-    CallWatch::Scope watch(CallKind::predictor, ref_.info.id, "create");
+    CallWatch::Scope watch(CallKind::kPredictor, ref_.info.id, "create");
     throw_if_error(api_->create(host_services(), cs(options_json), &inst_), ref_.info.id);
   }
   if (inst_ == nullptr) throw PluginError(COTUNE_ERR_INTERNAL, ref_.info.id + ": create returned no instance");
@@ -442,13 +442,13 @@ bool Predictor::can_save() const {
 }
 
 void Predictor::fit(const double* x, size_t n, size_t d, const double* y, const double* w) {
-  CallWatch::Scope watch(CallKind::predictor, ref_.info.id, "fit");
+  CallWatch::Scope watch(CallKind::kPredictor, ref_.info.id, "fit");
   throw_if_error(api_->fit(inst_, x, n, d, y, w), ref_.info.id);
 }
 
 void Predictor::predict(const double* x, size_t n, size_t d, double* out_mean, double* out_std) const {
   {
-    CallWatch::Scope watch(CallKind::predictor, ref_.info.id, "predict");
+    CallWatch::Scope watch(CallKind::kPredictor, ref_.info.id, "predict");
     throw_if_error(api_->predict(inst_, x, n, d, out_mean, has_std() ? out_std : nullptr), ref_.info.id);
   }
   if (out_std != nullptr && !has_std())
@@ -482,7 +482,7 @@ std::string Predictor::describe_fit() const {
 Searcher::Searcher(ComponentRef ref, std::string_view options_json, const Space& space, uint64_t seed)
     : ref_(std::move(ref)), api_(static_cast<const cotune_searcher_api*>(ref_.component->api)) {
   {
-    CallWatch::Scope watch(CallKind::searcher, ref_.info.id, "create");
+    CallWatch::Scope watch(CallKind::kSearcher, ref_.info.id, "create");
     throw_if_error(api_->create(host_services(), cs(options_json), space.raw_params(), space.num_params(), seed, &inst_),
                    ref_.info.id);
   }
@@ -496,13 +496,13 @@ bool Searcher::can_save() const {
 
 size_t Searcher::propose(const cotune_search_context& context, size_t n, double* out) {
   size_t got = 0;
-  CallWatch::Scope watch(CallKind::searcher, ref_.info.id, "propose");
+  CallWatch::Scope watch(CallKind::kSearcher, ref_.info.id, "propose");
   throw_if_error(api_->propose(inst_, &context, n, out, &got), ref_.info.id);
   return got > n ? n : got;
 }
 
 void Searcher::observe(const double* configs, size_t n, const double* scores, const int32_t* statuses) {
-  CallWatch::Scope watch(CallKind::searcher, ref_.info.id, "observe");
+  CallWatch::Scope watch(CallKind::kSearcher, ref_.info.id, "observe");
   throw_if_error(api_->observe(inst_, configs, n, scores, statuses), ref_.info.id);
 }
 
@@ -525,7 +525,7 @@ void Searcher::load(std::string_view bytes) {
 Executor::Executor(ComponentRef ref, std::string_view options_json)
     : ref_(std::move(ref)), api_(static_cast<const cotune_executor_api*>(ref_.component->api)) {
   {
-    CallWatch::Scope watch(CallKind::executor, ref_.info.id, "create");
+    CallWatch::Scope watch(CallKind::kExecutor, ref_.info.id, "create");
     throw_if_error(api_->create(host_services(), cs(options_json), &inst_), ref_.info.id);
   }
   if (inst_ == nullptr) throw PluginError(COTUNE_ERR_INTERNAL, ref_.info.id + ": create returned no instance");
@@ -542,7 +542,7 @@ std::vector<double> Executor::candidates(const cotune_trial& study) const {
   auto fn = optional_fn(api_, &cotune_executor_api::candidates);
   if (fn == nullptr) throw PluginError(COTUNE_ERR_UNSUPPORTED, ref_.info.id + ": lists no candidates");
   size_t count = 0;
-  CallWatch::Scope watch(CallKind::executor, ref_.info.id, "candidates");
+  CallWatch::Scope watch(CallKind::kExecutor, ref_.info.id, "candidates");
   throw_if_error(fn(inst_, &study, nullptr, 0, &count), ref_.info.id);
   std::vector<double> rows(count * study.num_params);
   size_t again = 0;
@@ -557,21 +557,21 @@ std::optional<std::vector<std::string>> Executor::metrics(const cotune_trial& st
   auto fn = optional_fn(api_, &cotune_executor_api::metrics);
   if (fn == nullptr) return std::nullopt;
   StringSink s;
-  CallWatch::Scope watch(CallKind::executor, ref_.info.id, "metrics");
+  CallWatch::Scope watch(CallKind::kExecutor, ref_.info.id, "metrics");
   throw_if_error(fn(inst_, &study, &s.sink), ref_.info.id);
   return metric_names(s.data, ref_.info.id);
 }
 
 int32_t Executor::capacity() const {
   int32_t c = 1;
-  CallWatch::Scope watch(CallKind::executor, ref_.info.id, "capacity");
+  CallWatch::Scope watch(CallKind::kExecutor, ref_.info.id, "capacity");
   throw_if_error(api_->capacity(inst_, &c), ref_.info.id);
   return c < 1 ? 1 : c;
 }
 
 std::unique_ptr<Executor::Job> Executor::submit(const cotune_trial& trial) {
   cotune_job* job = nullptr;
-  CallWatch::Scope watch(CallKind::executor, ref_.info.id, "submit");
+  CallWatch::Scope watch(CallKind::kExecutor, ref_.info.id, "submit");
   throw_if_error(api_->submit(inst_, &trial, &job), ref_.info.id);
   if (job == nullptr) throw PluginError(COTUNE_ERR_INTERNAL, ref_.info.id + ": submit returned no job");
   return std::unique_ptr<Job>(new Job(this, job));
@@ -581,7 +581,7 @@ std::unique_ptr<Executor::Job> Executor::attach(const cotune_trial& trial, std::
   auto fn = optional_fn(api_, &cotune_executor_api::attach);
   if (fn == nullptr) throw PluginError(COTUNE_ERR_UNSUPPORTED, ref_.info.id + ": cannot re-attach to jobs");
   cotune_job* job = nullptr;
-  CallWatch::Scope watch(CallKind::executor, ref_.info.id, "attach");
+  CallWatch::Scope watch(CallKind::kExecutor, ref_.info.id, "attach");
   throw_if_error(fn(inst_, &trial, cs(external_id), &job), ref_.info.id);
   if (job == nullptr) throw PluginError(COTUNE_ERR_INTERNAL, ref_.info.id + ": attach returned no job");
   return std::unique_ptr<Job>(new Job(this, job));
@@ -592,7 +592,7 @@ Executor::Job::~Job() { owner_->api_->release(owner_->inst_, job_); }
 TrialResult Executor::Job::poll(int32_t timeout_ms) {
   cotune_trial_result r{};
   r.struct_size = COTUNE_STRUCT_SIZE(cotune_trial_result, external_id);
-  CallWatch::Scope watch(CallKind::executor, owner_->ref_.info.id, "poll");
+  CallWatch::Scope watch(CallKind::kExecutor, owner_->ref_.info.id, "poll");
   throw_if_error(owner_->api_->poll(owner_->inst_, job_, timeout_ms, &r), owner_->ref_.info.id);
   TrialResult t;
   t.status = r.status;
@@ -605,7 +605,7 @@ TrialResult Executor::Job::poll(int32_t timeout_ms) {
 }
 
 void Executor::Job::cancel() {
-  CallWatch::Scope watch(CallKind::executor, owner_->ref_.info.id, "cancel");
+  CallWatch::Scope watch(CallKind::kExecutor, owner_->ref_.info.id, "cancel");
   throw_if_error(owner_->api_->cancel(owner_->inst_, job_), owner_->ref_.info.id);
 }
 

@@ -41,7 +41,7 @@ Compared compare_one(Store& store, const StudyRecord& study) {
   for (const TrialRecord& t : store.trials(study.id)) {
     if (!is_finished(t.status)) continue;
     ++c.finished;
-    if (t.status == TrialStatus::ok && t.objective && (!c.best_value || better(*t.objective, *c.best_value, study.direction))) {
+    if (t.status == TrialStatus::kOk && t.objective && (!c.best_value || better(*t.objective, *c.best_value, study.direction))) {
       c.best_value = t.objective;
       c.best_seq = t.seq;
       c.best_config = t.config_json;
@@ -58,7 +58,7 @@ Compared compare_one(Store& store, const StudyRecord& study) {
 std::optional<double> trials_to_within(const Compared& c, double target, Direction d) {
   for (size_t i = 0; i < c.best.size(); ++i) {
     const double v = c.best[i];
-    const bool close = d == Direction::maximize ? v >= target * 0.99 : v <= target * 1.01;
+    const bool close = d == Direction::kMaximize ? v >= target * 0.99 : v <= target * 1.01;
     if (close) return c.xs[i];
   }
   return std::nullopt;
@@ -108,7 +108,7 @@ std::string workload_comparison_html(Store& store, const std::string& workload_k
     }
   }
   table += "</tbody></table>";
-  Chart chart("Best so far", "trials", metric + (direction == Direction::maximize ? " (max)" : " (min)"),
+  Chart chart("Best so far", "trials", metric + (direction == Direction::kMaximize ? " (max)" : " (min)"),
               Scale::fit({1.0, most}), Scale::fit(all_y));
   size_t i = 0;
   for (const Compared& c : studies) {

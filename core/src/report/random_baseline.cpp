@@ -20,7 +20,7 @@ std::vector<double> expected_best_of_random(const std::vector<std::optional<doub
     if (v && std::isfinite(*v)) feasible.push_back(*v);
   // Worst first: with the infeasible ones below all of them, the feasible value at sorted position
   // i (1-based over all N) is the best of k draws with probability C(i-1, k-1) / C(N, k).
-  if (direction == Direction::maximize) std::sort(feasible.begin(), feasible.end());
+  if (direction == Direction::kMaximize) std::sort(feasible.begin(), feasible.end());
   else std::sort(feasible.begin(), feasible.end(), std::greater<double>());
   const double n = static_cast<double>(values.size());
   const double m = n - static_cast<double>(feasible.size());  // infeasible count

@@ -7,7 +7,7 @@
 namespace cotune::core::report {
 
 std::string ReportContext::metric_label() const {
-  return objective().metric + (objective().direction == Direction::maximize ? " (max)" : " (min)");
+  return objective().metric + (objective().direction == Direction::kMaximize ? " (max)" : " (min)");
 }
 
 std::string note_html(const std::string& text) { return "<p class=\"note\">" + escape(text) + "</p>"; }
@@ -39,7 +39,7 @@ ReportContext load_report_context(Store& store, const StudyRecord& study, const 
         r.config.clear();  // a configuration the space no longer reads: shown as stored JSON
       }
     }
-    if (r.record.status == TrialStatus::ok && r.record.metrics_json) {
+    if (r.record.status == TrialStatus::kOk && r.record.metrics_json) {
       nlohmann::json metrics = nlohmann::json::parse(*r.record.metrics_json, nullptr, false);
       r.measured = metric_value(metrics, c.objective().metric);
       Evaluation e = evaluate(c.spec.objectives, metrics);

@@ -24,7 +24,7 @@ namespace {
 // "+12.3 % better" / "2.10x better": how much `value` improves on `base` in the objective's direction.
 std::string gain_text(double value, double base, Direction direction) {
   if (!(base > 0) || !(value > 0)) return number_text(value) + " against " + number_text(base);
-  const double ratio = direction == Direction::maximize ? value / base : base / value;
+  const double ratio = direction == Direction::kMaximize ? value / base : base / value;
   if (ratio >= 2) return number_text(std::round(ratio * 100) / 100) + "x better";
   const double pct = (ratio - 1) * 100;
   return (pct >= 0 ? "+" : "") + number_text(std::round(pct * 10) / 10) + " % " + (pct >= 0 ? "better" : "worse");
@@ -82,9 +82,9 @@ std::string cost_text(const ReportContext& c) {
   double gpu_hours = 0;
   for (const ReportTrial& t : c.trials) {
     const TrialStatus s = t.record.status;
-    if (!is_finished(s) || s == TrialStatus::cancelled || s == TrialStatus::unavailable) continue;
+    if (!is_finished(s) || s == TrialStatus::kCancelled || s == TrialStatus::kUnavailable) continue;
     ++measured;
-    if (s != TrialStatus::ok) ++failed;
+    if (s != TrialStatus::kOk) ++failed;
     // The trace's GPUs only when the trial's metrics do not say (trial_gpu_hours prefers them).
     double gpus = 0;
     const std::string metrics = t.record.metrics_json.value_or("{}");
@@ -111,14 +111,14 @@ std::string cost_text(const ReportContext& c) {
 // The launch arguments in the study's format, else the first format the space renders.
 std::string launch_html(const ReportContext& c, const ReportTrial& t) {
   if (!c.space || t.config.empty()) return "";
-  const std::pair<RenderFormat, int32_t> formats[] = {{RenderFormat::megatron, COTUNE_RENDER_MEGATRON},
-                                                      {RenderFormat::torchtitan, COTUNE_RENDER_TORCHTITAN},
-                                                      {RenderFormat::nemo, COTUNE_RENDER_NEMO},
-                                                      {RenderFormat::deepspeed, COTUNE_RENDER_DEEPSPEED},
-                                                      {RenderFormat::torchrec, COTUNE_RENDER_TORCHREC}};
+  const std::pair<RenderFormat, int32_t> formats[] = {{RenderFormat::kMegatron, COTUNE_RENDER_MEGATRON},
+                                                      {RenderFormat::kTorchtitan, COTUNE_RENDER_TORCHTITAN},
+                                                      {RenderFormat::kNemo, COTUNE_RENDER_NEMO},
+                                                      {RenderFormat::kDeepspeed, COTUNE_RENDER_DEEPSPEED},
+                                                      {RenderFormat::kTorchrec, COTUNE_RENDER_TORCHREC}};
   std::string text;
   for (const auto& [format, code] : formats) {
-    if (c.spec.format != RenderFormat::json && format != c.spec.format) continue;
+    if (c.spec.format != RenderFormat::kJson && format != c.spec.format) continue;
     if (c.space->try_render(t.config.data(), code, &text))
       return "<div class=\"launch\">Launch (" +
              escape(c.space->target().empty() ? std::string(to_string(format)) : c.space->target()) + "):<pre>" +

@@ -107,10 +107,10 @@ std::string convergence_html(const ReportContext& c) {
   double lo = 1e300, hi = -1e300;
   for (double v : all_y)
     if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
-  ScaleKind ykind = lo > 0 && hi / lo > 20 ? ScaleKind::log : ScaleKind::linear;
+  ScaleKind ykind = lo > 0 && hi / lo > 20 ? ScaleKind::kLog : ScaleKind::kLinear;
   // A linear axis spans at least a quarter of the largest value, so that a 3 % change fills an
   // eighth of the height at most and does not look like a cliff.
-  if (ykind == ScaleKind::linear && lo > 0 && hi - lo < 0.25 * hi) all_y.push_back(0.75 * hi);
+  if (ykind == ScaleKind::kLinear && lo > 0 && hi - lo < 0.25 * hi) all_y.push_back(0.75 * hi);
   Chart chart("Best so far", "trials", c.metric_label(), Scale::fit({1.0, std::max(1.0, n)}), Scale::fit(all_y, ykind));
   chart.line(xs, best, "#1f77b4", "this study", false, true);
   if (!random_y.empty()) chart.line(random_x, random_y, "#7f7f7f", "random search (expected)", true);

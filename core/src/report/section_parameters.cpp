@@ -210,7 +210,7 @@ std::string parameters_html(const ReportContext& c) {
     all_y.insert(all_y.end(), py.begin(), py.end());
     std::vector<double> every_x;
     for (size_t k = 0; k < l.values.size(); ++k) every_x.push_back(xpos(k));
-    Scale xs = l.categorical ? Scale{ScaleKind::linear, -0.5, static_cast<double>(l.values.size()) - 0.5}
+    Scale xs = l.categorical ? Scale{ScaleKind::kLinear, -0.5, static_cast<double>(l.values.size()) - 0.5}
                              : Scale::fit(every_x);
     Chart chart(params[j].name, params[j].name + (params[j].unit.empty() ? "" : " [" + params[j].unit + "]"),
                 c.objective().metric, xs, Scale::fit(all_y), 340, 260);
@@ -265,7 +265,7 @@ std::string parallel_html(const ReportContext& c) {
   objective.name = c.metric_label();
   for (double v : y.ticks(5)) objective.ticks.emplace_back(y.fraction(v), tick_label(v));
   axes.push_back(objective);
-  const bool maximize = c.objective().direction == Direction::maximize;
+  const bool maximize = c.objective().direction == Direction::kMaximize;
   const ReportTrial* best = nullptr;
   for (const ReportTrial* t : ok)
     if (t->feasible && (!best || better(t->values[0], best->values[0], c.objective().direction))) best = t;

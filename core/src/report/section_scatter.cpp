@@ -11,8 +11,8 @@ namespace cotune::core::report {
 namespace {
 ScaleKind scale_for(const std::vector<double>& values) {
   for (double v : values)
-    if (!(v > 0)) return ScaleKind::linear;
-  return ScaleKind::log;
+    if (!(v > 0)) return ScaleKind::kLinear;
+  return ScaleKind::kLog;
 }
 }  // namespace
 

@@ -46,7 +46,7 @@ std::string budget_text(const ReportContext& c) {
   std::int64_t counted = 0;
   double first = 0, last = 0;
   for (const ReportTrial& t : c.trials) {
-    if (is_finished(t.record.status) && t.record.status != TrialStatus::cancelled) ++counted;
+    if (is_finished(t.record.status) && t.record.status != TrialStatus::kCancelled) ++counted;
     if (first == 0 || t.record.created_at < first) first = t.record.created_at;
     last = std::max(last, t.record.finished_at.value_or(t.record.created_at));
   }
@@ -100,7 +100,7 @@ std::string best_configurations_html(const ReportContext& c) {
   if (c.spec.pareto()) h += note_html("The Pareto front: feasible trials no other trial beats in both objectives.");
   h += "<table class=\"best\"><thead><tr><th>#</th><th>trial</th>";
   for (const ObjectiveSpec& o : c.spec.objectives)
-    h += "<th>" + escape(o.metric + (o.direction == Direction::maximize ? " (max)" : " (min)")) + "</th>";
+    h += "<th>" + escape(o.metric + (o.direction == Direction::kMaximize ? " (max)" : " (min)")) + "</th>";
   h += "<th>configuration and launch arguments</th></tr></thead><tbody>";
   const int32_t formats[] = {COTUNE_RENDER_MEGATRON, COTUNE_RENDER_TORCHTITAN, COTUNE_RENDER_TORCHREC};
   const char* const format_names[] = {"Megatron-LM", "TorchTitan", "TorchRec plan"};
@@ -132,7 +132,7 @@ std::string failures_html(const ReportContext& c) {
   size_t n = 0;
   for (const ReportTrial& t : c.trials) {
     TrialStatus s = t.record.status;
-    if (s == TrialStatus::ok || !is_finished(s)) continue;
+    if (s == TrialStatus::kOk || !is_finished(s)) continue;
     ++n;
     rows += "<tr><td class=\"num\">" + std::to_string(t.record.seq) + "</td><td class=\"status-" +
             escape(to_string(s)) + "\">" + escape(to_string(s)) + "</td><td>" + escape(t.record.error.value_or("")) +

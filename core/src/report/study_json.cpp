@@ -57,7 +57,7 @@ nlohmann::json study_json(Store& store, const std::string& name, std::int64_t li
   for (size_t i = skipped; i < trials.size(); ++i) {
     const TrialRecord& t = trials[i];
     std::string status(to_string(t.status));
-    if (!is_finished(t.status) && study->status != StudyStatus::running) status = "interrupted";
+    if (!is_finished(t.status) && study->status != StudyStatus::kRunning) status = "interrupted";
     rows.push_back({{"seq", t.seq},
                     {"status", status},
                     {"config", json_or_null(t.config_json)},

@@ -37,7 +37,7 @@ Scale Scale::fit(const std::vector<double>& values, ScaleKind kind) {
     lo = std::min(lo, v);
     hi = std::max(hi, v);
   }
-  if (kind == ScaleKind::log) {
+  if (kind == ScaleKind::kLog) {
     if (!(lo <= hi)) return {kind, 1, 10};
     double a = std::floor(std::log10(lo)), b = std::ceil(std::log10(hi));
     if (b <= a) b = a + 1;  // one value, or all equal to a power of ten
@@ -53,16 +53,16 @@ Scale Scale::fit(const std::vector<double>& values, ScaleKind kind) {
   return {kind, std::floor(lo / step) * step, std::ceil(hi / step) * step};
 }
 
-bool Scale::shows(double v) const { return std::isfinite(v) && (kind == ScaleKind::linear || v > 0); }
+bool Scale::shows(double v) const { return std::isfinite(v) && (kind == ScaleKind::kLinear || v > 0); }
 
 double Scale::fraction(double v) const {
-  if (kind == ScaleKind::log) return (std::log10(v) - std::log10(lo)) / (std::log10(hi) - std::log10(lo));
+  if (kind == ScaleKind::kLog) return (std::log10(v) - std::log10(lo)) / (std::log10(hi) - std::log10(lo));
   return (v - lo) / (hi - lo);
 }
 
 std::vector<double> Scale::ticks(int target) const {
   std::vector<double> out;
-  if (kind == ScaleKind::log) {
+  if (kind == ScaleKind::kLog) {
     int a = static_cast<int>(std::floor(std::log10(lo) + 1e-9)), b = static_cast<int>(std::ceil(std::log10(hi) - 1e-9));
     int every = std::max(1, (b - a + target - 1) / std::max(1, target));
     const bool minor = (b - a) <= 2;
@@ -180,9 +180,9 @@ std::string Chart::svg() const {
          "\" text-anchor=\"end\">" + escape(tick_label(t)) + "</text>";
   }
   s += "<text class=\"axis-label\" x=\"" + fmt((left + right) / 2) + "\" y=\"" + fmt(height_ - 8.0) +
-       "\" text-anchor=\"middle\">" + escape(x_label_) + (x_.kind == ScaleKind::log ? " (log)" : "") + "</text>";
+       "\" text-anchor=\"middle\">" + escape(x_label_) + (x_.kind == ScaleKind::kLog ? " (log)" : "") + "</text>";
   s += "<text class=\"axis-label\" transform=\"translate(14," + fmt((top + bottom) / 2) +
-       ") rotate(-90)\" text-anchor=\"middle\">" + escape(y_label_) + (y_.kind == ScaleKind::log ? " (log)" : "") +
+       ") rotate(-90)\" text-anchor=\"middle\">" + escape(y_label_) + (y_.kind == ScaleKind::kLog ? " (log)" : "") +
        "</text></g>";
   s += body_;
   std::string note = note_.empty() && !has_data_ ? "no data" : note_;

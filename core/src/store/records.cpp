@@ -7,25 +7,25 @@ namespace cotune::core {
 namespace {
 
 constexpr std::array<std::pair<StudyStatus, std::string_view>, 3> kStudyStatuses{{
-    {StudyStatus::running, "running"},
-    {StudyStatus::stopped, "stopped"},
-    {StudyStatus::finished, "finished"},
+    {StudyStatus::kRunning, "running"},
+    {StudyStatus::kStopped, "stopped"},
+    {StudyStatus::kFinished, "finished"},
 }};
 
 constexpr std::array<std::pair<TrialStatus, std::string_view>, 8> kTrialStatuses{{
-    {TrialStatus::pending, "pending"},
-    {TrialStatus::running, "running"},
-    {TrialStatus::ok, "ok"},
-    {TrialStatus::failed, "failed"},
-    {TrialStatus::oom, "oom"},
-    {TrialStatus::timeout, "timeout"},
-    {TrialStatus::cancelled, "cancelled"},
-    {TrialStatus::unavailable, "unavailable"},
+    {TrialStatus::kPending, "pending"},
+    {TrialStatus::kRunning, "running"},
+    {TrialStatus::kOk, "ok"},
+    {TrialStatus::kFailed, "failed"},
+    {TrialStatus::kOom, "oom"},
+    {TrialStatus::kTimeout, "timeout"},
+    {TrialStatus::kCancelled, "cancelled"},
+    {TrialStatus::kUnavailable, "unavailable"},
 }};
 
 constexpr std::array<std::pair<Direction, std::string_view>, 2> kDirections{{
-    {Direction::maximize, "maximize"},
-    {Direction::minimize, "minimize"},
+    {Direction::kMaximize, "maximize"},
+    {Direction::kMinimize, "minimize"},
 }};
 
 template <class Table, class E>
@@ -56,6 +56,6 @@ std::optional<TrialStatus> trial_status_from_string(std::string_view s) {
 }
 std::optional<Direction> direction_from_string(std::string_view s) { return value_of<Direction>(kDirections, s); }
 
-bool is_finished(TrialStatus s) { return s != TrialStatus::pending && s != TrialStatus::running; }
+bool is_finished(TrialStatus s) { return s != TrialStatus::kPending && s != TrialStatus::kRunning; }
 
 }  // namespace cotune::core

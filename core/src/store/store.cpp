@@ -125,7 +125,7 @@ Store::Store(const std::string& path, const Options& options) : path_(path) {
   if (mode != "wal" && mode != "memory")
     throw StoreError("store " + path + ": cannot use the WAL journal (SQLite answered '" + mode +
                      "'); is the file on a network file system? Put the store on a local disk.");
-  db.exec(options.sync == Sync::full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL");
+  db.exec(options.sync == Sync::kFull ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL");
   db.exec("PRAGMA foreign_keys = ON");
   auto migrate = [&] { return schema::migrate(db); };
   run_transaction(*impl_, nullptr, migrate);
@@ -181,7 +181,7 @@ StudyRecord Store::create_study(const NewStudy& n) {
     s.objective_json = n.objective_json;
     s.direction = n.direction;
     s.environment_json = n.environment_json;
-    s.status = StudyStatus::running;
+    s.status = StudyStatus::kRunning;
     s.created_at = s.updated_at = now;
     return s;
   });
@@ -236,7 +236,7 @@ std::vector<StudySummary> Store::list_studies() {
         auto it = index.find(q->int64(0));
         if (it == index.end()) continue;
         StudySummary& s = out[it->second];
-        s.best_objective = s.study.direction == Direction::maximize ? q->real(1) : q->real(2);
+        s.best_objective = s.study.direction == Direction::kMaximize ? q->real(1) : q->real(2);
       }
     }
     return out;

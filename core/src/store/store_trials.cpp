@@ -82,7 +82,7 @@ std::optional<TrialId> Store::add_trial(std::int64_t study_id, const NewTrial& n
       seq = next->int64(0);
     }
     double now = now_seconds();
-    bool running = n.status == TrialStatus::running;
+    bool running = n.status == TrialStatus::kRunning;
     auto insert = db.prepare(
         "INSERT INTO trials (study_id, seq, config_key, config_json, status, predicted, executor, attempts, "
         "created_at, started_at, fingerprint_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");

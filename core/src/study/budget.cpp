@@ -8,7 +8,7 @@ namespace cotune::core {
 namespace {
 
 bool counts(TrialStatus s) {
-  return s == TrialStatus::ok || s == TrialStatus::failed || s == TrialStatus::oom || s == TrialStatus::timeout;
+  return s == TrialStatus::kOk || s == TrialStatus::kFailed || s == TrialStatus::kOom || s == TrialStatus::kTimeout;
 }
 
 std::string number(double v) {
@@ -25,8 +25,8 @@ BudgetTracker::BudgetTracker(const StudySpec& spec) : budget_(spec.budget) {
 
 void BudgetTracker::record(TrialStatus status, const Evaluation* evaluation, double gpu_hours) {
   last_improved_ = false;
-  if (status != TrialStatus::unavailable) gpu_hours_ += gpu_hours;
-  if (status == TrialStatus::unavailable) ++unavailable_in_a_row_;
+  if (status != TrialStatus::kUnavailable) gpu_hours_ += gpu_hours;
+  if (status == TrialStatus::kUnavailable) ++unavailable_in_a_row_;
   if (!counts(status)) return;
   unavailable_in_a_row_ = 0;
   ++counted_;

@@ -21,23 +21,23 @@ struct MetricName {
 
 const std::vector<MetricName>& metric_table() {
   static const std::vector<MetricName> t = {
-      {"step_time_s", {"step_time_s", 1, PerGpu::none}},
-      {"step_time_ms", {"step_time_s", 1e-3, PerGpu::none}},
-      {"iteration_time_s", {"step_time_s", 1, PerGpu::none}},
-      {"iteration_time_ms", {"step_time_s", 1e-3, PerGpu::none}},
-      {"tokens_per_s", {"tokens_per_s", 1, PerGpu::none}},
-      {"tokens_per_s_per_gpu", {"tokens_per_s", 1, PerGpu::multiply}},
-      {"samples_per_s", {"samples_per_s", 1, PerGpu::none}},
-      {"samples_per_s_per_gpu", {"samples_per_s", 1, PerGpu::multiply}},
-      {"tflops_per_gpu", {"tflops_per_gpu", 1, PerGpu::none}},
-      {"tflops", {"tflops_per_gpu", 1, PerGpu::divide}},
-      {"mfu", {"mfu", 1, PerGpu::none}},
-      {"mfu_percent", {"mfu", 1e-2, PerGpu::none}},
-      {"peak_mem_gib", {"peak_mem_gib", 1, PerGpu::none}},
-      {"peak_mem_mib", {"peak_mem_gib", 1.0 / 1024, PerGpu::none}},
-      {"peak_mem_gb", {"peak_mem_gib", 1e9 / 1073741824.0, PerGpu::none}},
-      {"peak_memory_bytes", {"peak_mem_gib", 1.0 / 1073741824.0, PerGpu::none}},
-      {"cost_per_mtokens", {"cost_per_mtokens", 1, PerGpu::none}},
+      {"step_time_s", {"step_time_s", 1, PerGpu::kNone}},
+      {"step_time_ms", {"step_time_s", 1e-3, PerGpu::kNone}},
+      {"iteration_time_s", {"step_time_s", 1, PerGpu::kNone}},
+      {"iteration_time_ms", {"step_time_s", 1e-3, PerGpu::kNone}},
+      {"tokens_per_s", {"tokens_per_s", 1, PerGpu::kNone}},
+      {"tokens_per_s_per_gpu", {"tokens_per_s", 1, PerGpu::kMultiply}},
+      {"samples_per_s", {"samples_per_s", 1, PerGpu::kNone}},
+      {"samples_per_s_per_gpu", {"samples_per_s", 1, PerGpu::kMultiply}},
+      {"tflops_per_gpu", {"tflops_per_gpu", 1, PerGpu::kNone}},
+      {"tflops", {"tflops_per_gpu", 1, PerGpu::kDivide}},
+      {"mfu", {"mfu", 1, PerGpu::kNone}},
+      {"mfu_percent", {"mfu", 1e-2, PerGpu::kNone}},
+      {"peak_mem_gib", {"peak_mem_gib", 1, PerGpu::kNone}},
+      {"peak_mem_mib", {"peak_mem_gib", 1.0 / 1024, PerGpu::kNone}},
+      {"peak_mem_gb", {"peak_mem_gib", 1e9 / 1073741824.0, PerGpu::kNone}},
+      {"peak_memory_bytes", {"peak_mem_gib", 1.0 / 1073741824.0, PerGpu::kNone}},
+      {"cost_per_mtokens", {"cost_per_mtokens", 1, PerGpu::kNone}},
   };
   return t;
 }
@@ -98,8 +98,8 @@ double metric_value(const std::string& column, const std::string& text, const Me
   if (!parse_number(text, &v)) throw std::invalid_argument("column " + column + ": expected a number, got '" + text + "'");
   if (v < 0) throw std::invalid_argument("column " + column + ": expected a value >= 0, got '" + text + "'");
   v *= m.factor;
-  if (m.gpus == PerGpu::multiply) v *= gpus;
-  if (m.gpus == PerGpu::divide) v /= gpus;
+  if (m.gpus == PerGpu::kMultiply) v *= gpus;
+  if (m.gpus == PerGpu::kDivide) v /= gpus;
   return v;
 }
 
@@ -107,7 +107,7 @@ struct ParsedRow {
   size_t line = 0;
   LlmCsvRow row;
   std::string workload_key;
-  TrialStatus status = TrialStatus::ok;
+  TrialStatus status = TrialStatus::kOk;
   json metrics = json::object();
   std::map<std::string, std::string> cells;
 };

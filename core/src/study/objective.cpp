@@ -58,7 +58,7 @@ Evaluation evaluate(const std::vector<ObjectiveSpec>& objectives, const nlohmann
   return e;
 }
 
-bool better(double a, double b, Direction d) { return d == Direction::maximize ? a > b : a < b; }
+bool better(double a, double b, Direction d) { return d == Direction::kMaximize ? a > b : a < b; }
 
 std::vector<size_t> pareto_front(const std::vector<std::vector<double>>& points,
                                  const std::vector<Direction>& directions) {

@@ -46,17 +46,17 @@ std::optional<double> estimate(const Space& space, const double* config, const s
 
 Design build_design(const std::vector<EvalSample>& samples, const EvalOptions& o, EvalResult& result) {
   result.prior = o.prior;
-  if (o.prior != Prior::none) {
+  if (o.prior != Prior::kNone) {
     for (const EvalSample& s : samples)
       if (!s.space->can_lower()) {
-        result.prior = Prior::none;
+        result.prior = Prior::kNone;
         result.prior_note = "the space '" + s.space->info().name + "' does not lower configurations to step traces";
         break;
       }
     cotune_sim_result probe{};
     cotune_trace empty{};
-    if (result.prior == Prior::analytic && !model_metric(probe, empty, o.target)) {
-      result.prior = Prior::none;
+    if (result.prior == Prior::kAnalytic && !model_metric(probe, empty, o.target)) {
+      result.prior = Prior::kNone;
       result.prior_note = "the performance model does not estimate the metric '" + o.target + "'";
     }
   }
@@ -66,18 +66,18 @@ Design build_design(const std::vector<EvalSample>& samples, const EvalOptions& o
     if (s.space->feature_names().size() != features)
       throw UserError("the rows' spaces give different numbers of features (" + std::to_string(features) + " and " +
                       std::to_string(s.space->feature_names().size()) + ")");
-  d.width = features + (result.prior != Prior::none ? 1 : 0);
+  d.width = features + (result.prior != Prior::kNone ? 1 : 0);
   std::vector<double> f(features);
   for (const EvalSample& s : samples) {
     double offset = 0;  // the roofline prior's comes per repeat (set_roofline_offsets)
-    if (result.prior == Prior::analytic) {
+    if (result.prior == Prior::kAnalytic) {
       auto e = estimate(*s.space, s.config.data(), o.target);
       if (!e) {
         ++result.dropped;
         continue;
       }
       offset = std::log(*e);
-    } else if (result.prior == Prior::roofline) {
+    } else if (result.prior == Prior::kRoofline) {
       double terms[perf::kRooflineTerms];
       if (!roofline_terms_of(*s.space, s.config.data(), terms)) {
         ++result.dropped;
@@ -87,7 +87,7 @@ Design build_design(const std::vector<EvalSample>& samples, const EvalOptions& o
     }
     s.space->featurize(s.config.data(), 1, f.data());
     d.x.insert(d.x.end(), f.begin(), f.end());
-    if (result.prior != Prior::none) d.x.push_back(offset);
+    if (result.prior != Prior::kNone) d.x.push_back(offset);
     d.offset.push_back(offset);
     d.y.push_back(std::log(s.measured) - offset);
     d.measured.push_back(s.measured);
@@ -180,7 +180,7 @@ EvalResult evaluate_predictor(const Registry& registry, const std::vector<EvalSa
   for (size_t rep = 0; rep < o.repeats; ++rep) {
     for (size_t i = 0; i < n; ++i) order[i] = i;
     for (size_t i = n - 1; i > 0; --i) std::swap(order[i], order[size_t(rng() % (i + 1))]);
-    if (result.prior == Prior::roofline) set_roofline_offsets(d, order, train);
+    if (result.prior == Prior::kRoofline) set_roofline_offsets(d, order, train);
 
     std::vector<double> xt, yt;
     for (size_t k = 0; k < train; ++k) {

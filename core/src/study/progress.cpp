@@ -46,8 +46,8 @@ std::string duration_text(double seconds) {
 }
 
 void Progress::trial_finished(const FinishedTrialLine& t, const ProgressState& state) {
-  if (mode_ == ProgressMode::quiet) return;
-  if (mode_ == ProgressMode::live) {
+  if (mode_ == ProgressMode::kQuiet) return;
+  if (mode_ == ProgressMode::kLive) {
     if (t.improved) note("trial " + std::to_string(t.seq) + ": new best " + state.metric + " " +
                          compact_number(*t.value) + " [" + t.config + "]");
     update(state, -1);
@@ -65,7 +65,7 @@ void Progress::trial_finished(const FinishedTrialLine& t, const ProgressState& s
 }
 
 void Progress::update(const ProgressState& state, double now_s) {
-  if (mode_ != ProgressMode::live) return;
+  if (mode_ != ProgressMode::kLive) return;
   if (now_s >= 0 && drawn_ && now_s - last_draw_s_ < kRedrawInterval_s) return;
   if (now_s >= 0) last_draw_s_ = now_s;
   std::string text = state_text(state);
@@ -79,14 +79,14 @@ void Progress::update(const ProgressState& state, double now_s) {
 }
 
 void Progress::note(const std::string& message) {
-  if (mode_ == ProgressMode::quiet) return;
+  if (mode_ == ProgressMode::kQuiet) return;
   clear();
   std::fprintf(out_, "%s\n", message.c_str());
   std::fflush(out_);
 }
 
 void Progress::clear() {
-  if (mode_ == ProgressMode::live && drawn_) {
+  if (mode_ == ProgressMode::kLive && drawn_) {
     std::fprintf(out_, "\r\033[K");
     std::fflush(out_);
     drawn_ = false;

@@ -11,7 +11,7 @@
 
 namespace cotune::core {
 
-enum class ProgressMode { live, lines, quiet };
+enum class ProgressMode { kLive, kLines, kQuiet };
 
 struct ProgressState {
   std::int64_t done = 0;  // counted trials

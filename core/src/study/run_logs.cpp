@@ -209,7 +209,7 @@ void canonical_metrics(Cells& cells) {
   for (auto it = cells.begin(); it != cells.end();) {
     const std::optional<MetricConversion> m = recognise_metric(it->first);
     double v = 0;
-    if (m && m->gpus == MetricConversion::PerGpu::none && it->first != m->canonical && number_of(it->second, &v)) {
+    if (m && m->gpus == MetricConversion::PerGpu::kNone && it->first != m->canonical && number_of(it->second, &v)) {
       renamed[m->canonical] = number_text(v * m->factor);
       it = cells.erase(it);
     } else {
@@ -530,19 +530,19 @@ ConvertedRuns sacct_output(const std::string& path, const std::map<std::string, 
 }  // namespace
 
 std::optional<RunsFormat> runs_format_named(const std::string& name) {
-  if (name == "csv") return RunsFormat::csv;
-  if (name == "megatron-log") return RunsFormat::megatron_log;
-  if (name == "wandb") return RunsFormat::wandb;
-  if (name == "sacct") return RunsFormat::sacct;
+  if (name == "csv") return RunsFormat::kCsv;
+  if (name == "megatron-log") return RunsFormat::kMegatronLog;
+  if (name == "wandb") return RunsFormat::kWandb;
+  if (name == "sacct") return RunsFormat::kSacct;
   return std::nullopt;
 }
 
 const char* runs_format_name(RunsFormat f) {
   switch (f) {
-    case RunsFormat::megatron_log: return "megatron-log";
-    case RunsFormat::wandb: return "wandb";
-    case RunsFormat::sacct: return "sacct";
-    case RunsFormat::csv: break;
+    case RunsFormat::kMegatronLog: return "megatron-log";
+    case RunsFormat::kWandb: return "wandb";
+    case RunsFormat::kSacct: return "sacct";
+    case RunsFormat::kCsv: break;
   }
   return "csv";
 }
@@ -609,24 +609,24 @@ RunsFormat detect_runs_format(const std::string& path) {
   in.read(head.data(), static_cast<std::streamsize>(head.size()));
   head.resize(static_cast<size_t>(in.gcount()));
   if (head.find("-- arguments --") != std::string::npos && head.find("end of arguments") != std::string::npos)
-    return RunsFormat::megatron_log;
+    return RunsFormat::kMegatronLog;
   const std::string first = head.substr(0, head.find('\n'));
   // sacct's header, '|'-separated (-P) or in columns (read as sacct to say it needs -P).
-  if (lower(trim(first)).rfind("jobid", 0) == 0) return RunsFormat::sacct;
+  if (lower(trim(first)).rfind("jobid", 0) == 0) return RunsFormat::kSacct;
   const std::string l = lower(first);
   if (l.find("state") != std::string::npos)
     for (const auto& [from, to] : kDirect)
-      if (l.find(from) != std::string::npos) return RunsFormat::wandb;
-  return RunsFormat::csv;
+      if (l.find(from) != std::string::npos) return RunsFormat::kWandb;
+  return RunsFormat::kCsv;
 }
 
 ConvertedRuns read_runs_file(const std::string& path, RunsFormat format,
                              const std::map<std::string, std::string>& settings) {
   switch (format) {
-    case RunsFormat::megatron_log: return megatron_log(path, settings);
-    case RunsFormat::wandb: return wandb_table(path, settings);
-    case RunsFormat::sacct: return sacct_output(path, settings);
-    case RunsFormat::csv: break;
+    case RunsFormat::kMegatronLog: return megatron_log(path, settings);
+    case RunsFormat::kWandb: return wandb_table(path, settings);
+    case RunsFormat::kSacct: return sacct_output(path, settings);
+    case RunsFormat::kCsv: break;
   }
   ConvertedRuns out;
   out.table = read_csv_file(path);

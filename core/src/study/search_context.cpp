@@ -39,7 +39,7 @@ SearchContext& self(void* ctx) { return *static_cast<SearchContext*>(ctx); }
 double normalised_score(double value, Direction direction) {
   if (!std::isfinite(value) || value <= 0) return kWorst;
   double s = std::log(value);
-  return direction == Direction::maximize ? s : -s;
+  return direction == Direction::kMaximize ? s : -s;
 }
 
 SearchContext::SearchContext(const Space& space, const Surrogate& surrogate, Direction direction,

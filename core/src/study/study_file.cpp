@@ -16,14 +16,14 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-const std::vector<std::pair<std::string_view, Direction>> kDirections = {{"maximize", Direction::maximize},
-                                                                          {"minimize", Direction::minimize}};
+const std::vector<std::pair<std::string_view, Direction>> kDirections = {{"maximize", Direction::kMaximize},
+                                                                          {"minimize", Direction::kMinimize}};
 const std::vector<std::pair<std::string_view, Prior>> kPriors = {
-    {"analytic", Prior::analytic}, {"roofline", Prior::roofline}, {"none", Prior::none}};
+    {"analytic", Prior::kAnalytic}, {"roofline", Prior::kRoofline}, {"none", Prior::kNone}};
 const std::vector<std::pair<std::string_view, RenderFormat>> kFormats = {
-    {"megatron", RenderFormat::megatron}, {"torchtitan", RenderFormat::torchtitan}, {"nemo", RenderFormat::nemo},
-    {"deepspeed", RenderFormat::deepspeed}, {"torchrec", RenderFormat::torchrec},   {"json", RenderFormat::json}};
-const std::vector<std::pair<std::string_view, OnStop>> kOnStop = {{"cancel", OnStop::cancel}, {"wait", OnStop::wait}};
+    {"megatron", RenderFormat::kMegatron}, {"torchtitan", RenderFormat::kTorchtitan}, {"nemo", RenderFormat::kNemo},
+    {"deepspeed", RenderFormat::kDeepspeed}, {"torchrec", RenderFormat::kTorchrec},   {"json", RenderFormat::kJson}};
+const std::vector<std::pair<std::string_view, OnStop>> kOnStop = {{"cancel", OnStop::kCancel}, {"wait", OnStop::kWait}};
 
 template <class E>
 std::string_view word_of(const std::vector<std::pair<std::string_view, E>>& table, E value) {
@@ -173,7 +173,7 @@ void parse_launch_format(const std::string& text, const std::string& where, Rend
       *version = at == std::string::npos ? "" : text.substr(at + 1);
       if (at != std::string::npos && version->empty())
         throw UserError(where + ": '" + text + "' names no version after '@'");
-      if (f == RenderFormat::json && !version->empty())
+      if (f == RenderFormat::kJson && !version->empty())
         throw UserError(where + ": json has no versions (got '" + text + "')");
       return;
     }
@@ -184,7 +184,7 @@ void parse_launch_format(const std::string& text, const std::string& where, Rend
 }
 
 std::string StudySpec::launch_target() const {
-  if (format == RenderFormat::json) return "";
+  if (format == RenderFormat::kJson) return "";
   return std::string(to_string(format)) + (format_version.empty() ? "" : "@" + format_version);
 }
 std::string_view to_string(OnStop s) { return word_of(kOnStop, s); }

@@ -15,7 +15,7 @@ std::vector<RankedTrial> best_trials(const std::vector<TrialRecord>& trials, con
   std::vector<std::vector<double>> values;
   for (size_t i = 0; i < trials.size(); ++i) {
     const TrialRecord& t = trials[i];
-    if (t.status != TrialStatus::ok || !t.metrics_json) continue;
+    if (t.status != TrialStatus::kOk || !t.metrics_json) continue;
     Evaluation e = evaluate(objectives, nlohmann::json::parse(*t.metrics_json, nullptr, false));
     if (!e.feasible) continue;
     feasible.push_back(i);
@@ -60,7 +60,7 @@ void print_best_table(std::FILE* out, const std::vector<RankedTrial>& best, cons
   std::fprintf(out, "%s\n", spec.pareto() ? "Pareto front (non-dominated feasible trials):" : "best configurations:");
   std::vector<std::string> columns;
   for (const ObjectiveSpec& o : spec.objectives)
-    columns.push_back(o.metric + (o.direction == Direction::maximize ? " (max)" : " (min)"));
+    columns.push_back(o.metric + (o.direction == Direction::kMaximize ? " (max)" : " (min)"));
   std::fprintf(out, "  %-3s %-6s", "#", "trial");
   for (const std::string& c : columns) std::fprintf(out, " %-*s", static_cast<int>(std::max<size_t>(c.size(), 12)), c.c_str());
   std::fprintf(out, " configuration\n");

@@ -73,7 +73,7 @@ void StudyRun::handle_stop_requests() {
     stopping_ = true;
     reason_ = "stopped on request";
     resubmit_.clear();  // never started in this run; they stay recorded as in flight
-    const bool cancel = spec_.on_stop == OnStop::cancel || level >= 2;
+    const bool cancel = spec_.on_stop == OnStop::kCancel || level >= 2;
     progress_.note("stopping: " + std::string(cancel ? "cancelling" : "waiting for") + " " +
                    std::to_string(running_.size()) + " trial(s) in flight" +
                    (cancel ? "" : " (interrupt again to cancel them)"));

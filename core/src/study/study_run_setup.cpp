@@ -27,11 +27,11 @@ namespace {
 
 ProgressMode progress_mode(RunOptions::Display d) {
   switch (d) {
-    case RunOptions::Display::live: return ProgressMode::live;
-    case RunOptions::Display::quiet: return ProgressMode::quiet;
-    case RunOptions::Display::lines: break;
+    case RunOptions::Display::kLive: return ProgressMode::kLive;
+    case RunOptions::Display::kQuiet: return ProgressMode::kQuiet;
+    case RunOptions::Display::kLines: break;
   }
-  return ProgressMode::lines;
+  return ProgressMode::kLines;
 }
 
 // A study name as a directory name: anything but letters, digits, '.', '-' and '_' becomes '_'.
@@ -171,7 +171,7 @@ void StudyRun::load_components() {
     // Without the launch target's rules there may be some: then the target is what refuses them.
     if (!spec_.launch_target().empty()) {
       StudySpec untargeted = spec_;
-      untargeted.format = RenderFormat::json;
+      untargeted.format = RenderFormat::kJson;
       const std::unique_ptr<Space> plain = make_study_space(registry_, untargeted);
       if (plain->sample(spec_.seed, 1, probe.data()) == 1)
         throw UserError(spec_.file + ": /format " + spec_.launch_target() + " refuses every configuration of the space '" +
@@ -185,7 +185,7 @@ void StudyRun::load_components() {
   surrogate_ = std::make_unique<Surrogate>(*space_, *predictor_, objective.metric, spec_.predictor.prior,
                                            probe.data());
   surrogate_->calibrate_prior(spec_.predictor.calibrate);
-  if (spec_.predictor.prior != Prior::none && !surrogate_->uses_prior())
+  if (spec_.predictor.prior != Prior::kNone && !surrogate_->uses_prior())
     log(COTUNE_LOG_INFO, "study",
         std::string(to_string(spec_.predictor.prior)) + " prior off: " + surrogate_->prior_note());
 
@@ -292,7 +292,7 @@ void StudyRun::restore() {
     }
     seen_.insert(space_->key(config.data()));
     if (is_finished(t.status)) {
-      if (t.status == TrialStatus::ok && t.metrics_json) {
+      if (t.status == TrialStatus::kOk && t.metrics_json) {
         // The store keeps an objective value exactly for the feasible trials.
         TrainingRowOrigin origin{t.objective.has_value(), t.id, t.seq, t.objective.value_or(0)};
         add_training(config.data(), *t.metrics_json, origin);
@@ -330,7 +330,7 @@ void StudyRun::restore() {
     if (!metric_value(metrics, "gpus") && space_->can_lower() && space_->valid(config))
       trace_gpus = space_->lower(config).gpus;
     std::optional<Evaluation> eval;
-    if (t->status == TrialStatus::ok) eval = evaluate(spec_.objectives, nlohmann::json::parse(metrics, nullptr, false));
+    if (t->status == TrialStatus::kOk) eval = evaluate(spec_.objectives, nlohmann::json::parse(metrics, nullptr, false));
     budget_.record(t->status, eval ? &*eval : nullptr, trial_gpu_hours(metrics, t->started_at, t->finished_at, trace_gpus));
     if (budget_.last_improved()) best_config_ = config_summary(*space_, config);
   }
@@ -353,10 +353,10 @@ void StudyRun::restore_history() {
       return;
     }
     seen_.insert(space_->key(config.data()));
-    if (status == TrialStatus::ok) add_training(config.data(), metrics);
+    if (status == TrialStatus::kOk) add_training(config.data(), metrics);
     ++used;
   };
-  const std::vector<TrialStatus> measured = {TrialStatus::ok, TrialStatus::failed, TrialStatus::oom, TrialStatus::timeout};
+  const std::vector<TrialStatus> measured = {TrialStatus::kOk, TrialStatus::kFailed, TrialStatus::kOom, TrialStatus::kTimeout};
   for (const TrialRecord& t : store_->trials_of_workload(key, spec_.space.name, study_.id, measured))
     take(t.config_json, t.status, t.metrics_json.value_or("{}"));
   for (const HistoryRow& h : store_->history_for(key, spec_.space.name)) take(h.config_json, h.status, h.metrics_json);
@@ -389,13 +389,13 @@ void StudyRun::restore_searcher(const std::vector<TrialRecord>& finished, const 
   std::vector<Observation> missed;
   for (size_t i = 0; i < finished.size(); ++i) {
     const TrialRecord& t = finished[i];
-    if (observed_.count(t.seq) || t.status == TrialStatus::cancelled) continue;
+    if (observed_.count(t.seq) || t.status == TrialStatus::kCancelled) continue;
     Observation o;
     o.seq = t.seq;
     o.config.assign(configs.begin() + i * p, configs.begin() + (i + 1) * p);
     o.status = status_from_name(to_string(t.status));
     o.score = std::numeric_limits<double>::quiet_NaN();
-    if (t.status == TrialStatus::ok) {
+    if (t.status == TrialStatus::kOk) {
       o.score = -std::numeric_limits<double>::infinity();
       if (t.objective) {
         // Feasible: the store kept its objective. The searcher's score is that of the first metric.
@@ -412,19 +412,19 @@ RunResult StudyRun::run() {
   open_study();
   RunResult result;
   result.study_id = study_.id;
-  if (study_.status == StudyStatus::finished) {
-    result.status = StudyStatus::finished;
+  if (study_.status == StudyStatus::kFinished) {
+    result.status = StudyStatus::kFinished;
     result.already_finished = true;
     result.reason = "nothing left to run";
     result.counted_trials = 0;
     for (const TrialRecord& t : store_->trials(study_.id))
-      if (t.status == TrialStatus::ok || t.status == TrialStatus::failed || t.status == TrialStatus::oom ||
-          t.status == TrialStatus::timeout)
+      if (t.status == TrialStatus::kOk || t.status == TrialStatus::kFailed || t.status == TrialStatus::kOom ||
+          t.status == TrialStatus::kTimeout)
         ++result.counted_trials;
     return result;
   }
   take_lease();
-  store_->set_study_status(study_.id, StudyStatus::running);
+  store_->set_study_status(study_.id, StudyStatus::kRunning);
   store_->set_study_environment(study_.id, fingerprint_json_);
   try {
     restore();
@@ -434,14 +434,14 @@ RunResult StudyRun::run() {
     progress_.clear();
     // Trials in flight keep their "running" record: the next run re-attaches or resubmits them.
     try {
-      store_->set_study_status(study_.id, StudyStatus::stopped);
+      store_->set_study_status(study_.id, StudyStatus::kStopped);
     } catch (const std::exception&) {
       // The original error says more than this one.
     }
     throw;
   }
   progress_.clear();
-  result.status = stopping_ ? StudyStatus::stopped : StudyStatus::finished;
+  result.status = stopping_ ? StudyStatus::kStopped : StudyStatus::kFinished;
   store_->set_study_status(study_.id, result.status);
   result.reason = reason_;
   result.interrupted = stopping_;

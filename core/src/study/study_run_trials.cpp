@@ -69,7 +69,7 @@ std::vector<RunningTrial> StudyRun::propose(size_t n) {
     NewTrial n;
     n.config_key = config_key(nlohmann::json::parse(config_json));
     n.config_json = config_json;
-    n.status = TrialStatus::pending;
+    n.status = TrialStatus::kPending;
     if (std::isfinite(predicted[i])) n.predicted = predicted[i];
     n.executor = executor_->info().name;
     n.fingerprint_json = fingerprint_json_;
@@ -211,10 +211,10 @@ Observation StudyRun::commit(RunningTrial& r, const TrialResult& result) {
   obs.score = std::numeric_limits<double>::quiet_NaN();
   std::optional<Evaluation> eval;
   std::string unreported;  // an objective metric the trial's metrics lack
-  if (o.status == TrialStatus::ok) {
+  if (o.status == TrialStatus::kOk) {
     nlohmann::json metrics = nlohmann::json::parse(result.metrics_json, nullptr, false);
     if (!metrics.is_object()) {
-      o.status = TrialStatus::failed;
+      o.status = TrialStatus::kFailed;
       obs.status = COTUNE_STATUS_FAILED;
       o.error = "the executor reported metrics that are not a JSON object: " + result.metrics_json.substr(0, 200);
     } else {

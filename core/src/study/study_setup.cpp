@@ -81,12 +81,12 @@ StudySpec spec_from_store(const StudyRecord& study) {
 
 int32_t render_format_code(RenderFormat format) {
   switch (format) {
-    case RenderFormat::megatron: return COTUNE_RENDER_MEGATRON;
-    case RenderFormat::torchtitan: return COTUNE_RENDER_TORCHTITAN;
-    case RenderFormat::nemo: return COTUNE_RENDER_NEMO;
-    case RenderFormat::deepspeed: return COTUNE_RENDER_DEEPSPEED;
-    case RenderFormat::torchrec: return COTUNE_RENDER_TORCHREC;
-    case RenderFormat::json: break;
+    case RenderFormat::kMegatron: return COTUNE_RENDER_MEGATRON;
+    case RenderFormat::kTorchtitan: return COTUNE_RENDER_TORCHTITAN;
+    case RenderFormat::kNemo: return COTUNE_RENDER_NEMO;
+    case RenderFormat::kDeepspeed: return COTUNE_RENDER_DEEPSPEED;
+    case RenderFormat::kTorchrec: return COTUNE_RENDER_TORCHREC;
+    case RenderFormat::kJson: break;
   }
   return COTUNE_RENDER_JSON;
 }

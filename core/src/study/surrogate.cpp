@@ -72,9 +72,9 @@ Surrogate::Surrogate(const Space& space, Predictor& predictor, std::string metri
                      const double* probe)
     : space_(space), predictor_(predictor), metric_(std::move(metric)) {
   bool usable_prior = false;
-  if (prior != Prior::none && !space.can_lower()) {
+  if (prior != Prior::kNone && !space.can_lower()) {
     prior_note_ = "the space '" + space.info().name + "' does not lower configurations to step traces";
-  } else if (prior == Prior::analytic) {
+  } else if (prior == Prior::kAnalytic) {
     usable_prior = true;
     if (probe != nullptr) {
       const cotune_trace& trace = space.lower(probe);
@@ -91,7 +91,7 @@ Surrogate::Surrogate(const Space& space, Predictor& predictor, std::string metri
                       " (not positive) for this workload";
       }
     }
-  } else if (prior == Prior::roofline) {
+  } else if (prior == Prior::kRoofline) {
     usable_prior = true;
     if (probe != nullptr) {
       try {
@@ -104,7 +104,7 @@ Surrogate::Surrogate(const Space& space, Predictor& predictor, std::string metri
     }
     if (usable_prior) cost_.emplace(perf::kRooflineTerms);
   }
-  prior_kind_ = usable_prior ? prior : Prior::none;
+  prior_kind_ = usable_prior ? prior : Prior::kNone;
   width_ = space.feature_names().size() + (usable_prior ? 1 : 0);
   version_ = next_version();
 }
@@ -212,7 +212,7 @@ void Surrogate::fit(const double* configs, size_t n, const double* values) {
   }
 
   const size_t m = kept_values.size();
-  if (calibrate_ && prior_kind_ == Prior::analytic) refit_constants(kept_configs, kept_values);
+  if (calibrate_ && prior_kind_ == Prior::kAnalytic) refit_constants(kept_configs, kept_values);
   // The roofline prior: the terms of every row, once, for the rates and then for the estimates.
   RooflineRows roofline;
   if (cost_) {

@@ -54,7 +54,7 @@ double AttentionTimer::time(const Measurement& m) {
   const long long q_stride = (long long)d * sq, kv_stride = (long long)d * skv, s_stride = (long long)skv * sq;
   const size_t q_elems = size_t(h) * size_t(q_stride), kv_elems = size_t(h) * size_t(kv_stride),
                s_elems = size_t(h) * size_t(s_stride);
-  const bool backward = m.kind == MeasureKind::attention_backward;
+  const bool backward = m.kind == MeasureKind::kAttentionBackward;
 
   DeviceBuffer q(q_elems * e), k(kv_elems * e), v(kv_elems * e), o(q_elems * e), p(s_elems * e);
   DeviceBuffer d_o, d_q, d_k, d_v, d_s;

@@ -43,10 +43,10 @@ class DeviceSession {
   const DeviceInfo& info() const { return info_; }
   double time(const Measurement& m) {
     switch (m.kind) {
-      case MeasureKind::gemm: return gemm_->time(m);
-      case MeasureKind::attention_forward:
-      case MeasureKind::attention_backward: return attention_->time(m);
-      case MeasureKind::memory: return time_memory(m, stream_, timing_);
+      case MeasureKind::kGemm: return gemm_->time(m);
+      case MeasureKind::kAttentionForward:
+      case MeasureKind::kAttentionBackward: return attention_->time(m);
+      case MeasureKind::kMemory: return time_memory(m, stream_, timing_);
     }
     throw std::logic_error("unknown measurement kind");
   }
@@ -131,7 +131,7 @@ void CudaExecutor::run(const cotune_trace& trace, cotune::JobResult& result) {
   }
   const DeviceInfo& dev = session_->info();
   for (const Measurement& m : plan.measurements) {
-    if (m.kind == MeasureKind::gemm && m.dtype == COTUNE_DTYPE_FP8 && !dev.has_fp8()) {
+    if (m.kind == MeasureKind::kGemm && m.dtype == COTUNE_DTYPE_FP8 && !dev.has_fp8()) {
       result.status = COTUNE_STATUS_FAILED;
       result.error = "cuda: the trace has fp8 GEMMs but " + dev.name + " (" + dev.arch() + ") has no fp8 tensor cores";
       return;

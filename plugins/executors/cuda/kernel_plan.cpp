@@ -42,7 +42,7 @@ double slice(int64_t& dim, Fits fits) {
 
 Measurement gemm_measurement(const cotune_op& op, size_t index, const PlanLimits& limits, double* scale) {
   Measurement m;
-  m.kind = MeasureKind::gemm;
+  m.kind = MeasureKind::kGemm;
   m.dtype = op.dtype;
   m.m = dimension(op.m, "m", op, index);
   m.n = dimension(op.n, "n", op, index);
@@ -65,7 +65,7 @@ Measurement gemm_measurement(const cotune_op& op, size_t index, const PlanLimits
 Measurement attention_measurement(const cotune_op& op, size_t index, const PlanLimits& limits, double* scale) {
   Measurement m;
   const bool backward = op.phase == COTUNE_PHASE_BACKWARD && (op.flags & COTUNE_OP_RECOMPUTE) == 0;
-  m.kind = backward ? MeasureKind::attention_backward : MeasureKind::attention_forward;
+  m.kind = backward ? MeasureKind::kAttentionBackward : MeasureKind::kAttentionForward;
   m.dtype = op.dtype;
   if (op.dtype == COTUNE_DTYPE_FP8)
     throw std::invalid_argument("step trace: " + op_name(op, index) +
@@ -88,7 +88,7 @@ Measurement attention_measurement(const cotune_op& op, size_t index, const PlanL
 
 Measurement memory_measurement(const cotune_op& op, size_t index, const PlanLimits& limits, double* scale) {
   Measurement m;
-  m.kind = MeasureKind::memory;
+  m.kind = MeasureKind::kMemory;
   m.dtype = COTUNE_DTYPE_BF16;  // unused: a copy kernel moves bytes whatever their type
   m.bytes = dimension(op.bytes, "bytes", op, index);
   m.bytes += m.bytes % 2;  // the copy kernel reads half and writes half
@@ -102,10 +102,10 @@ Measurement memory_measurement(const cotune_op& op, size_t index, const PlanLimi
 
 const char* measure_kind_name(MeasureKind kind) {
   switch (kind) {
-    case MeasureKind::gemm: return "gemm";
-    case MeasureKind::attention_forward: return "attention_fwd";
-    case MeasureKind::attention_backward: return "attention_bwd";
-    case MeasureKind::memory: return "memory";
+    case MeasureKind::kGemm: return "gemm";
+    case MeasureKind::kAttentionForward: return "attention_fwd";
+    case MeasureKind::kAttentionBackward: return "attention_bwd";
+    case MeasureKind::kMemory: return "memory";
   }
   return "unknown";
 }
@@ -134,36 +134,36 @@ double dtype_bytes(int32_t dtype) {
 
 double Measurement::device_bytes() const {
   switch (kind) {
-    case MeasureKind::gemm: {
+    case MeasureKind::kGemm: {
       const double in = dtype_bytes(dtype);
       const double out = dtype == COTUNE_DTYPE_FP8 ? 2.0 : in;  // fp8 GEMMs write bf16
       return (double(m) * double(k) + double(k) * double(n)) * in + double(m) * double(n) * out;
     }
-    case MeasureKind::attention_forward:
-    case MeasureKind::attention_backward: {
+    case MeasureKind::kAttentionForward:
+    case MeasureKind::kAttentionBackward: {
       const double e = dtype_bytes(dtype);
       const double q = double(heads) * double(seq_q) * double(head_dim);
       const double kv = double(heads) * double(seq_kv) * double(head_dim);
       const double scores = double(heads) * double(seq_q) * double(seq_kv);
-      if (kind == MeasureKind::attention_forward) return e * (2 * q + 2 * kv + scores);
+      if (kind == MeasureKind::kAttentionForward) return e * (2 * q + 2 * kv + scores);
       return e * (4 * q + 4 * kv + 2 * scores);  // Q O dO dQ, K V dK dV, P dS
     }
-    case MeasureKind::memory: return double(bytes);
+    case MeasureKind::kMemory: return double(bytes);
   }
   return 0;
 }
 
 std::string Measurement::key() const {
-  if (kind == MeasureKind::memory) return "memory/" + std::to_string(bytes) + "B";  // no dtype: bytes are bytes
+  if (kind == MeasureKind::kMemory) return "memory/" + std::to_string(bytes) + "B";  // no dtype: bytes are bytes
   std::string s = std::string(measure_kind_name(kind)) + "/" + dtype_name(dtype) + "/";
   switch (kind) {
-    case MeasureKind::gemm:
+    case MeasureKind::kGemm:
       return s + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
-    case MeasureKind::attention_forward:
-    case MeasureKind::attention_backward:
+    case MeasureKind::kAttentionForward:
+    case MeasureKind::kAttentionBackward:
       return s + std::to_string(heads) + "h" + std::to_string(seq_q) + "q" + std::to_string(seq_kv) + "kv" +
              std::to_string(head_dim) + "d";
-    case MeasureKind::memory: break;
+    case MeasureKind::kMemory: break;
   }
   return s;
 }

@@ -15,7 +15,7 @@
 
 namespace cotune_cuda {
 
-enum class MeasureKind { gemm, attention_forward, attention_backward, memory };
+enum class MeasureKind { kGemm, kAttentionForward, kAttentionBackward, kMemory };
 
 const char* measure_kind_name(MeasureKind kind);
 const char* dtype_name(int32_t dtype);  // "fp32", "tf32", "bf16", "fp16", "fp8"
@@ -23,7 +23,7 @@ double dtype_bytes(int32_t dtype);
 
 // One kernel shape to time on the device.
 struct Measurement {
-  MeasureKind kind = MeasureKind::gemm;
+  MeasureKind kind = MeasureKind::kGemm;
   int32_t dtype = COTUNE_DTYPE_BF16;
   int64_t m = 0, n = 0, k = 0;                      // gemm: m x k times k x n
   int64_t heads = 0, seq_q = 0, seq_kv = 0, head_dim = 0;  // attention: heads = batch x heads

@@ -19,7 +19,7 @@
 #include <system_error>
 #include <thread>
 
-namespace cotune_exec {
+namespace cotune_process {
 namespace {
 
 int open_log(const std::string& path) {
@@ -235,4 +235,4 @@ bool stop_leftover_group(pid_t pid, const std::string& start_time, int grace_ms)
   return true;
 }
 
-}  // namespace cotune_exec
+}  // namespace cotune_process

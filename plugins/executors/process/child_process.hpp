@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace cotune_exec {
+namespace cotune_process {
 
 struct SpawnRequest {
   std::vector<std::string> argv;  // argv[0] is looked up in PATH
@@ -70,6 +70,6 @@ void signal_tree(pid_t root, int sig);
 // "exit code 3", "killed by signal 9 (KILL)".
 std::string describe_wait_status(int status);
 
-}  // namespace cotune_exec
+}  // namespace cotune_process
 
 #endif  // COTUNE_EXECUTOR_CHILD_PROCESS_HPP_

@@ -3,7 +3,7 @@
 
 #include "process_executor.hpp"
 
-COTUNE_PLUGIN(cotune::executor<cotune_exec::ProcessExecutor>(
+COTUNE_PLUGIN(cotune::executor<cotune_process::ProcessExecutor>(
     {"org.cotune.executor.process", "process", "1.0.0",
      "Runs each trial as a local process from an argv template, with a timeout, a process-group kill, "
      "GPU pinning and metrics from a result file or stdout."}))

@@ -15,7 +15,7 @@
 
 extern char** environ;
 
-namespace cotune_exec {
+namespace cotune_process {
 namespace {
 
 // How long a leftover trial process of an earlier run has between SIGTERM and SIGKILL.
@@ -321,4 +321,4 @@ void ProcessExecutor::cancel(Job& job) {
   }
 }
 
-}  // namespace cotune_exec
+}  // namespace cotune_process

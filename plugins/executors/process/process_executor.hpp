@@ -15,7 +15,7 @@
 #include "child_process.hpp"
 #include "process_options.hpp"
 
-namespace cotune_exec {
+namespace cotune_process {
 
 class ProcessExecutor {
   using Clock = std::chrono::steady_clock;
@@ -71,6 +71,6 @@ class ProcessExecutor {
   int running_ = 0;
 };
 
-}  // namespace cotune_exec
+}  // namespace cotune_process
 
 #endif  // COTUNE_EXECUTOR_PROCESS_EXECUTOR_HPP_

@@ -9,7 +9,7 @@
 #include <cmath>
 #include <set>
 
-namespace cotune_exec {
+namespace cotune_process {
 namespace {
 
 using nlohmann::json;
@@ -122,4 +122,4 @@ ProcessOptions parse_process_options(std::string_view text) {
   return o;
 }
 
-}  // namespace cotune_exec
+}  // namespace cotune_process

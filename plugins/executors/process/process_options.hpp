@@ -14,7 +14,7 @@
 #include <cotune/support/command_template.hpp>
 #include <cotune/support/trial_files.hpp>
 
-namespace cotune_exec {
+namespace cotune_process {
 
 // Command templates and trial files: the SDK's support library (cotune/support/).
 using namespace cotune::support;  // NOLINT(google-build-using-namespace)
@@ -40,6 +40,6 @@ struct ProcessOptions {
 // Parses and checks the options; throws cotune::Error(INVALID_ARGUMENT) naming the field.
 ProcessOptions parse_process_options(std::string_view json);
 
-}  // namespace cotune_exec
+}  // namespace cotune_process
 
 #endif  // COTUNE_EXECUTOR_PROCESS_OPTIONS_HPP_

@@ -42,7 +42,7 @@ tcp::socket& AgentLink::raw() { return tls_? tls_->next_layer() : *socket_; }
 void AgentLink::start() { connect(); }
 
 void AgentLink::stop() {
-  stage_ = Stage::Stopped;
+  stage_ = Stage::kStopped;
   ++generation_;
   boost::system::error_code ec;
   resolver_.cancel();
@@ -53,8 +53,8 @@ void AgentLink::stop() {
 }
 
 void AgentLink::connect() {
-  if (stage_ == Stage::Stopped) return;
-  stage_ = Stage::Connecting;
+  if (stage_ == Stage::kStopped) return;
+  stage_ = Stage::kConnecting;
   const uint64_t gen = ++generation_;
   tls_.reset();
   socket_ = std::make_unique<tcp::socket>(io_);
@@ -63,7 +63,7 @@ void AgentLink::connect() {
   writing_ = false;
   connect_timer_.expires_after(std::chrono::milliseconds(options_.connect_timeout_ms));
   connect_timer_.async_wait([this, gen](const boost::system::error_code& ec) {
-    if (ec || gen != generation_ || stage_ == Stage::Ready) return;
+    if (ec || gen != generation_ || stage_ == Stage::kReady) return;
     fail("no authenticated connection within " + std::to_string(options_.connect_timeout_ms) + " ms");
   });
   resolver_.async_resolve(config_.host, std::to_string(config_.port),
@@ -84,7 +84,7 @@ void AgentLink::on_connected() {
   boost::system::error_code ignored;
   socket_->set_option(tcp::no_delay(true), ignored);
   auto hello = [this] {
-    stage_ = Stage::AwaitChallenge;
+    stage_ = Stage::kAwaitChallenge;
     client_nonce_ = random_nonce();
     client_time_ = static_cast<int64_t>(std::time(nullptr));
     nlohmann::json m{{"v", kProtocolVersion}, {"type", "hello"}, {"client_nonce", client_nonce_}, {"time", client_time_}};
@@ -133,12 +133,12 @@ void AgentLink::on_frame(const std::string& body) {
   const std::string type = m["type"].get<std::string>();
   if (type == "error") {
     const std::string reason = m.value("reason", std::string("no reason"));
-    if (stage_ != Stage::Ready) return fail("the agent refused the handshake: " + reason, true);
+    if (stage_ != Stage::kReady) return fail("the agent refused the handshake: " + reason, true);
     cotune::log(COTUNE_LOG_WARN, kId, "agent " + config_.address + ": " + reason);
     return;
   }
   switch (stage_) {
-    case Stage::AwaitChallenge: {
+    case Stage::kAwaitChallenge: {
       if (type != "challenge") return fail("expected 'challenge' from the agent, got '" + type + "'");
       const std::string agent_nonce = m.value("agent_nonce", std::string());
       const std::string proof = m.value("proof", std::string());
@@ -147,22 +147,22 @@ void AgentLink::on_frame(const std::string& body) {
       // The agent must prove it knows the secret before we prove anything to it.
       if (!constant_time_equal(proof, agent_proof(config_.secret, client_nonce_, agent_nonce)))
         return fail("the agent failed to prove it knows the shared secret (wrong secret, or not the agent we expect)", true);
-      stage_ = Stage::AwaitWelcome;
+      stage_ = Stage::kAwaitWelcome;
       nlohmann::json reply{{"v", kProtocolVersion}, {"type", "auth"},
                            {"proof", client_proof(config_.secret, client_nonce_, agent_nonce, client_time_)}};
       write_raw(encode_frame(reply.dump()));
       return;
     }
-    case Stage::AwaitWelcome:
+    case Stage::kAwaitWelcome:
       if (type != "welcome") return fail("expected 'welcome' from the agent, got '" + type + "'");
-      stage_ = Stage::Ready;
+      stage_ = Stage::kReady;
       backoff_ms_ = options_.retry_min_ms;
       connect_timer_.cancel();
       cotune::log(COTUNE_LOG_INFO, kId, "connected to agent " + config_.address);
       arm_keepalive();
       if (callbacks_.ready) callbacks_.ready(*this);
       return;
-    case Stage::Ready:
+    case Stage::kReady:
       if (callbacks_.message) callbacks_.message(*this, m);
       return;
     default:
@@ -171,7 +171,7 @@ void AgentLink::on_frame(const std::string& body) {
 }
 
 bool AgentLink::send(nlohmann::json message) {
-  if (stage_ != Stage::Ready) return false;
+  if (stage_ != Stage::kReady) return false;
   message["v"] = kProtocolVersion;
   write_raw(encode_frame(message.dump()));
   return true;
@@ -203,7 +203,7 @@ void AgentLink::arm_keepalive() {
   const uint64_t gen = generation_;
   keepalive_timer_.expires_after(std::chrono::milliseconds(options_.keepalive_ms));
   keepalive_timer_.async_wait([this, gen](const boost::system::error_code& ec) {
-    if (ec || gen != generation_ || stage_ != Stage::Ready) return;
+    if (ec || gen != generation_ || stage_ != Stage::kReady) return;
     if (Clock::now() - last_heard_ > std::chrono::milliseconds(3 * options_.keepalive_ms))
       return fail("the agent has been silent for " + std::to_string(3 * options_.keepalive_ms) + " ms");
     send({{"type", "ping"}});
@@ -212,15 +212,15 @@ void AgentLink::arm_keepalive() {
 }
 
 void AgentLink::fail(const std::string& why, bool serious) {
-  if (stage_ == Stage::Stopped) return;
-  const bool was_ready = stage_ == Stage::Ready;
+  if (stage_ == Stage::kStopped) return;
+  const bool was_ready = stage_ == Stage::kReady;
   ++generation_;
   boost::system::error_code ec;
   connect_timer_.cancel();
   keepalive_timer_.cancel();
   resolver_.cancel();
   if (socket_ || tls_) raw().close(ec);
-  stage_ = Stage::Idle;
+  stage_ = Stage::kIdle;
   if (was_ready) down_since_ = Clock::now();
   cotune::log(was_ready || serious ? COTUNE_LOG_WARN : COTUNE_LOG_INFO, kId,
               "agent " + config_.address + ": " + why + "; retrying in " + std::to_string(backoff_ms_) + " ms");

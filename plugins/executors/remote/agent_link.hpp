@@ -41,14 +41,14 @@ class AgentLink {
   // Queues a message (version added). Dropped, returning false, unless the link is ready.
   bool send(nlohmann::json message);
 
-  bool ready() const { return stage_ == Stage::Ready; }
+  bool ready() const { return stage_ == Stage::kReady; }
   const AgentConfig& config() const { return config_; }
   size_t index() const { return index_; }
   // When the link last stopped being ready (or was created, before its first connection).
   Clock::time_point down_since() const { return down_since_; }
 
  private:
-  enum class Stage { Idle, Connecting, AwaitChallenge, AwaitWelcome, Ready, Stopped };
+  enum class Stage { kIdle, kConnecting, kAwaitChallenge, kAwaitWelcome, kReady, kStopped };
   using Tls = boost::asio::ssl::stream<boost::asio::ip::tcp::socket>;
 
   void connect();
@@ -81,7 +81,7 @@ class AgentLink {
   std::unique_ptr<Tls> tls_;
   boost::asio::ip::tcp::resolver resolver_;
   boost::asio::steady_timer connect_timer_, retry_timer_, keepalive_timer_;
-  Stage stage_ = Stage::Idle;
+  Stage stage_ = Stage::kIdle;
   uint64_t generation_ = 0;  // bumps on every new connection; stale callbacks check it
   int backoff_ms_;
   Clock::time_point down_since_, last_heard_;

@@ -48,13 +48,13 @@ void collect_fields(const json& obj, std::map<std::string, std::optional<json>>&
 std::string canonical_as(ValueKind kind, std::string_view cell, bool* ok) {
   *ok = true;
   switch (kind) {
-    case ValueKind::number:
+    case ValueKind::kNumber:
       if (std::optional<double> v = parse_number(cell)) return number_key(*v);
       break;
-    case ValueKind::boolean:
+    case ValueKind::kBoolean:
       if (std::optional<bool> b = parse_bool(cell)) return *b ? "true" : "false";
       break;
-    case ValueKind::text:
+    case ValueKind::kText:
       return std::string(trim(cell));
   }
   *ok = false;
@@ -62,7 +62,7 @@ std::string canonical_as(ValueKind kind, std::string_view cell, bool* ok) {
 }
 
 const char* kind_name(ValueKind kind) {
-  return kind == ValueKind::number ? "a number" : kind == ValueKind::boolean ? "true or false" : "text";
+  return kind == ValueKind::kNumber ? "a number" : kind == ValueKind::kBoolean ? "true or false" : "text";
 }
 
 }  // namespace
@@ -92,9 +92,9 @@ std::vector<TrialParam> trial_params(const cotune_trial& trial) {
       const double x = trial.config[i];
       TrialParam t;
       t.name = std::string(cotune::view(p.name));
-      t.kind = p.type == COTUNE_PARAM_CATEGORICAL ? ValueKind::text
-               : p.type == COTUNE_PARAM_BOOL      ? ValueKind::boolean
-                                                  : ValueKind::number;
+      t.kind = p.type == COTUNE_PARAM_CATEGORICAL ? ValueKind::kText
+               : p.type == COTUNE_PARAM_BOOL      ? ValueKind::kBoolean
+                                                  : ValueKind::kNumber;
       t.value = canonical_value(p, x, t.name);
       t.optional_default = optional_default(p, t.name);
       out.push_back(std::move(t));
@@ -114,13 +114,13 @@ std::vector<TrialParam> trial_params(const cotune_trial& trial) {
     t.name = it.key();
     const json& v = it.value();
     if (v.is_boolean()) {
-      t.kind = ValueKind::boolean;
+      t.kind = ValueKind::kBoolean;
       t.value = v.get<bool>() ? "true" : "false";
     } else if (v.is_number()) {
-      t.kind = ValueKind::number;
+      t.kind = ValueKind::kNumber;
       t.value = number_key(v.get<double>());
     } else if (v.is_string()) {
-      t.kind = ValueKind::text;
+      t.kind = ValueKind::kText;
       t.value = v.get<std::string>();
     } else {
       bad("replay executor: configuration field " + t.name + ": expected a number, string or boolean, got " + v.dump());
@@ -138,9 +138,9 @@ std::vector<TrialParam> study_params(const cotune_trial& study) {
     const cotune_param& p = *study.params[i];
     TrialParam t;
     t.name = std::string(cotune::view(p.name));
-    t.kind = p.type == COTUNE_PARAM_CATEGORICAL ? ValueKind::text
-             : p.type == COTUNE_PARAM_BOOL      ? ValueKind::boolean
-                                                : ValueKind::number;
+    t.kind = p.type == COTUNE_PARAM_CATEGORICAL ? ValueKind::kText
+             : p.type == COTUNE_PARAM_BOOL      ? ValueKind::kBoolean
+                                                : ValueKind::kNumber;
     t.optional_default = optional_default(p, t.name);
     out.push_back(std::move(t));
   }

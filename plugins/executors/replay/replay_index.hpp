@@ -26,12 +26,12 @@
 
 namespace cotune_replay {
 
-enum class ValueKind { number, boolean, text };
+enum class ValueKind { kNumber, kBoolean, kText };
 
 // One parameter of a trial: its name, how its cells are read, and its value in canonical form.
 struct TrialParam {
   std::string name;
-  ValueKind kind = ValueKind::text;
+  ValueKind kind = ValueKind::kText;
   std::string value;
   // The canonical default of a parameter the space added later (COTUNE_PARAM_OPTIONAL): a table
   // without its column holds runs at that value.

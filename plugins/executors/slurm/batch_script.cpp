@@ -1,7 +1,7 @@
 #include "batch_script.hpp"
 
 
-namespace cotune_exec {
+namespace cotune_slurm {
 
 std::string shell_quote(std::string_view text) {
   std::string out = "'";
@@ -59,4 +59,4 @@ std::string render_batch_script(const SlurmOptions& o, const std::vector<const T
   return s;
 }
 
-}  // namespace cotune_exec
+}  // namespace cotune_slurm

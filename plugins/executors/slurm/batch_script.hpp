@@ -13,7 +13,7 @@
 
 #include "slurm_options.hpp"
 
-namespace cotune_exec {
+namespace cotune_slurm {
 
 inline constexpr const char* kExitStatusName = "exit_status";
 
@@ -34,6 +34,6 @@ std::string sbatch_header(const SlurmOptions& options);
 std::string render_batch_script(const SlurmOptions& options, const std::vector<const TrialCommand*>& trials,
                                 const std::string& slurm_output);
 
-}  // namespace cotune_exec
+}  // namespace cotune_slurm
 
 #endif  // COTUNE_EXECUTOR_BATCH_SCRIPT_HPP_

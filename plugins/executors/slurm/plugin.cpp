@@ -3,7 +3,7 @@
 
 #include "slurm_executor.hpp"
 
-COTUNE_PLUGIN(cotune::executor<cotune_exec::SlurmExecutor>(
+COTUNE_PLUGIN(cotune::executor<cotune_slurm::SlurmExecutor>(
     {"org.cotune.executor.slurm", "slurm", "1.0.0",
      "Submits trials to a Slurm cluster with sbatch (several at once as a job array), follows them with "
      "squeue/sacct, maps Slurm states to statuses, resubmits after node failure and re-attaches on resume."}))

@@ -16,7 +16,7 @@
 
 extern char** environ;
 
-namespace cotune_exec {
+namespace cotune_slurm {
 
 SlurmCli::SlurmCli(std::string bin_dir, double timeout_s) : bin_dir_(std::move(bin_dir)), timeout_s_(timeout_s) {}
 
@@ -119,4 +119,4 @@ CommandOutput SlurmCli::run(const std::string& program, const std::vector<std::s
   return result;
 }
 
-}  // namespace cotune_exec
+}  // namespace cotune_slurm

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace cotune_exec {
+namespace cotune_slurm {
 
 struct CommandOutput {
   int exit_code = 0;  // -1 when killed by a signal or the timeout
@@ -37,6 +37,6 @@ class SlurmCli {
   mutable std::map<std::string, int64_t> calls_;
 };
 
-}  // namespace cotune_exec
+}  // namespace cotune_slurm
 
 #endif  // COTUNE_EXECUTOR_SLURM_CLI_HPP_

@@ -14,7 +14,7 @@
 #include <thread>
 
 
-namespace cotune_exec {
+namespace cotune_slurm {
 namespace {
 
 constexpr const char* kComponent = "org.cotune.executor.slurm";
@@ -453,4 +453,4 @@ std::unique_ptr<SlurmExecutor::Job> SlurmExecutor::attach(const cotune_trial& tr
   return job;
 }
 
-}  // namespace cotune_exec
+}  // namespace cotune_slurm

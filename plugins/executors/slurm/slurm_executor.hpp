@@ -18,7 +18,7 @@
 #include "slurm_options.hpp"
 #include "slurm_state.hpp"
 
-namespace cotune_exec {
+namespace cotune_slurm {
 
 class SlurmExecutor {
   using Clock = std::chrono::steady_clock;
@@ -72,6 +72,6 @@ class SlurmExecutor {
   int batches_ = 0;
 };
 
-}  // namespace cotune_exec
+}  // namespace cotune_slurm
 
 #endif  // COTUNE_EXECUTOR_SLURM_EXECUTOR_HPP_

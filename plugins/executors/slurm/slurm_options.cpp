@@ -9,7 +9,7 @@
 #include <regex>
 #include <set>
 
-namespace cotune_exec {
+namespace cotune_slurm {
 namespace {
 
 using nlohmann::json;
@@ -146,4 +146,4 @@ SlurmOptions parse_slurm_options(std::string_view text) {
   return o;
 }
 
-}  // namespace cotune_exec
+}  // namespace cotune_slurm

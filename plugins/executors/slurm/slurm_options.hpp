@@ -17,7 +17,7 @@
 #include <cotune/support/command_template.hpp>
 #include <cotune/support/trial_files.hpp>
 
-namespace cotune_exec {
+namespace cotune_slurm {
 
 // Command templates and trial files: the SDK's support library (cotune/support/).
 using namespace cotune::support;  // NOLINT(google-build-using-namespace)
@@ -45,6 +45,6 @@ struct SlurmOptions {
 // Parses and checks the options; throws cotune::Error(INVALID_ARGUMENT) naming the field.
 SlurmOptions parse_slurm_options(std::string_view json);
 
-}  // namespace cotune_exec
+}  // namespace cotune_slurm
 
 #endif  // COTUNE_EXECUTOR_SLURM_OPTIONS_HPP_

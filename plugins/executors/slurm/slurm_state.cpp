@@ -4,7 +4,7 @@
 #include <sstream>
 #include <vector>
 
-namespace cotune_exec {
+namespace cotune_slurm {
 namespace {
 
 std::string trim(std::string_view s) {
@@ -86,4 +86,4 @@ std::map<std::string, SlurmJobInfo> parse_sacct(std::string_view text) {
   return out;
 }
 
-}  // namespace cotune_exec
+}  // namespace cotune_slurm

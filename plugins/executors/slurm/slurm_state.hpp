@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace cotune_exec {
+namespace cotune_slurm {
 
 enum class SlurmOutcome {
   kPending,    // PENDING, REQUEUED, CONFIGURING, SUSPENDED, ...
@@ -35,6 +35,6 @@ std::map<std::string, SlurmJobInfo> parse_squeue(std::string_view text);
 // Parses `sacct -n -P -X -o JobID,State,ExitCode` output (ExitCode "code:signal").
 std::map<std::string, SlurmJobInfo> parse_sacct(std::string_view text);
 
-}  // namespace cotune_exec
+}  // namespace cotune_slurm
 
 #endif  // COTUNE_EXECUTOR_SLURM_STATE_HPP_

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <limits>
 
-namespace krr {
+namespace cotune_krr {
 namespace {
 
 using Matrix = dlib::matrix<double>;
@@ -128,4 +128,4 @@ HyperParameters search_hyperparameters(const std::vector<double>& rows, size_t m
   return HyperParameters{best.gamma, best.lambda, std::isfinite(best.mse) ? std::sqrt(best.mse) : std::nan("")};
 }
 
-}  // namespace krr
+}  // namespace cotune_krr

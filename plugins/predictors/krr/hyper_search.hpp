@@ -10,7 +10,7 @@
 #include <optional>
 #include <vector>
 
-namespace krr {
+namespace cotune_krr {
 
 struct HyperParameters {
   double gamma = 0;
@@ -29,6 +29,6 @@ HyperParameters search_hyperparameters(const std::vector<double>& rows, size_t m
 // The median heuristic: 1 / median squared distance between distinct rows (1/d when all coincide).
 double median_heuristic_gamma(const std::vector<double>& squared_distances, size_t m, size_t d);
 
-}  // namespace krr
+}  // namespace cotune_krr
 
 #endif  // COTUNE_PREDICTOR_KRR_HYPER_SEARCH_HPP_

@@ -14,7 +14,7 @@
 #include <limits>
 #include <numeric>
 
-namespace krr {
+namespace cotune_krr {
 namespace {
 
 // The s of asinh(x / s) for feature k, or 0 to leave it as it is: its smallest positive value, when
@@ -324,4 +324,4 @@ void KrrModel::deserialize(std::istream& in, bool with_compression) {
   *this = std::move(m);
 }
 
-}  // namespace krr
+}  // namespace cotune_krr

@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-namespace krr {
+namespace cotune_krr {
 
 class KrrModel {
  public:
@@ -62,6 +62,6 @@ class KrrModel {
   PointSet centres_;         // centre_rows_ laid out for the kernel sums
 };
 
-}  // namespace krr
+}  // namespace cotune_krr
 
 #endif  // COTUNE_PREDICTOR_KRR_MODEL_HPP_

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <string>
 
-namespace krr {
+namespace cotune_krr {
 namespace {
 
 [[noreturn]] void invalid(const std::string& what) {
@@ -64,4 +64,4 @@ Options parse_options(std::string_view json) {
   return o;
 }
 
-}  // namespace krr
+}  // namespace cotune_krr

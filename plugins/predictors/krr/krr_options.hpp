@@ -18,7 +18,7 @@
 #include <optional>
 #include <string_view>
 
-namespace krr {
+namespace cotune_krr {
 
 struct Options {
   bool log_target = true;
@@ -33,6 +33,6 @@ struct Options {
 // Parses the options JSON ("" means {}); throws cotune::Error(INVALID_ARGUMENT) naming the field.
 Options parse_options(std::string_view json);
 
-}  // namespace krr
+}  // namespace cotune_krr
 
 #endif  // COTUNE_PREDICTOR_KRR_OPTIONS_HPP_

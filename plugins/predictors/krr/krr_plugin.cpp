@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-namespace krr {
+namespace cotune_krr {
 namespace {
 
 constexpr const char* kId = "org.cotune.predictor.krr";
@@ -61,8 +61,8 @@ class KrrPredictor {
 };
 
 }  // namespace
-}  // namespace krr
+}  // namespace cotune_krr
 
-COTUNE_PLUGIN(cotune::predictor<krr::KrrPredictor>(
+COTUNE_PLUGIN(cotune::predictor<cotune_krr::KrrPredictor>(
     {"org.cotune.predictor.krr", "krr", "1.0.0",
      "Weighted kernel ridge regression (RBF kernel, leave-one-out gamma and lambda), log target by default."}))

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-namespace krr {
+namespace cotune_krr {
 namespace {
 
 // Squared distances from one point x to every point of `c`, through |x|^2 + |c_j|^2 - 2 x.c_j so
@@ -73,4 +73,4 @@ void rbf_expansion(const PointSet& centres, const double* alpha, double gamma, c
   }
 }
 
-}  // namespace krr
+}  // namespace cotune_krr

@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <vector>
 
-namespace krr {
+namespace cotune_krr {
 
 // Points stored for fast distance computation: the transpose (d x m) and each point's squared norm.
 struct PointSet {
@@ -28,6 +28,6 @@ void rbf_matrix(const double* a, size_t na, const PointSet& b, double gamma, dou
 void rbf_expansion(const PointSet& centres, const double* alpha, double gamma, const double* queries,
                    size_t nq, double* out);
 
-}  // namespace krr
+}  // namespace cotune_krr
 
 #endif  // COTUNE_PREDICTOR_KRR_RBF_KERNEL_HPP_

@@ -9,7 +9,7 @@
 #include <numeric>
 #include <stdexcept>
 
-namespace mlp {
+namespace cotune_mlp {
 namespace {
 
 // Layer sizes are set at run time (set_num_outputs) before the first forward pass; the template
@@ -262,4 +262,4 @@ void Ensemble::deserialize(std::istream& in) {
   impl_ = std::move(loaded);
 }
 
-}  // namespace mlp
+}  // namespace cotune_mlp

@@ -11,7 +11,7 @@
 #include <memory>
 #include <vector>
 
-namespace mlp {
+namespace cotune_mlp {
 
 // How one network's training went.
 struct MemberReport {
@@ -47,6 +47,6 @@ class Ensemble {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace mlp
+}  // namespace cotune_mlp
 
 #endif  // COTUNE_PREDICTOR_MLP_ENSEMBLE_HPP_

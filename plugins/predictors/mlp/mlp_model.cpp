@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <cmath>
 
-namespace mlp {
+namespace cotune_mlp {
 
 void MlpModel::fit(const double* x, size_t n, size_t d, const double* y, const double* w, const Options& options) {
   cotune::support::check_features("mlp fit", x, n, d);
@@ -165,4 +165,4 @@ void MlpModel::deserialize(std::istream& in) {
   *this = std::move(m);
 }
 
-}  // namespace mlp
+}  // namespace cotune_mlp

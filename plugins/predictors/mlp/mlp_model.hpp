@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace mlp {
+namespace cotune_mlp {
 
 class MlpModel {
  public:
@@ -40,6 +40,6 @@ class MlpModel {
   Ensemble ensemble_;
 };
 
-}  // namespace mlp
+}  // namespace cotune_mlp
 
 #endif  // COTUNE_PREDICTOR_MLP_MODEL_HPP_

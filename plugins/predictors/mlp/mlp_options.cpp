@@ -6,7 +6,7 @@
 #include <cmath>
 #include <string>
 
-namespace mlp {
+namespace cotune_mlp {
 namespace {
 
 [[noreturn]] void invalid(const std::string& what) {
@@ -77,4 +77,4 @@ Options parse_options(std::string_view json) {
   return o;
 }
 
-}  // namespace mlp
+}  // namespace cotune_mlp

@@ -23,7 +23,7 @@
 #include <string_view>
 #include <vector>
 
-namespace mlp {
+namespace cotune_mlp {
 
 struct Options {
   std::vector<long> hidden{64, 64};
@@ -41,6 +41,6 @@ struct Options {
 // Parses the options JSON ("" means {}); throws cotune::Error(INVALID_ARGUMENT) naming the field.
 Options parse_options(std::string_view json);
 
-}  // namespace mlp
+}  // namespace cotune_mlp
 
 #endif  // COTUNE_PREDICTOR_MLP_OPTIONS_HPP_

@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-namespace mlp {
+namespace cotune_mlp {
 namespace {
 
 constexpr const char* kId = "org.cotune.predictor.mlp";
@@ -57,9 +57,9 @@ class MlpPredictor {
 };
 
 }  // namespace
-}  // namespace mlp
+}  // namespace cotune_mlp
 
-COTUNE_PLUGIN(cotune::predictor<mlp::MlpPredictor>(
+COTUNE_PLUGIN(cotune::predictor<cotune_mlp::MlpPredictor>(
     {"org.cotune.predictor.mlp", "mlp", "1.0.0",
      "Ensemble of ReLU networks (dlib, Adam, early stopping) with a standard deviation per prediction.",
      COTUNE_CAP_PREDICT_STD}))

@@ -14,7 +14,7 @@
 
 namespace cotune::core {
 
-enum class CallKind { space, searcher, predictor, executor };
+enum class CallKind { kSpace, kSearcher, kPredictor, kExecutor };
 const char* to_string(CallKind kind);
 
 // Seconds a single call of each kind may take; 0 or less: no deadline. The defaults leave room for
@@ -28,7 +28,7 @@ struct CallDeadlines {
 };
 
 struct OverdueCall {
-  CallKind kind = CallKind::space;
+  CallKind kind = CallKind::kSpace;
   std::string plugin;  // the plugin's id
   std::string call;    // "propose", "poll", ...
   double running_s = 0;

@@ -29,7 +29,7 @@ std::pair<std::string, std::string> parse_column_mapping(const std::string& text
 struct MetricConversion {
   std::string canonical;
   double factor = 1;
-  enum class PerGpu { none, multiply, divide } gpus = PerGpu::none;
+  enum class PerGpu { kNone, kMultiply, kDivide } gpus = PerGpu::kNone;
 };
 // nullopt for a name that is not a recognised metric (docs/history.md lists them).
 std::optional<MetricConversion> recognise_metric(const std::string& column);
@@ -43,7 +43,7 @@ struct LlmRun {
   std::shared_ptr<const Space> space;  // the space of this workload (shared by its rows)
   std::vector<double> config;          // in the space's parameters
   std::string config_json;             // the space's JSON rendering
-  TrialStatus status = TrialStatus::ok;
+  TrialStatus status = TrialStatus::kOk;
   nlohmann::json metrics = nlohmann::json::object();  // canonical metric name -> number
   std::map<std::string, std::string> cells;           // column (after mapping) -> cell text
   // Set when the space's memory estimate says the configuration does not fit although the row was

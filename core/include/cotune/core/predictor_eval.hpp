@@ -31,7 +31,7 @@ struct EvalSample {
 struct EvalOptions {
   std::string predictor = "krr";
   std::string predictor_options = "{}";  // the plugin's options; "log" and "seed" are set here
-  Prior prior = Prior::analytic;         // the prior to learn over (analytic: where the model estimates the target)
+  Prior prior = Prior::kAnalytic;         // the prior to learn over (analytic: where the model estimates the target)
   std::string target;                    // metric name (for the prior's estimate)
   bool minimize = false;                 // which way is best (for top-1 / top-3 within groups)
   double train_frac = 0.2;               // fraction of the rows to train on...
@@ -49,7 +49,7 @@ struct EvalFigure {
 
 struct EvalResult {
   size_t rows = 0, train_rows = 0, test_rows = 0, repeats = 0;
-  Prior prior = Prior::none;  // the prior used
+  Prior prior = Prior::kNone;  // the prior used
   std::string prior_note;   // why not, when it was asked for and not used
   size_t dropped = 0;       // samples the model could not estimate (left out under the prior)
   EvalFigure kendall_tau, spearman_rho, mape, r_squared;

@@ -20,7 +20,7 @@
 
 namespace cotune::core {
 
-enum class RunsFormat { csv, megatron_log, wandb, sacct };
+enum class RunsFormat { kCsv, kMegatronLog, kWandb, kSacct };
 
 // "csv", "megatron-log", "wandb", "sacct"; nullopt for another name.
 std::optional<RunsFormat> runs_format_named(const std::string& name);

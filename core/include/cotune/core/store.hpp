@@ -41,10 +41,10 @@ class StoreError : public std::runtime_error {
 
 class Store {
  public:
-  enum class Sync { full, normal };
+  enum class Sync { kFull, kNormal };
   struct Options {
     bool create = true;            // create the file when missing (else a StoreError)
-    Sync sync = Sync::full;        // see the durability note above
+    Sync sync = Sync::kFull;        // see the durability note above
     double busy_timeout_s = 60.0;  // how long a write waits for another process's lock
   };
 
@@ -110,7 +110,7 @@ class Store {
   // Trials with these statuses of the other studies with this workload key and space.
   std::vector<TrialRecord> trials_of_workload(const std::string& workload_key, const std::string& space,
                                               std::optional<std::int64_t> exclude_study_id,
-                                              const std::vector<TrialStatus>& statuses = {TrialStatus::ok});
+                                              const std::vector<TrialStatus>& statuses = {TrialStatus::kOk});
   // Adds rows in one transaction. A row whose (workload key, space, source, row number) is already
   // there is counted as a duplicate and left alone, so re-importing a file changes nothing.
   ImportCounts import_history(const std::vector<HistoryRow>& rows);

@@ -12,9 +12,9 @@
 
 namespace cotune::core {
 
-enum class StudyStatus { running, stopped, finished };
-enum class TrialStatus { pending, running, ok, failed, oom, timeout, cancelled, unavailable };
-enum class Direction { maximize, minimize };
+enum class StudyStatus { kRunning, kStopped, kFinished };
+enum class TrialStatus { kPending, kRunning, kOk, kFailed, kOom, kTimeout, kCancelled, kUnavailable };
+enum class Direction { kMaximize, kMinimize };
 
 std::string_view to_string(StudyStatus s);
 std::string_view to_string(TrialStatus s);
@@ -34,7 +34,7 @@ struct NewStudy {
   std::string workload_key;      // canonical hash of workload + space (canonical_json.hpp)
   std::string space;             // space name
   std::string objective_json;    // the objective(s) as JSON
-  Direction direction = Direction::maximize;  // of the (first) objective: what "best" means
+  Direction direction = Direction::kMaximize;  // of the (first) objective: what "best" means
   std::string environment_json = "{}";        // host, cotune version, plugin versions, study hash
 };
 
@@ -46,9 +46,9 @@ struct StudyRecord {
   std::string workload_key;
   std::string space;
   std::string objective_json;
-  Direction direction = Direction::maximize;
+  Direction direction = Direction::kMaximize;
   std::string environment_json;
-  StudyStatus status = StudyStatus::running;
+  StudyStatus status = StudyStatus::kRunning;
   double created_at = 0;
   double updated_at = 0;
   // The trial the predictor's denoised estimate ranks best among the measured ones, as of the end of
@@ -75,7 +75,7 @@ struct StudySummary {
 struct NewTrial {
   std::string config_key;   // canonical configuration key (canonical_json.hpp: config_key)
   std::string config_json;
-  TrialStatus status = TrialStatus::pending;  // pending or running
+  TrialStatus status = TrialStatus::kPending;  // pending or running
   std::optional<double> predicted;            // predictor's value at proposal time
   std::string executor;
   std::optional<std::string> fingerprint_json;  // environment of this trial
@@ -83,7 +83,7 @@ struct NewTrial {
 
 // How a trial ended.
 struct TrialOutcome {
-  TrialStatus status = TrialStatus::ok;  // one of the finished statuses
+  TrialStatus status = TrialStatus::kOk;  // one of the finished statuses
   std::optional<std::string> metrics_json;
   std::optional<double> objective;
   std::optional<std::string> error;
@@ -96,7 +96,7 @@ struct TrialRecord {
   std::int64_t seq = 0;  // 1, 2, 3, ... within the study
   std::string config_key;
   std::string config_json;
-  TrialStatus status = TrialStatus::pending;
+  TrialStatus status = TrialStatus::kPending;
   std::optional<std::string> metrics_json;
   std::optional<double> objective;
   std::optional<double> predicted;
@@ -124,7 +124,7 @@ struct HistoryRow {
   std::string space;
   std::string config_key;
   std::string config_json;
-  TrialStatus status = TrialStatus::ok;  // a finished status: failed and oom runs teach feasibility
+  TrialStatus status = TrialStatus::kOk;  // a finished status: failed and oom runs teach feasibility
   std::string metrics_json = "{}";
   std::string source;          // file name the row came from ("study:<name>" for exported trials)
   std::int64_t row_number = 0;  // row in that file (the trial's seq for exported trials)

@@ -27,10 +27,10 @@ struct ComponentSpec {
 // What the predictor learns the residual over: the performance model's estimate (analytic), a cost
 // model of the step's roofline terms whose rates it learns from the measurements (roofline; no
 // efficiencies from the catalogue), or nothing (none: the space's features alone).
-enum class Prior { analytic, roofline, none };
+enum class Prior { kAnalytic, kRoofline, kNone };
 
 struct PredictorSpec : ComponentSpec {
-  Prior prior = Prior::analytic;
+  Prior prior = Prior::kAnalytic;
   // With the analytic prior: refit the performance model's cheap constants (calibration.hpp) on the
   // trials measured so far at every refit, so that a few real trials correct a miscalibrated model.
   bool calibrate = true;
@@ -45,7 +45,7 @@ struct Constraint {
 
 struct ObjectiveSpec {
   std::string metric;  // e.g. "tokens_per_s"
-  Direction direction = Direction::maximize;
+  Direction direction = Direction::kMaximize;
   std::vector<Constraint> constraints;
 };
 
@@ -63,9 +63,9 @@ struct Budget {
 };
 
 // The framework a study's configurations are launched with (and exported for); docs/exports.md.
-enum class RenderFormat { json, megatron, torchtitan, nemo, deepspeed, torchrec };
+enum class RenderFormat { kJson, kMegatron, kTorchtitan, kNemo, kDeepspeed, kTorchrec };
 // What Ctrl-C does to trials in flight.
-enum class OnStop { cancel, wait };
+enum class OnStop { kCancel, kWait };
 
 std::string_view to_string(Prior p);
 std::string_view to_string(RenderFormat f);
@@ -95,9 +95,9 @@ struct StudySpec {
   std::int64_t parallel = 1;  // trials in flight at once
   std::uint64_t seed = 1;
   std::vector<std::string> plugin_paths;  // resolved against the study file's directory
-  RenderFormat format = RenderFormat::json;
+  RenderFormat format = RenderFormat::kJson;
   std::string format_version;  // after '@' in "format"; empty: the newest the space knows
-  OnStop on_stop = OnStop::cancel;
+  OnStop on_stop = OnStop::kCancel;
   CallDeadlines deadlines;  // "deadlines": seconds one plugin call of each kind may take
 
   bool pareto() const { return objectives.size() > 1; }

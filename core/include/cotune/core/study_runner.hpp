@@ -23,7 +23,7 @@ struct RunOptions {
   std::string store_path = "cotune.db";
   // Progress: "live" redraws one line (for a terminal), "lines" writes one line per finished trial,
   // "quiet" writes nothing but warnings.
-  enum class Display { live, lines, quiet } display = Display::lines;
+  enum class Display { kLive, kLines, kQuiet } display = Display::kLines;
   std::FILE* display_out = stderr;
   // Stop requests (a signal handler increments it): 1 stops proposing and applies the study's
   // on_stop to the trials in flight; 2 or more cancels them at once. nullptr: never stopped.
@@ -49,7 +49,7 @@ struct RecommendedConfig {
 
 struct RunResult {
   std::int64_t study_id = 0;
-  StudyStatus status = StudyStatus::running;  // finished or stopped
+  StudyStatus status = StudyStatus::kRunning;  // finished or stopped
   std::string reason;                         // why the loop ended
   bool interrupted = false;                   // a stop request ended it
   std::int64_t counted_trials = 0;            // trials that count against the budget, all runs

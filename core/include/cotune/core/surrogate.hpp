@@ -55,7 +55,7 @@ class Surrogate {
 
   // The prior in use: the one asked for, or none when it could not be (see prior_note()).
   Prior prior() const { return prior_kind_; }
-  bool uses_prior() const { return prior_kind_ != Prior::none; }
+  bool uses_prior() const { return prior_kind_ != Prior::kNone; }
   // Changes with every fit(): never the same for two models in one process, never 0. Searchers
   // keep scores while it stays the same (cotune_search_context.score_version).
   uint64_t version() const { return version_; }
@@ -118,7 +118,7 @@ class Surrogate {
   const Space& space_;
   Predictor& predictor_;
   std::string metric_;
-  Prior prior_kind_ = Prior::none;  // any but none: the predictor sees log(estimate) as one more feature
+  Prior prior_kind_ = Prior::kNone;  // any but none: the predictor sees log(estimate) as one more feature
   std::string prior_note_;
   size_t fitted_rows_ = 0;
   bool fitted_predictor_ = false;  // false with a constant target (or no data)

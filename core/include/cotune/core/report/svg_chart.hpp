@@ -10,16 +10,16 @@
 
 namespace cotune::core::report {
 
-enum class ScaleKind { linear, log };
+enum class ScaleKind { kLinear, kLog };
 
 // Maps a data interval onto [0, 1] and chooses round tick values.
 struct Scale {
-  ScaleKind kind = ScaleKind::linear;
+  ScaleKind kind = ScaleKind::kLinear;
   double lo = 0, hi = 1;
 
   // The interval covering `values` (those the scale can show), widened to round numbers. No
   // usable value: [0, 1] (log: [1, 10]). One value, or all equal: an interval around it.
-  static Scale fit(const std::vector<double>& values, ScaleKind kind = ScaleKind::linear);
+  static Scale fit(const std::vector<double>& values, ScaleKind kind = ScaleKind::kLinear);
   bool shows(double v) const;       // finite, and > 0 on a log scale
   double fraction(double v) const;  // position of v in [lo, hi] as 0..1 (not clamped)
   // About `target` round values in [lo, hi]: 1-2-5 steps on linear scales, decades on log scales
