@@ -82,7 +82,7 @@ std::string cost_text(const ReportContext& c) {
   double gpu_hours = 0;
   for (const ReportTrial& t : c.trials) {
     const TrialStatus s = t.record.status;
-    if (!is_finished(s) || s == TrialStatus::kCancelled || s == TrialStatus::kUnavailable) continue;
+    if (!counts_against_budget(s)) continue;
     ++measured;
     if (s != TrialStatus::kOk) ++failed;
     // The trace's GPUs only when the trial's metrics do not say (trial_gpu_hours prefers them).

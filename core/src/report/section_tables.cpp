@@ -46,7 +46,7 @@ std::string budget_text(const ReportContext& c) {
   std::int64_t counted = 0;
   double first = 0, last = 0;
   for (const ReportTrial& t : c.trials) {
-    if (is_finished(t.record.status) && t.record.status != TrialStatus::kCancelled) ++counted;
+    if (counts_against_budget(t.record.status)) ++counted;
     if (first == 0 || t.record.created_at < first) first = t.record.created_at;
     last = std::max(last, t.record.finished_at.value_or(t.record.created_at));
   }

@@ -58,4 +58,8 @@ std::optional<Direction> direction_from_string(std::string_view s) { return valu
 
 bool is_finished(TrialStatus s) { return s != TrialStatus::kPending && s != TrialStatus::kRunning; }
 
+bool counts_against_budget(TrialStatus s) {
+  return s == TrialStatus::kOk || s == TrialStatus::kFailed || s == TrialStatus::kOom || s == TrialStatus::kTimeout;
+}
+
 }  // namespace cotune::core

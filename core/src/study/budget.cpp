@@ -7,10 +7,6 @@
 namespace cotune::core {
 namespace {
 
-bool counts(TrialStatus s) {
-  return s == TrialStatus::kOk || s == TrialStatus::kFailed || s == TrialStatus::kOom || s == TrialStatus::kTimeout;
-}
-
 std::string number(double v) {
   std::ostringstream out;
   out << v;
@@ -27,7 +23,7 @@ void BudgetTracker::record(TrialStatus status, const Evaluation* evaluation, dou
   last_improved_ = false;
   if (status != TrialStatus::kUnavailable) gpu_hours_ += gpu_hours;
   if (status == TrialStatus::kUnavailable) ++unavailable_in_a_row_;
-  if (!counts(status)) return;
+  if (!counts_against_budget(status)) return;
   unavailable_in_a_row_ = 0;
   ++counted_;
   if (evaluation != nullptr && evaluation->feasible) {

@@ -1,7 +1,7 @@
 // The budget and stopping rules of a study, fed with each finished trial in the order they ended.
 //
-// - trials: ok, failed, oom and timeout trials count; cancelled and unavailable ones do not (they
-//   measured nothing).
+// - trials: those counts_against_budget() takes (store_records.hpp: ok, failed, oom, timeout; not
+//   cancelled or unavailable, which measured nothing). The report counts with the same rule.
 // - wall_time_s: the time of this `cotune run` (a resumed study gets the full limit again).
 // - gpu_hours: per trial, GPUs x duration. GPUs: the metric "gpus" when the executor reports it,
 //   else the GPUs of the configuration's step trace. Duration: the metric "wall_time_s" when reported,

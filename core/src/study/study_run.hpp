@@ -1,7 +1,7 @@
 // One invocation of the study loop (study_runner.hpp): the components, the store, the trials in
-// flight and the bookkeeping between them. Setup and resume live in study_run_setup.cpp, the loop
-// in study_run_loop.cpp, submitting and committing trials in study_run_trials.cpp, the recommended
-// configuration in study_run_recommend.cpp.
+// flight and the bookkeeping between them. Setup and resume live in study_run_setup.cpp; the loop,
+// from proposing to committing a trial and handing it to the observers, in study_run_loop.cpp; the
+// recommended configuration in study_run_recommend.cpp.
 #ifndef COTUNE_STUDY_STUDY_RUN_HPP_
 #define COTUNE_STUDY_STUDY_RUN_HPP_
 
@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -51,6 +52,17 @@ struct TrainingRowOrigin {
   double objective = 0;
 };
 
+// One stored trial, as the observers hear of it (StudyRun::install_observers).
+struct FinishedTrial {
+  const RunningTrial& trial;
+  const TrialOutcome& outcome;    // what the store now holds for it
+  const Evaluation* evaluation;   // its objectives, for an ok trial with metrics; nullptr otherwise
+  const std::string& metrics_json;
+  double gpu_hours;               // trial_gpu_hours (budget.hpp)
+  const TrialRecord* stored;      // read back from the store; nullptr when it cannot be
+};
+using TrialObserver = std::function<void(const FinishedTrial&)>;
+
 // One finished trial as the searcher hears of it.
 struct Observation {
   std::int64_t seq = 0;
@@ -83,6 +95,7 @@ class StudyRun {
   void add_training(const double* config, const std::string& metrics_json, const TrainingRowOrigin& origin = {});
 
   // the loop (study_run_loop.cpp)
+  void install_observers();
   void loop();
   void handle_stop_requests();
   void check_budget(double elapsed_s);
@@ -97,7 +110,7 @@ class StudyRun {
   // the recommended configuration at the end of a run (study_run_recommend.cpp)
   std::optional<RecommendedConfig> recommend();
 
-  // trials (study_run_trials.cpp)
+  // trials (study_run_loop.cpp)
   std::vector<RunningTrial> propose(size_t n);
   bool launch(RunningTrial& trial, const std::string* attach_id);
   // Stores the external job id of every trial submitted since the last call. Called after a whole
@@ -123,6 +136,7 @@ class StudyRun {
   size_t capacity_ = 1;
   int32_t launch_format_ = COTUNE_RENDER_JSON;
 
+  std::vector<TrialObserver> observers_;  // what follows a stored trial, in order
   BudgetTracker budget_;
   Progress progress_;
   std::unordered_set<std::string> seen_;  // Space::key of everything measured, in flight or in history

@@ -50,7 +50,9 @@ StudyRun::StudyRun(const StudySpec& spec, const RunOptions& options)
       options_(options),
       budget_(spec),
       progress_(options.display_out, progress_mode(options.display)),
-      started_(std::chrono::steady_clock::now()) {}
+      started_(std::chrono::steady_clock::now()) {
+  install_observers();
+}
 
 StudyRun::~StudyRun() { release_lease(); }
 
@@ -418,9 +420,7 @@ RunResult StudyRun::run() {
     result.reason = "nothing left to run";
     result.counted_trials = 0;
     for (const TrialRecord& t : store_->trials(study_.id))
-      if (t.status == TrialStatus::kOk || t.status == TrialStatus::kFailed || t.status == TrialStatus::kOom ||
-          t.status == TrialStatus::kTimeout)
-        ++result.counted_trials;
+      if (counts_against_budget(t.status)) ++result.counted_trials;
     return result;
   }
   take_lease();

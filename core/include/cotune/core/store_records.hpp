@@ -25,6 +25,9 @@ std::optional<TrialStatus> trial_status_from_string(std::string_view s);
 std::optional<Direction> direction_from_string(std::string_view s);
 // True for the statuses a trial ends in (all but pending and running).
 bool is_finished(TrialStatus s);
+// The budget's rule: ok, failed, oom and timeout trials ran and count against a trial budget;
+// cancelled and unavailable ones measured nothing and do not.
+bool counts_against_budget(TrialStatus s);
 
 // What a caller gives to create a study.
 struct NewStudy {
