@@ -2,7 +2,7 @@
 // same trials through the process executor: wall time, cotune's own CPU time (getrusage), and the
 // Slurm client calls made per trial (counted by wrappers around the real programs).
 //   SLURM_CONF=/tmp/cotune-slurm/slurm.conf build/bin/executors_bench   (after scripts/slurm-local up)
-#include <cotune/core/components.hpp>
+#include <cotune/core/abi/components.hpp>
 #include <cotune/core/registry.hpp>
 #include <cotune/cotune.hpp>
 

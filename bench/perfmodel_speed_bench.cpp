@@ -3,7 +3,7 @@
 // enumeration and simulation of every valid configuration of that space.
 //   build-perf/bench/perfmodel_speed_bench            (Google Benchmark flags accepted)
 #include <benchmark/benchmark.h>
-#include <cotune/core/perfmodel.hpp>
+#include <cotune/core/perfmodel/perfmodel.hpp>
 #include <cotune/core/registry.hpp>
 
 #include <chrono>

@@ -3,7 +3,7 @@
 // the held-out R^2 as a counter, so a faster but worse model shows.
 //
 //   build-pred/bin/predictor_bench --benchmark_counters_tabular=true
-#include <cotune/core/components.hpp>
+#include <cotune/core/abi/components.hpp>
 #include <cotune/core/registry.hpp>
 
 #include <benchmark/benchmark.h>

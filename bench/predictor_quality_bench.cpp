@@ -8,12 +8,12 @@
 //   build-history/bin/predictor_quality_bench [--pool 1200] [--repeats-krr 5] [--repeats-mlp 3]
 //                                             [--sizes 50,100,200,500] [--noise 0.05] [--seed 1]
 // (--repeats-krr 0 or --repeats-mlp 0 leaves that predictor out.)
-#include <cotune/core/perfmodel.hpp>
-#include <cotune/core/predictor_eval.hpp>
-#include <cotune/core/ranking_metrics.hpp>
+#include <cotune/core/perfmodel/perfmodel.hpp>
+#include <cotune/core/history/predictor_eval.hpp>
+#include <cotune/core/history/ranking_metrics.hpp>
 #include <cotune/core/registry.hpp>
-#include <cotune/core/study_file.hpp>
-#include <cotune/core/study_setup.hpp>
+#include <cotune/core/studyfile/study_file.hpp>
+#include <cotune/core/run/study_setup.hpp>
 
 #include <chrono>
 #include <cmath>

@@ -2,8 +2,8 @@
 // reproduced by the planner + lowering + performance model, each as rows of simulated figures,
 // then Google Benchmark times the planner (check() = plan one configuration) for the ads-like
 // preset, 500 tables on 128 GPUs.
-#include <cotune/core/components.hpp>
-#include <cotune/core/perfmodel.hpp>
+#include <cotune/core/abi/components.hpp>
+#include <cotune/core/perfmodel/perfmodel.hpp>
 #include <cotune/core/registry.hpp>
 
 #include <benchmark/benchmark.h>

@@ -4,7 +4,7 @@
 // holding 100 authenticated connections (the real `cotune agent` process, VmRSS).
 #include <benchmark/benchmark.h>
 
-#include <cotune/core/components.hpp>
+#include <cotune/core/abi/components.hpp>
 #include <cotune/core/registry.hpp>
 
 // The harness is shared with the tests, which get these from CMake; the bench derives them from

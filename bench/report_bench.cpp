@@ -2,12 +2,12 @@
 // The study is filled once through the real Store API with configurations sampled by the real llm
 // space and measured by the performance model, then the report is generated through the same call
 // `cotune report` makes.
-#include <cotune/core/perfmodel.hpp>
+#include <cotune/core/perfmodel/perfmodel.hpp>
 #include <cotune/core/registry.hpp>
 #include <cotune/core/report/study_html.hpp>
-#include <cotune/core/store.hpp>
-#include <cotune/core/study_file.hpp>
-#include <cotune/core/study_setup.hpp>
+#include <cotune/core/store/store.hpp>
+#include <cotune/core/studyfile/study_file.hpp>
+#include <cotune/core/run/study_setup.hpp>
 
 #include <benchmark/benchmark.h>
 

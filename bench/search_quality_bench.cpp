@@ -24,15 +24,15 @@
 // overhead), --replay-tables n,m (judge on unseen tables of n rows through the replay executor),
 // --machine JSON (those tables measured on a machine with other GPU-description constants; each
 // study runs with in-study calibration on and off).
-#include <cotune/core/objective.hpp>
-#include <cotune/core/perfmodel.hpp>
+#include <cotune/core/model/objective.hpp>
+#include <cotune/core/perfmodel/perfmodel.hpp>
 #include <cotune/core/registry.hpp>
-#include <cotune/core/search_context.hpp>
-#include <cotune/core/store.hpp>
-#include <cotune/core/study_file.hpp>
-#include <cotune/core/study_runner.hpp>
-#include <cotune/core/study_setup.hpp>
-#include <cotune/core/surrogate.hpp>
+#include <cotune/core/run/search_context.hpp>
+#include <cotune/core/store/store.hpp>
+#include <cotune/core/studyfile/study_file.hpp>
+#include <cotune/core/run/study_runner.hpp>
+#include <cotune/core/run/study_setup.hpp>
+#include <cotune/core/model/surrogate.hpp>
 
 #include <benchmark/benchmark.h>
 #include <unistd.h>

@@ -4,8 +4,8 @@
 //
 //   build/bench/store_bench [--benchmark_filter=...]
 // The 1M-trial store is bulk-loaded once, in one transaction, under $TMPDIR (removed at exit).
-#include <cotune/core/canonical_json.hpp>
-#include <cotune/core/store.hpp>
+#include <cotune/core/studyfile/canonical_json.hpp>
+#include <cotune/core/store/store.hpp>
 
 #include <benchmark/benchmark.h>
 #include <nlohmann/json.hpp>

@@ -11,12 +11,12 @@
 // The study is created by `cotune run` itself (stopped with SIGINT after its first trial), then
 // filled with distinct valid configurations of its own space -- every one is enumerated, and a
 // seeded shuffle picks TRIALS of them -- bulk-loaded in one transaction with synthetic tokens/s.
-#include <cotune/core/canonical_json.hpp>
+#include <cotune/core/studyfile/canonical_json.hpp>
 #include <cotune/core/registry.hpp>
-#include <cotune/core/store.hpp>
-#include <cotune/core/study_file.hpp>
-#include <cotune/core/study_setup.hpp>
-#include <cotune/core/surrogate.hpp>
+#include <cotune/core/store/store.hpp>
+#include <cotune/core/studyfile/study_file.hpp>
+#include <cotune/core/run/study_setup.hpp>
+#include <cotune/core/model/surrogate.hpp>
 
 #include <nlohmann/json.hpp>
 #include <signal.h>

@@ -1,5 +1,5 @@
 // Loading, version negotiation and refusal: each fixture library bends the contract one way.
-#include <cotune/core/components.hpp>
+#include <cotune/core/abi/components.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/registry.hpp>
 

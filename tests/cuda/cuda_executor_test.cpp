@@ -3,9 +3,9 @@
 // runtime's own error text; the GPU cases skip, naming that error. With a GPU: a Llama-3 8B trial
 // gets sane measured metrics, a large GEMM runs within sane bounds of peak, and the memory check
 // reports a configuration that cannot fit as oom.
-#include <cotune/core/components.hpp>
+#include <cotune/core/abi/components.hpp>
 #include <cotune/core/errors.hpp>
-#include <cotune/core/perfmodel.hpp>
+#include <cotune/core/perfmodel/perfmodel.hpp>
 #include <cotune/core/registry.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

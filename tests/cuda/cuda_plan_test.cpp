@@ -4,7 +4,7 @@
 // space loaded through the Registry.
 #include "kernel_plan.hpp"
 
-#include <cotune/core/components.hpp>
+#include <cotune/core/abi/components.hpp>
 #include <cotune/core/registry.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -2,10 +2,10 @@
 // reader, the llm schema row builder, metric conversion and the llm space's check of every row,
 // then the history rows the store would receive. An optional first line "#map a=b|c=d" gives
 // column mappings (--map). Header problems are UserErrors; a bad row is rejected, never fatal.
-#include <cotune/core/csv.hpp>
+#include <cotune/core/history/csv.hpp>
 #include <cotune/core/errors.hpp>
-#include <cotune/core/history_io.hpp>
-#include <cotune/core/llm_runs.hpp>
+#include <cotune/core/history/history_io.hpp>
+#include <cotune/core/history/llm_runs.hpp>
 #include <cotune/core/registry.hpp>
 
 #include <nlohmann/json.hpp>

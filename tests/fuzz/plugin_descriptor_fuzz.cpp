@@ -5,7 +5,7 @@
 // read beyond what the descriptor states is caught by AddressSanitizer. The host must accept or
 // refuse with "<file>: <reason>"; nothing else.
 #include <cotune/cotune.h>
-#include <cotune/core/components.hpp>
+#include <cotune/core/abi/components.hpp>
 #include <cotune/core/errors.hpp>
 
 #include <algorithm>

@@ -4,7 +4,7 @@
 // nothing else may escape, crash or hang.
 #include <cotune/core/errors.hpp>
 #include <cotune/core/registry.hpp>
-#include <cotune/core/study_file.hpp>
+#include <cotune/core/studyfile/study_file.hpp>
 
 #include <cstddef>
 #include <cstdint>

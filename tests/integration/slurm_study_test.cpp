@@ -7,9 +7,9 @@
 // trial really ran. While the file `hold` exists in the test directory, jobs wait after starting
 // (unless their trial directory holds a file `go`): that keeps them queued or running for as long
 // as a test needs.
-#include <cotune/core/components.hpp>
+#include <cotune/core/abi/components.hpp>
 #include <cotune/core/registry.hpp>
-#include <cotune/core/store.hpp>
+#include <cotune/core/store/store.hpp>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 // The Slurm executor against a real single-node cluster (scripts/slurm-local up, run by ctest as the
 // fixture `slurm_cluster`). Skipped when the Slurm programs are not installed.
-#include <cotune/core/components.hpp>
+#include <cotune/core/abi/components.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/registry.hpp>
 #include <cotune/cotune.hpp>

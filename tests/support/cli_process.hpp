@@ -4,7 +4,7 @@
 #ifndef COTUNE_TESTS_SUPPORT_CLI_PROCESS_HPP_
 #define COTUNE_TESTS_SUPPORT_CLI_PROCESS_HPP_
 
-#include <cotune/core/store.hpp>
+#include <cotune/core/store/store.hpp>
 
 #include <fcntl.h>
 #include <signal.h>

@@ -3,11 +3,11 @@
 // Roofline: rates of the trace's roofline terms learned from a few measurements rank held-out
 // configurations far better than the features alone.
 #include <cotune/core/errors.hpp>
-#include <cotune/core/perfmodel.hpp>
-#include <cotune/core/ranking_metrics.hpp>
+#include <cotune/core/perfmodel/perfmodel.hpp>
+#include <cotune/core/history/ranking_metrics.hpp>
 #include <cotune/core/registry.hpp>
-#include <cotune/core/search_context.hpp>
-#include <cotune/core/surrogate.hpp>
+#include <cotune/core/run/search_context.hpp>
+#include <cotune/core/model/surrogate.hpp>
 
 #include <gtest/gtest.h>
 

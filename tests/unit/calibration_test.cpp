@@ -2,10 +2,10 @@
 // recovers them; too few, degenerate or uninformative runs are refused with the runs named; the
 // calibration file round-trips and a bad one names the field; `cotune calibrate` and
 // `simulate --calibration` through the real binary.
-#include <cotune/core/calibration.hpp>
-#include <cotune/core/components.hpp>
+#include <cotune/core/perfmodel/calibration.hpp>
+#include <cotune/core/abi/components.hpp>
 #include <cotune/core/errors.hpp>
-#include <cotune/core/perfmodel.hpp>
+#include <cotune/core/perfmodel/perfmodel.hpp>
 #include <cotune/core/registry.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 // The learned additive cost model: rates recovered by non-negative least squares, the metric's
 // relation to time found from the data, and no fit from too little.
-#include <cotune/core/cost_model.hpp>
+#include <cotune/core/model/cost_model.hpp>
 
 #include <gtest/gtest.h>
 

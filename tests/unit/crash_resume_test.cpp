@@ -2,7 +2,7 @@
 // with the process executor running a real command. After each kill the store must open and pass
 // SQLite's integrity check, every trial that had finished must be there exactly once and unchanged,
 // and no configuration may appear twice; a final `cotune run` resumes the study to its budget.
-#include <cotune/core/store.hpp>
+#include <cotune/core/store/store.hpp>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

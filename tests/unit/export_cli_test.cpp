@@ -1,8 +1,8 @@
 // `cotune export` as a user runs it (the real binary, plugins and store): which trial it takes
 // (--trial, --recommended, --best, and the default), --out, framework versions, and a target's
 // refusal of a configuration it cannot launch; a recsys study exported as a TorchRec plan.
-#include <cotune/core/canonical_json.hpp>
-#include <cotune/core/store.hpp>
+#include <cotune/core/studyfile/canonical_json.hpp>
+#include <cotune/core/store/store.hpp>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

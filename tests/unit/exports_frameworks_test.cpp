@@ -5,10 +5,10 @@
 // the target's format, checked, and compared with the configuration and the workload it came from.
 #include "support/framework_check.hpp"
 
-#include <cotune/core/components.hpp>
+#include <cotune/core/abi/components.hpp>
 #include <cotune/core/registry.hpp>
-#include <cotune/core/study_file.hpp>
-#include <cotune/core/study_setup.hpp>
+#include <cotune/core/studyfile/study_file.hpp>
+#include <cotune/core/run/study_setup.hpp>
 #include <cotune/cotune.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,12 +1,12 @@
 // History import and export through the real parts: the llm space plugin, a real store file in a
 // temporary directory, and the cotune binary for the commands end to end.
-#include <cotune/core/canonical_json.hpp>
+#include <cotune/core/studyfile/canonical_json.hpp>
 #include <cotune/core/errors.hpp>
-#include <cotune/core/history_io.hpp>
-#include <cotune/core/llm_csv_row.hpp>
-#include <cotune/core/llm_runs.hpp>
+#include <cotune/core/history/history_io.hpp>
+#include <cotune/core/history/llm_csv_row.hpp>
+#include <cotune/core/history/llm_runs.hpp>
 #include <cotune/core/registry.hpp>
-#include <cotune/core/store.hpp>
+#include <cotune/core/store/store.hpp>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,9 +1,9 @@
 // `cotune import` of the logs people have, through the real CLI and store: the Megatron-LM log, W&B
 // export and sacct output under examples/import/, each detected from its content, with the runs it
 // took, those it skipped and why; and the Megatron-LM argument names each becomes.
-#include <cotune/core/history_io.hpp>
-#include <cotune/core/run_logs.hpp>
-#include <cotune/core/store.hpp>
+#include <cotune/core/history/history_io.hpp>
+#include <cotune/core/history/run_logs.hpp>
+#include <cotune/core/store/store.hpp>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

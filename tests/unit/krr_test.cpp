@@ -1,5 +1,5 @@
 // The krr predictor through its real plugin library, loaded by the host's Registry.
-#include <cotune/core/components.hpp>
+#include <cotune/core/abi/components.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/registry.hpp>
 

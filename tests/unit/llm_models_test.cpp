@@ -2,9 +2,9 @@
 // totals, FLOPs of MLA, shared experts and dense-first layers by hand, uneven pipeline splits (the
 // heaviest stage timed, each rank's memory), NVL72 groups on NVLink, and a clear error for every bad
 // value of the new workload fields.
-#include <cotune/core/components.hpp>
+#include <cotune/core/abi/components.hpp>
 #include <cotune/core/errors.hpp>
-#include <cotune/core/perfmodel.hpp>
+#include <cotune/core/perfmodel/perfmodel.hpp>
 #include <cotune/core/registry.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -4,8 +4,8 @@
 // GEMMs only, MoE dispatch crosses nodes at each GPU's own link and hides behind another micro-batch's
 // compute when overlapped, small models wait for the host, and PyTorch-native trainers recompute
 // selectively per operator.
-#include <cotune/core/components.hpp>
-#include <cotune/core/perfmodel.hpp>
+#include <cotune/core/abi/components.hpp>
+#include <cotune/core/perfmodel/perfmodel.hpp>
 #include <cotune/core/registry.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 // The llm space plugin through the real Registry: FLOP and memory formulas against hand-computed
 // values, every constraint with its reason, sampling, features, lowering, rendering and parsing.
-#include <cotune/core/components.hpp>
+#include <cotune/core/abi/components.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/registry.hpp>
 #include <gmock/gmock.h>

@@ -1,6 +1,6 @@
 // The mlp predictor through its real plugin library, loaded by the host's Registry. Data sets and
 // networks are kept small so that the whole file runs in seconds.
-#include <cotune/core/components.hpp>
+#include <cotune/core/abi/components.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/registry.hpp>
 

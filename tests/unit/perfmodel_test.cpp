@@ -1,7 +1,7 @@
 // The performance model: GPU catalogue and cluster resolution, op timing against hand-computed
 // values, stream clocks, overlap and the pipeline schedule.
 #include <cotune/core/errors.hpp>
-#include <cotune/core/perfmodel.hpp>
+#include <cotune/core/perfmodel/perfmodel.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

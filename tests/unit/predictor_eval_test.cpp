@@ -1,8 +1,8 @@
 // `cotune predictor eval`: the evaluation engine on data whose answer is known by construction, and
 // the command end to end on a CSV made by `cotune simulate --batch`, through the real plugins.
 #include <cotune/core/errors.hpp>
-#include <cotune/core/perfmodel.hpp>
-#include <cotune/core/predictor_eval.hpp>
+#include <cotune/core/perfmodel/perfmodel.hpp>
+#include <cotune/core/history/predictor_eval.hpp>
 #include <cotune/core/registry.hpp>
 
 #include <gmock/gmock.h>

@@ -1,5 +1,5 @@
 // The process executor through its real plugin library: jobs are real /bin/sh programs.
-#include <cotune/core/components.hpp>
+#include <cotune/core/abi/components.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/registry.hpp>
 #include <cotune/cotune.hpp>

@@ -1,5 +1,5 @@
 // The evaluation metrics against values computed by hand on tiny datasets.
-#include <cotune/core/ranking_metrics.hpp>
+#include <cotune/core/history/ranking_metrics.hpp>
 
 #include <gtest/gtest.h>
 

@@ -2,11 +2,11 @@
 // planner (every shard placed, memory respected, balance), constraint reasons, FLOP and byte
 // formulas against hand-computed values, the TorchRec plan, and lowering timed by the real
 // performance model.
-#include <cotune/core/components.hpp>
+#include <cotune/core/abi/components.hpp>
 #include <cotune/core/errors.hpp>
-#include <cotune/core/perfmodel.hpp>
+#include <cotune/core/perfmodel/perfmodel.hpp>
 #include <cotune/core/registry.hpp>
-#include <cotune/core/study_file.hpp>
+#include <cotune/core/studyfile/study_file.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

@@ -3,8 +3,8 @@
 // certificates made here, failover, an agent killed mid-trial and restarted, and SIGTERM.
 #include <gtest/gtest.h>
 
-#include <cotune/core/components.hpp>
-#include <cotune/core/log.hpp>
+#include <cotune/core/abi/components.hpp>
+#include <cotune/core/abi/log.hpp>
 #include <cotune/core/registry.hpp>
 
 #include "support/agent_harness.hpp"

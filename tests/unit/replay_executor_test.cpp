@@ -5,13 +5,13 @@
 // studies over a sparse table: only available trials count, unavailable ones are stored once and
 // never proposed again, and the study ends.
 #include <sys/stat.h>
-#include <cotune/core/components.hpp>
+#include <cotune/core/abi/components.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/registry.hpp>
-#include <cotune/core/store.hpp>
-#include <cotune/core/study_file.hpp>
-#include <cotune/core/study_runner.hpp>
-#include <cotune/core/study_setup.hpp>
+#include <cotune/core/store/store.hpp>
+#include <cotune/core/studyfile/study_file.hpp>
+#include <cotune/core/run/study_runner.hpp>
+#include <cotune/core/run/study_setup.hpp>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -4,11 +4,11 @@
 #ifndef COTUNE_TESTS_REPORT_STUDY_FIXTURE_HPP_
 #define COTUNE_TESTS_REPORT_STUDY_FIXTURE_HPP_
 
-#include <cotune/core/perfmodel.hpp>
+#include <cotune/core/perfmodel/perfmodel.hpp>
 #include <cotune/core/registry.hpp>
-#include <cotune/core/store.hpp>
-#include <cotune/core/study_file.hpp>
-#include <cotune/core/study_setup.hpp>
+#include <cotune/core/store/store.hpp>
+#include <cotune/core/studyfile/study_file.hpp>
+#include <cotune/core/run/study_setup.hpp>
 
 #include <nlohmann/json.hpp>
 

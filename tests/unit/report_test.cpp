@@ -3,7 +3,7 @@
 // command.
 #include <cotune/core/errors.hpp>
 #include <cotune/core/report/study_html.hpp>
-#include <cotune/core/store.hpp>
+#include <cotune/core/store/store.hpp>
 
 #include <gtest/gtest.h>
 

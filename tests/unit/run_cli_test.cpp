@@ -1,7 +1,7 @@
 // `cotune run`, `show` and `export` as a user runs them: the real binary (fork + exec), the real
 // plugins and store, kill -9 and SIGINT in the middle of a study, then the same command again.
-#include <cotune/core/canonical_json.hpp>
-#include <cotune/core/store.hpp>
+#include <cotune/core/studyfile/canonical_json.hpp>
+#include <cotune/core/store/store.hpp>
 
 #include <gtest/gtest.h>
 

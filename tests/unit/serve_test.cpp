@@ -3,7 +3,7 @@
 // limits, rendering beside the accept loop, and `cotune serve` out of file descriptors.
 #include <cotune/core/errors.hpp>
 #include <cotune/core/report/live_server.hpp>
-#include <cotune/core/store.hpp>
+#include <cotune/core/store/store.hpp>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>

@@ -1,6 +1,6 @@
 // The sim executor through the real plugins: a trace from the llm space is answered with the
 // performance model's metrics, `oom` carries the memory breakdown, and seeded noise reproduces.
-#include <cotune/core/components.hpp>
+#include <cotune/core/abi/components.hpp>
 #include <cotune/core/registry.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -2,7 +2,7 @@
 // two processes while readers (`cotune show`, `cotune serve`) run; the disk full (a file size limit)
 // and a store its user cannot write. Each must end in a clear error or in success, never in a lost
 // or damaged trial.
-#include <cotune/core/store.hpp>
+#include <cotune/core/store/store.hpp>
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>

@@ -1,8 +1,8 @@
 // The study store over real SQLite files in a temporary directory: schema and migrations, refusal of
 // foreign and newer files, every API, durability across reopen and kill -9, several processes.
-#include <cotune/core/canonical_json.hpp>
+#include <cotune/core/studyfile/canonical_json.hpp>
 #include <cotune/core/errors.hpp>
-#include <cotune/core/store.hpp>
+#include <cotune/core/store/store.hpp>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

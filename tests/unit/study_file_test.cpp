@@ -1,8 +1,8 @@
 // The study file: valid files with their defaults, the workload given by path, the content hash, and
 // every validation error with the JSON pointer of its field. Also the canonical JSON helpers.
-#include <cotune/core/canonical_json.hpp>
+#include <cotune/core/studyfile/canonical_json.hpp>
 #include <cotune/core/errors.hpp>
-#include <cotune/core/study_file.hpp>
+#include <cotune/core/studyfile/study_file.hpp>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "study/json_checks.hpp"
+#include "studyfile/json_checks.hpp"
 
 namespace cotune::core {
 namespace {

@@ -1,16 +1,16 @@
 // The study loop through the real plugins (llm space, sim executor, krr predictor, random and
 // reinforce searchers) and a real store: budget and stopping rules, stop and resume, failed history
 // never proposed again, constraints, the Pareto front and the recommended configuration.
-#include <cotune/core/canonical_json.hpp>
+#include <cotune/core/studyfile/canonical_json.hpp>
 #include <cotune/core/errors.hpp>
-#include <cotune/core/objective.hpp>
+#include <cotune/core/model/objective.hpp>
 #include <cotune/core/registry.hpp>
-#include <cotune/core/store.hpp>
-#include <cotune/core/study_file.hpp>
-#include <cotune/core/study_report.hpp>
-#include <cotune/core/study_runner.hpp>
-#include <cotune/core/study_setup.hpp>
-#include <cotune/core/surrogate.hpp>
+#include <cotune/core/store/store.hpp>
+#include <cotune/core/studyfile/study_file.hpp>
+#include <cotune/core/run/study_report.hpp>
+#include <cotune/core/run/study_runner.hpp>
+#include <cotune/core/run/study_setup.hpp>
+#include <cotune/core/model/surrogate.hpp>
 
 #include <gtest/gtest.h>
 #include <stdlib.h>

@@ -1,13 +1,13 @@
 // The objective, constraints, Pareto front and budget rules of the study loop, on hand-made metrics.
-#include <cotune/core/objective.hpp>
-#include <cotune/core/study_file.hpp>
+#include <cotune/core/model/objective.hpp>
+#include <cotune/core/studyfile/study_file.hpp>
 
 #include <gtest/gtest.h>
 
 #include <limits>
 
-#include "study/budget.hpp"
-#include "study/searcher_state.hpp"
+#include "run/budget.hpp"
+#include "run/searcher_state.hpp"
 
 namespace cotune::core {
 namespace {

@@ -2,7 +2,7 @@
 #include <cotune/core/agent/auth.hpp>
 #include <cotune/core/agent/frame.hpp>
 #include <cotune/core/errors.hpp>
-#include <cotune/core/log.hpp>
+#include <cotune/core/abi/log.hpp>
 #include <cotune/core/registry.hpp>
 
 #include "agent/session.hpp"

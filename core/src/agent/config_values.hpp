@@ -3,7 +3,7 @@
 #ifndef COTUNE_AGENT_CONFIG_VALUES_HPP_
 #define COTUNE_AGENT_CONFIG_VALUES_HPP_
 
-#include <cotune/core/components.hpp>
+#include <cotune/core/abi/components.hpp>
 
 #include <nlohmann/json.hpp>
 

@@ -1,7 +1,7 @@
 #include "agent/session.hpp"
 
 #include <cotune/core/agent/frame.hpp>
-#include <cotune/core/json_document.hpp>
+#include <cotune/core/studyfile/json_document.hpp>
 
 #include "agent/trial_book.hpp"
 

@@ -4,7 +4,7 @@
 #ifndef COTUNE_AGENT_TRIAL_BOOK_HPP_
 #define COTUNE_AGENT_TRIAL_BOOK_HPP_
 
-#include <cotune/core/components.hpp>
+#include <cotune/core/abi/components.hpp>
 #include <cotune/core/registry.hpp>
 
 #include <boost/filesystem/path.hpp>

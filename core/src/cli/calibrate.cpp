@@ -1,7 +1,7 @@
 // `cotune calibrate`: fits the performance model's constants to measured runs (--runs RUNS.csv) or
 // to microbenchmarks of the local GPU (--gpu --base NAME), and writes the calibration file that
 // `simulate --calibration`, study files ("calibration") and `predictor eval --calibration` apply.
-#include <cotune/core/calibration.hpp>
+#include <cotune/core/perfmodel/calibration.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/registry.hpp>
 

@@ -1,10 +1,10 @@
 // The two sources of `cotune calibrate` (cli/calibrate.cpp): measured runs of a team's jobs, and
 // microbenchmarks on the local GPU. Both give the constants of the calibration file
-// (core/include/cotune/core/calibration.hpp, docs/calibration.md).
+// (core/include/cotune/core/perfmodel/calibration.hpp, docs/calibration.md).
 #ifndef COTUNE_CLI_CALIBRATE_HPP_
 #define COTUNE_CLI_CALIBRATE_HPP_
 
-#include <cotune/core/calibration.hpp>
+#include <cotune/core/perfmodel/calibration.hpp>
 #include <cotune/core/registry.hpp>
 
 #include <nlohmann/json.hpp>

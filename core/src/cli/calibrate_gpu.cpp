@@ -5,9 +5,9 @@
 //
 // Each measurement is a single-op step trace submitted to the executor; its measured time comes
 // back in the metrics (measured_gemm_s, measured_memory_s, measured_attention_s).
-#include <cotune/core/components.hpp>
+#include <cotune/core/abi/components.hpp>
 #include <cotune/core/errors.hpp>
-#include <cotune/core/perfmodel.hpp>
+#include <cotune/core/perfmodel/perfmodel.hpp>
 #include <cotune/core/registry.hpp>
 
 #include <nlohmann/json.hpp>

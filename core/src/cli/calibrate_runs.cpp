@@ -1,9 +1,9 @@
 // Measured runs for `cotune calibrate --runs` (see calibrate.hpp): each CSV row through the llm
 // space to its step trace, with the step time it took.
-#include <cotune/core/csv.hpp>
+#include <cotune/core/history/csv.hpp>
 #include <cotune/core/errors.hpp>
-#include <cotune/core/llm_csv_row.hpp>
-#include <cotune/core/perfmodel.hpp>
+#include <cotune/core/history/llm_csv_row.hpp>
+#include <cotune/core/perfmodel/perfmodel.hpp>
 
 #include <cmath>
 #include <stdexcept>

@@ -1,9 +1,9 @@
 // `cotune export STUDY [--format FRAMEWORK[@VERSION]] [--trial N | --recommended | --best] [--out FILE]`:
 // one configuration of a study in the launch format of a framework version (docs/exports.md).
 #include <cotune/core/errors.hpp>
-#include <cotune/core/store.hpp>
-#include <cotune/core/study_report.hpp>
-#include <cotune/core/study_setup.hpp>
+#include <cotune/core/store/store.hpp>
+#include <cotune/core/run/study_report.hpp>
+#include <cotune/core/run/study_setup.hpp>
 
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>

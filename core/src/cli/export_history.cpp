@@ -2,8 +2,8 @@
 // the history of a workload (imported rows and finished trials of its studies) as CSV, in the schema
 // `cotune import` reads (docs/history.md).
 #include <cotune/core/errors.hpp>
-#include <cotune/core/history_io.hpp>
-#include <cotune/core/store.hpp>
+#include <cotune/core/history/history_io.hpp>
+#include <cotune/core/store/store.hpp>
 
 #include <boost/program_options.hpp>
 

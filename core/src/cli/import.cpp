@@ -2,11 +2,11 @@
 // [--set column=value ...] [--store FILE] [--source NAME]`: loads measured runs of earlier jobs into
 // the store as history (docs/history.md).
 #include <cotune/core/errors.hpp>
-#include <cotune/core/history_io.hpp>
-#include <cotune/core/llm_runs.hpp>
+#include <cotune/core/history/history_io.hpp>
+#include <cotune/core/history/llm_runs.hpp>
 #include <cotune/core/registry.hpp>
-#include <cotune/core/run_logs.hpp>
-#include <cotune/core/store.hpp>
+#include <cotune/core/history/run_logs.hpp>
+#include <cotune/core/store/store.hpp>
 
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>

@@ -1,7 +1,7 @@
 // The `cotune` command: dispatches to the subcommands registered with COTUNE_COMMAND.
 #include <cotune/cotune.h>
 #include <cotune/core/errors.hpp>
-#include <cotune/core/store.hpp>
+#include <cotune/core/store/store.hpp>
 
 #include <algorithm>
 #include <csignal>

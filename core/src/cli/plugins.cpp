@@ -1,7 +1,7 @@
 // `cotune plugins [--path DIR]... [--json]` lists every component found (and every library refused,
 // with why); `cotune plugins check LIB` loads one library and exercises each component's
 // create/destroy and self-description.
-#include <cotune/core/components.hpp>
+#include <cotune/core/abi/components.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/registry.hpp>
 

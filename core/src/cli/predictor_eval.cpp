@@ -1,10 +1,10 @@
 // `cotune predictor eval --space llm --data RUNS.csv --target METRIC [--minimize] --predictor krr|mlp
 // [--prior analytic|roofline|none] [--calibration CAL.json] [--train-frac 0.2] [--repeats 10] [--seed 1]
 // [--group-by "a,b"] [--json] [--learning-curve]`: how well a predictor ranks held-out measured runs (predictor_eval.hpp).
-#include <cotune/core/calibration.hpp>
+#include <cotune/core/perfmodel/calibration.hpp>
 #include <cotune/core/errors.hpp>
-#include <cotune/core/llm_runs.hpp>
-#include <cotune/core/predictor_eval.hpp>
+#include <cotune/core/history/llm_runs.hpp>
+#include <cotune/core/history/predictor_eval.hpp>
 #include <cotune/core/registry.hpp>
 
 #include <boost/program_options.hpp>

@@ -2,7 +2,7 @@
 // built-in space, and a search context that scores every valid configuration alike.
 #include "cli/probe_search.hpp"
 
-#include <cotune/core/components.hpp>
+#include <cotune/core/abi/components.hpp>
 #include <cotune/core/errors.hpp>
 
 #include <cotune/cotune.hpp>

@@ -4,7 +4,7 @@
 #ifndef COTUNE_CLI_PROBE_SEARCH_HPP_
 #define COTUNE_CLI_PROBE_SEARCH_HPP_
 
-#include <cotune/core/components.hpp>
+#include <cotune/core/abi/components.hpp>
 
 #include <string>
 

@@ -1,7 +1,7 @@
 // `cotune report STUDY [-o FILE] [--store FILE]`: writes the study's self-contained HTML report.
 #include <cotune/core/errors.hpp>
 #include <cotune/core/report/study_html.hpp>
-#include <cotune/core/store.hpp>
+#include <cotune/core/store/store.hpp>
 
 #include <boost/program_options.hpp>
 

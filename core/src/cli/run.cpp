@@ -1,15 +1,15 @@
 // `cotune run STUDY.json [--store FILE] [--quiet]`: runs a study (or resumes it) to the end of its
 // budget, then prints the best configurations. Ctrl-C (SIGINT) or SIGTERM stops it cleanly (exit
 // 130); running the same command again resumes it.
-#include <cotune/core/call_watch.hpp>
+#include <cotune/core/abi/call_watch.hpp>
 #include <cotune/core/errors.hpp>
-#include <cotune/core/store.hpp>
-#include <cotune/core/study_file.hpp>
+#include <cotune/core/store/store.hpp>
+#include <cotune/core/studyfile/study_file.hpp>
 #include <cotune/core/report/study_html.hpp>
 #include <cotune/core/report/study_json.hpp>
-#include <cotune/core/study_report.hpp>
-#include <cotune/core/study_runner.hpp>
-#include <cotune/core/study_setup.hpp>
+#include <cotune/core/run/study_report.hpp>
+#include <cotune/core/run/study_runner.hpp>
+#include <cotune/core/run/study_setup.hpp>
 
 #include <boost/program_options.hpp>
 
@@ -31,7 +31,7 @@
 
 #include "cli/command.hpp"
 #include "cli/shell_word.hpp"
-#include "study/progress.hpp"
+#include "run/progress.hpp"
 
 namespace cotune::cli {
 namespace {

@@ -1,7 +1,7 @@
 // `cotune serve [--store FILE] [--listen ADDRESS:PORT]`: the live view of a store's studies.
 #include <cotune/core/errors.hpp>
 #include <cotune/core/report/live_server.hpp>
-#include <cotune/core/store.hpp>
+#include <cotune/core/store/store.hpp>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>

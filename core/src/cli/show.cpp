@@ -2,12 +2,12 @@
 // the store; with one, prints its latest trials and best configurations (the Pareto front for two
 // objectives). --json writes the same as one JSON document (schema in docs/show-json.md).
 #include <cotune/core/errors.hpp>
-#include <cotune/core/history_io.hpp>
-#include <cotune/core/objective.hpp>
+#include <cotune/core/history/history_io.hpp>
+#include <cotune/core/model/objective.hpp>
 #include <cotune/core/report/study_json.hpp>
-#include <cotune/core/store.hpp>
-#include <cotune/core/study_report.hpp>
-#include <cotune/core/study_setup.hpp>
+#include <cotune/core/store/store.hpp>
+#include <cotune/core/run/study_report.hpp>
+#include <cotune/core/run/study_setup.hpp>
 
 #include <boost/program_options.hpp>
 
@@ -18,7 +18,7 @@
 #include <string>
 
 #include "cli/command.hpp"
-#include "study/progress.hpp"
+#include "run/progress.hpp"
 
 namespace cotune::cli {
 namespace {

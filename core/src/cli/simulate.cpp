@@ -1,9 +1,9 @@
 // `cotune simulate`: times one configuration of the llm space with the performance model and
 // prints the breakdown (or JSON), or checks a CSV of configurations in one go (--batch).
-#include <cotune/core/calibration.hpp>
+#include <cotune/core/perfmodel/calibration.hpp>
 #include <cotune/core/errors.hpp>
-#include <cotune/core/json_document.hpp>
-#include <cotune/core/perfmodel.hpp>
+#include <cotune/core/studyfile/json_document.hpp>
+#include <cotune/core/perfmodel/perfmodel.hpp>
 #include <cotune/core/registry.hpp>
 
 #include <boost/program_options.hpp>

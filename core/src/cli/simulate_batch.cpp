@@ -3,11 +3,11 @@
 // through, and a bad row gets status=invalid with its reason while the others still come out.
 #include "cli/simulate_batch.hpp"
 
-#include <cotune/core/calibration.hpp>
-#include <cotune/core/csv.hpp>
+#include <cotune/core/perfmodel/calibration.hpp>
+#include <cotune/core/history/csv.hpp>
 #include <cotune/core/errors.hpp>
-#include <cotune/core/llm_csv_row.hpp>
-#include <cotune/core/perfmodel.hpp>
+#include <cotune/core/history/llm_csv_row.hpp>
+#include <cotune/core/perfmodel/perfmodel.hpp>
 
 #include <nlohmann/json.hpp>
 

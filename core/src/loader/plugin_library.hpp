@@ -3,7 +3,7 @@
 #define COTUNE_LOADER_PLUGIN_LIBRARY_HPP_
 
 #include <cotune/cotune.h>
-#include <cotune/core/components.hpp>
+#include <cotune/core/abi/components.hpp>
 
 #include <boost/dll/shared_library.hpp>
 #include <memory>

@@ -3,9 +3,9 @@
 // each constant near its catalogue value, over the constants' logarithms within their ranges
 // (dlib's box-constrained BFGS). The Gauss-Newton curvature at the optimum gives each constant's
 // uncertainty.
-#include <cotune/core/calibration.hpp>
+#include <cotune/core/perfmodel/calibration.hpp>
 #include <cotune/core/errors.hpp>
-#include <cotune/core/perfmodel.hpp>
+#include <cotune/core/perfmodel/perfmodel.hpp>
 
 #include <dlib/optimization.h>
 

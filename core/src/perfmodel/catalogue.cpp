@@ -3,7 +3,7 @@
 // defined entirely in "gpu_spec"; the network levels, optionally overridden by "network".
 #include <cotune/core/embedded.hpp>
 #include <cotune/core/errors.hpp>
-#include <cotune/core/perfmodel.hpp>
+#include <cotune/core/perfmodel/perfmodel.hpp>
 
 #include <algorithm>
 #include <cctype>

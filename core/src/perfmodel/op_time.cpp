@@ -1,7 +1,7 @@
 // Timing of one operation of a step trace: roofline with a size-dependent GEMM efficiency per dtype,
 // fused attention, memory-bound work and alpha-beta collectives (rules in perfmodel.hpp).
 #include <cotune/core/errors.hpp>
-#include <cotune/core/perfmodel.hpp>
+#include <cotune/core/perfmodel/perfmodel.hpp>
 
 #include <algorithm>
 #include <cmath>

@@ -2,9 +2,9 @@
 #include "perfmodel/published_runs.hpp"
 
 #include <cotune/core/errors.hpp>
-#include <cotune/core/llm_csv_row.hpp>
-#include <cotune/core/perfmodel.hpp>
-#include <cotune/core/ranking_metrics.hpp>
+#include <cotune/core/history/llm_csv_row.hpp>
+#include <cotune/core/perfmodel/perfmodel.hpp>
+#include <cotune/core/history/ranking_metrics.hpp>
 
 #include <nlohmann/json.hpp>
 

@@ -4,7 +4,7 @@
 #ifndef COTUNE_CORE_PERFMODEL_PUBLISHED_RUNS_HPP_
 #define COTUNE_CORE_PERFMODEL_PUBLISHED_RUNS_HPP_
 
-#include <cotune/core/calibration.hpp>
+#include <cotune/core/perfmodel/calibration.hpp>
 #include <cotune/core/registry.hpp>
 
 #include <nlohmann/json.hpp>

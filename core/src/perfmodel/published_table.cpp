@@ -1,9 +1,9 @@
 // Reading tables of published runs (see published_table.hpp).
 #include "perfmodel/published_table.hpp"
 
-#include <cotune/core/csv.hpp>
+#include <cotune/core/history/csv.hpp>
 #include <cotune/core/errors.hpp>
-#include <cotune/core/perfmodel.hpp>
+#include <cotune/core/perfmodel/perfmodel.hpp>
 
 #include <algorithm>
 #include <cctype>

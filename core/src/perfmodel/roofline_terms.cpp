@@ -1,6 +1,6 @@
 // The roofline terms of a step trace (rules in perfmodel.hpp), for the learned cost model.
 #include <cotune/core/errors.hpp>
-#include <cotune/core/perfmodel.hpp>
+#include <cotune/core/perfmodel/perfmodel.hpp>
 
 #include <algorithm>
 #include <string>

@@ -1,7 +1,7 @@
 // Times one training step of a step trace: stream clocks per phase, the pipeline schedule around
 // them, and the metrics derived from the step time (rules in perfmodel.hpp).
 #include <cotune/core/errors.hpp>
-#include <cotune/core/perfmodel.hpp>
+#include <cotune/core/perfmodel/perfmodel.hpp>
 
 #include <algorithm>
 #include <cstddef>

@@ -1,5 +1,5 @@
 #include <cotune/core/errors.hpp>
-#include <cotune/core/log.hpp>
+#include <cotune/core/abi/log.hpp>
 #include <cotune/core/registry.hpp>
 
 #include <boost/dll/runtime_symbol_info.hpp>

@@ -1,12 +1,12 @@
 // The studies of one workload side by side (see study_html.hpp): how each was searched, what it found
 // and how soon, and their best-so-far curves on one chart.
 #include <cotune/core/errors.hpp>
-#include <cotune/core/objective.hpp>
+#include <cotune/core/model/objective.hpp>
 #include <cotune/core/report/html.hpp>
 #include <cotune/core/report/study_html.hpp>
 #include <cotune/core/report/study_json.hpp>
 #include <cotune/core/report/svg_chart.hpp>
-#include <cotune/core/study_setup.hpp>
+#include <cotune/core/run/study_setup.hpp>
 
 #include <algorithm>
 #include <cmath>

@@ -1,11 +1,11 @@
 #include <cotune/cotune.h>
 #include <cotune/core/errors.hpp>
-#include <cotune/core/log.hpp>
+#include <cotune/core/abi/log.hpp>
 #include <cotune/core/report/html.hpp>
 #include <cotune/core/report/live_server.hpp>
 #include <cotune/core/report/study_json.hpp>
 #include <cotune/core/report/study_html.hpp>
-#include <cotune/core/store.hpp>
+#include <cotune/core/store/store.hpp>
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>

@@ -2,7 +2,7 @@
 
 #include <cotune/core/errors.hpp>
 #include <cotune/core/report/html.hpp>
-#include <cotune/core/study_setup.hpp>
+#include <cotune/core/run/study_setup.hpp>
 
 namespace cotune::core::report {
 

@@ -3,12 +3,12 @@
 #ifndef COTUNE_REPORT_REPORT_CONTEXT_HPP_
 #define COTUNE_REPORT_REPORT_CONTEXT_HPP_
 
-#include <cotune/core/components.hpp>
-#include <cotune/core/objective.hpp>
+#include <cotune/core/abi/components.hpp>
+#include <cotune/core/model/objective.hpp>
 #include <cotune/core/registry.hpp>
 #include <cotune/core/report/study_html.hpp>
-#include <cotune/core/store.hpp>
-#include <cotune/core/study_file.hpp>
+#include <cotune/core/store/store.hpp>
+#include <cotune/core/studyfile/study_file.hpp>
 
 #include <memory>
 #include <optional>

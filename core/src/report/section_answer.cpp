@@ -1,12 +1,12 @@
 // The report's first screen: the answer. The configuration to launch, its measured value, how far
 // it is above the first measured trial and above the space's default layout, what the search cost,
 // and the launch command in the study's format.
-#include <cotune/core/objective.hpp>
-#include <cotune/core/perfmodel.hpp>
+#include <cotune/core/model/objective.hpp>
+#include <cotune/core/perfmodel/perfmodel.hpp>
 #include <cotune/core/report/html.hpp>
-#include <cotune/core/study_setup.hpp>
-#include <cotune/core/study_report.hpp>
-#include <cotune/core/surrogate.hpp>
+#include <cotune/core/run/study_setup.hpp>
+#include <cotune/core/run/study_report.hpp>
+#include <cotune/core/model/surrogate.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "report/report_context.hpp"
-#include "study/budget.hpp"
+#include "run/budget.hpp"
 
 namespace cotune::core::report {
 namespace {

@@ -1,9 +1,9 @@
 // The step time of the best configuration split by the performance model into compute, exposed
 // communication of each kind, pipeline bubble and optimizer.
-#include <cotune/core/perfmodel.hpp>
+#include <cotune/core/perfmodel/perfmodel.hpp>
 #include <cotune/core/report/html.hpp>
 #include <cotune/core/report/svg_chart.hpp>
-#include <cotune/core/study_report.hpp>
+#include <cotune/core/run/study_report.hpp>
 
 #include "report/report_context.hpp"
 

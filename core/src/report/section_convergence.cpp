@@ -1,6 +1,6 @@
 // Convergence: the best feasible value after each trial, against random search's expected curve
 // over the whole space (timed with the performance model) where the space is small enough.
-#include <cotune/core/perfmodel.hpp>
+#include <cotune/core/perfmodel/perfmodel.hpp>
 #include <cotune/core/report/html.hpp>
 #include <cotune/core/report/random_baseline.hpp>
 #include <cotune/core/report/svg_chart.hpp>

@@ -3,7 +3,7 @@
 // trials (the mean prediction over those trials with the parameter set to each value).
 #include <cotune/core/report/html.hpp>
 #include <cotune/core/report/svg_chart.hpp>
-#include <cotune/core/surrogate.hpp>
+#include <cotune/core/model/surrogate.hpp>
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
 // Predicted against measured (with Kendall's tau and MAPE) and, for two objectives, the Pareto front.
-#include <cotune/core/ranking_metrics.hpp>
+#include <cotune/core/history/ranking_metrics.hpp>
 #include <cotune/core/report/html.hpp>
 #include <cotune/core/report/svg_chart.hpp>
 

@@ -1,14 +1,14 @@
 // The report's tables: the study's facts, the best configurations, the failures and every trial.
-#include <cotune/core/objective.hpp>
+#include <cotune/core/model/objective.hpp>
 #include <cotune/core/report/html.hpp>
-#include <cotune/core/study_report.hpp>
-#include <cotune/core/study_setup.hpp>
+#include <cotune/core/run/study_report.hpp>
+#include <cotune/core/run/study_setup.hpp>
 
 #include <algorithm>
 #include <set>
 
 #include "report/report_context.hpp"
-#include "study/progress.hpp"
+#include "run/progress.hpp"
 
 namespace cotune::core::report {
 namespace {

@@ -3,7 +3,7 @@
 #include <cotune/core/report/html.hpp>
 #include <cotune/core/report/study_html.hpp>
 #include <cotune/core/report/study_json.hpp>
-#include <cotune/core/study_report.hpp>
+#include <cotune/core/run/study_report.hpp>
 
 #include <boost/filesystem.hpp>
 

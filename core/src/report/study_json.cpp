@@ -1,8 +1,8 @@
 #include <cotune/core/errors.hpp>
-#include <cotune/core/objective.hpp>
+#include <cotune/core/model/objective.hpp>
 #include <cotune/core/report/study_json.hpp>
-#include <cotune/core/study_report.hpp>
-#include <cotune/core/study_setup.hpp>
+#include <cotune/core/run/study_report.hpp>
+#include <cotune/core/run/study_setup.hpp>
 
 #include <map>
 #include <optional>

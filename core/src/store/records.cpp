@@ -1,4 +1,4 @@
-#include <cotune/core/store_records.hpp>
+#include <cotune/core/store/store_records.hpp>
 
 #include <array>
 #include <utility>

@@ -3,7 +3,7 @@
 #ifndef COTUNE_STORE_SQLITE_HPP_
 #define COTUNE_STORE_SQLITE_HPP_
 
-#include <cotune/core/store.hpp>
+#include <cotune/core/store/store.hpp>
 
 #include <sqlite3.h>
 

@@ -1,6 +1,6 @@
 // Opening a store, and its studies.
 #include <cotune/core/errors.hpp>
-#include <cotune/core/store.hpp>
+#include <cotune/core/store/store.hpp>
 
 #include <filesystem>
 #include <string>

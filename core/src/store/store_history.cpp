@@ -1,7 +1,7 @@
 // History: runs of earlier jobs imported from logs, and the trials that other studies of the same
 // workload measured.
 #include <cotune/core/errors.hpp>
-#include <cotune/core/store.hpp>
+#include <cotune/core/store/store.hpp>
 
 #include <string>
 

@@ -1,5 +1,5 @@
 // The trials of a study: the in-flight record, its start, its end, and the queries over them.
-#include <cotune/core/store.hpp>
+#include <cotune/core/store/store.hpp>
 
 #include <algorithm>
 #include <stdexcept>

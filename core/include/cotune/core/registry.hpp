@@ -3,7 +3,7 @@
 #ifndef COTUNE_CORE_REGISTRY_HPP_
 #define COTUNE_CORE_REGISTRY_HPP_
 
-#include <cotune/core/components.hpp>
+#include <cotune/core/abi/components.hpp>
 
 #include <memory>
 #include <string>

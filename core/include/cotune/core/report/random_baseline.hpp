@@ -4,7 +4,7 @@
 #ifndef COTUNE_CORE_REPORT_RANDOM_BASELINE_HPP_
 #define COTUNE_CORE_REPORT_RANDOM_BASELINE_HPP_
 
-#include <cotune/core/store_records.hpp>
+#include <cotune/core/store/store_records.hpp>
 
 #include <cstddef>
 #include <optional>

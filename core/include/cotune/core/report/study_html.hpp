@@ -9,7 +9,7 @@
 #ifndef COTUNE_CORE_REPORT_STUDY_HTML_HPP_
 #define COTUNE_CORE_REPORT_STUDY_HTML_HPP_
 
-#include <cotune/core/store.hpp>
+#include <cotune/core/store/store.hpp>
 
 #include <cstddef>
 #include <functional>

@@ -3,7 +3,7 @@
 #ifndef COTUNE_CORE_REPORT_STUDY_JSON_HPP_
 #define COTUNE_CORE_REPORT_STUDY_JSON_HPP_
 
-#include <cotune/core/store.hpp>
+#include <cotune/core/store/store.hpp>
 
 #include <nlohmann/json.hpp>
 

@@ -1,0 +1,77 @@
+// Measured runs of llm training jobs read from a CSV (the schema of docs/simulate.md plus metric
+// columns, docs/history.md): what `cotune import` stores as history and `cotune predictor eval`
+// learns from. Columns are renamed by a mapping, metric columns converted to canonical units by
+// their name, and every row checked by the llm space of its own workload.
+#ifndef COTUNE_CORE_HISTORY_LLM_RUNS_HPP_
+#define COTUNE_CORE_HISTORY_LLM_RUNS_HPP_
+
+#include <cotune/core/abi/components.hpp>
+#include <cotune/core/history/csv.hpp>
+#include <cotune/core/registry.hpp>
+#include <cotune/core/store/store_records.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace cotune::core {
+
+// "source column=canonical name" from --map; UserError when there is no '=' or a side is empty.
+std::pair<std::string, std::string> parse_column_mapping(const std::string& text);
+
+// How a recognised metric column becomes a canonical metric: value x factor, then x gpus (a
+// per-GPU figure made total) or / gpus (a total made per-GPU).
+struct MetricConversion {
+  std::string canonical;
+  double factor = 1;
+  enum class PerGpu { kNone, kMultiply, kDivide } gpus = PerGpu::kNone;
+};
+// nullopt for a name that is not a recognised metric (docs/history.md lists them).
+std::optional<MetricConversion> recognise_metric(const std::string& column);
+// Every recognised metric column name, for messages and documentation.
+std::vector<std::string> recognised_metric_names();
+
+struct LlmRun {
+  size_t line = 0;  // line of the CSV file the row starts on
+  nlohmann::json workload;
+  std::string workload_key;  // canonical_json.hpp workload_key(workload, "llm")
+  std::shared_ptr<const Space> space;  // the space of this workload (shared by its rows)
+  std::vector<double> config;          // in the space's parameters
+  std::string config_json;             // the space's JSON rendering
+  TrialStatus status = TrialStatus::kOk;
+  nlohmann::json metrics = nlohmann::json::object();  // canonical metric name -> number
+  std::map<std::string, std::string> cells;           // column (after mapping) -> cell text
+  // Set when the space's memory estimate says the configuration does not fit although the row was
+  // measured: the row is kept (a measurement beats the estimate).
+  std::string memory_note;
+};
+
+struct RejectedRow {
+  size_t line = 0;
+  std::string reason;
+};
+
+struct LlmRuns {
+  std::vector<LlmRun> runs;
+  std::vector<RejectedRow> rejected;
+  std::vector<std::string> warnings;  // one per ignored column
+};
+
+// Reads every row of `table`. Header problems (a mapping naming no column or clashing with another
+// column, two columns of the same canonical metric, a column named like the output of simulate
+// other than the metrics and status) are UserErrors; a bad row is rejected with its line and reason
+// and the others are kept. Unknown columns whose cells are all numbers are kept as extra metrics
+// under their own name; others are ignored with one warning each. `calibration`, when not null, is
+// the per-GPU constants of a calibration file, set as every workload's cluster.calibration (the
+// spaces' model uses it; workload keys are the same without it).
+LlmRuns read_llm_runs(const CsvTable& table, const std::vector<std::pair<std::string, std::string>>& mapping,
+                      const Registry& registry, const nlohmann::json* calibration = nullptr);
+
+}  // namespace cotune::core
+
+#endif  // COTUNE_CORE_HISTORY_LLM_RUNS_HPP_

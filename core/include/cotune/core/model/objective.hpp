@@ -1,0 +1,43 @@
+// The study's objective applied to measured metrics: the value of each objective, whether the
+// constraints hold, comparisons in the objective's direction and the Pareto front of two objectives.
+#ifndef COTUNE_CORE_MODEL_OBJECTIVE_HPP_
+#define COTUNE_CORE_MODEL_OBJECTIVE_HPP_
+
+#include <cotune/core/store/store_records.hpp>
+#include <cotune/core/studyfile/study_file.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cotune::core {
+
+// The value of metric `name` in a metrics object; nullopt when absent or not a finite number.
+std::optional<double> metric_value(const nlohmann::json& metrics, const std::string& name);
+// The same from metrics JSON text; nullopt also when the text is not a JSON object.
+std::optional<double> metric_value(const std::string& metrics_json, const std::string& name);
+
+// How one measured trial stands against the study's objectives.
+struct Evaluation {
+  std::vector<double> values;  // one per objective, when every objective metric was measured
+  bool feasible = false;       // every objective measured and every constraint met
+  std::string violation;       // why it is not feasible ("" when it is)
+};
+
+// Evaluates the metrics of an ok trial. Constraints of every objective apply; a constraint on a
+// metric that was not measured is violated (the trial cannot be shown to meet it).
+Evaluation evaluate(const std::vector<ObjectiveSpec>& objectives, const nlohmann::json& metrics);
+
+// True when `a` is strictly better than `b` in direction `d`.
+bool better(double a, double b, Direction d);
+
+// Indices of the points no other point dominates (at least as good in every objective and better in
+// one), in input order. Each point holds one value per direction.
+std::vector<size_t> pareto_front(const std::vector<std::vector<double>>& points,
+                                 const std::vector<Direction>& directions);
+
+}  // namespace cotune::core
+
+#endif  // COTUNE_CORE_MODEL_OBJECTIVE_HPP_

@@ -1,0 +1,41 @@
+// The best configurations of a study, as `cotune run` prints them at the end and `cotune show` and
+// `cotune export` print them from the store.
+#ifndef COTUNE_CORE_RUN_STUDY_REPORT_HPP_
+#define COTUNE_CORE_RUN_STUDY_REPORT_HPP_
+
+#include <cotune/core/abi/components.hpp>
+#include <cotune/core/model/objective.hpp>
+#include <cotune/core/store/store_records.hpp>
+#include <cotune/core/studyfile/study_file.hpp>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace cotune::core {
+
+struct RankedTrial {
+  TrialRecord trial;
+  std::vector<double> values;  // one per objective
+};
+
+// The feasible ok trials, best first by the first objective (ties: the earlier trial), at most
+// `limit`. With two objectives: the Pareto front of the feasible ok trials, ordered the same way
+// (`limit` does not cut the front).
+std::vector<RankedTrial> best_trials(const std::vector<TrialRecord>& trials, const std::vector<ObjectiveSpec>& objectives,
+                                     size_t limit);
+
+// A stored configuration rendered in a launch format (COTUNE_RENDER_*); the space reads it back
+// from its JSON first.
+std::string render_stored_config(const Space& space, const std::string& config_json, int32_t format);
+
+// The table of best configurations: rank, trial, objective values, the configuration, and under
+// each row its launch arguments in the study's format (when that is not plain JSON).
+void print_best_table(std::FILE* out, const std::vector<RankedTrial>& best, const StudySpec& spec, const Space& space);
+
+// Counts per status, e.g. "57 ok, 2 oom, 1 failed".
+std::string status_counts_text(const std::map<TrialStatus, std::int64_t>& counts);
+
+}  // namespace cotune::core
+
+#endif  // COTUNE_CORE_RUN_STUDY_REPORT_HPP_

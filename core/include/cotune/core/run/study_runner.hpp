@@ -1,0 +1,69 @@
+// The study loop (DESIGN.md "The study loop"): keeps up to `parallel` trials in flight, refits the
+// surrogate whenever capacity frees, asks the searcher for what to run next, records every trial in
+// the store before it is submitted and commits it the moment it ends, and stops on the budget, a
+// target, patience, or a stop request (Ctrl-C). Running the same study again resumes it: finished
+// trials stay, trials that were in flight are re-attached (executors that can) or submitted again
+// under the same trial record, and the searcher carries on from its saved state.
+#ifndef COTUNE_CORE_RUN_STUDY_RUNNER_HPP_
+#define COTUNE_CORE_RUN_STUDY_RUNNER_HPP_
+
+#include <cotune/core/store/store_records.hpp>
+#include <cotune/core/studyfile/study_file.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace cotune::core {
+
+struct RunOptions {
+  std::string store_path = "cotune.db";
+  // Progress: "live" redraws one line (for a terminal), "lines" writes one line per finished trial,
+  // "quiet" writes nothing but warnings.
+  enum class Display { kLive, kLines, kQuiet } display = Display::kLines;
+  std::FILE* display_out = stderr;
+  // Stop requests (a signal handler increments it): 1 stops proposing and applies the study's
+  // on_stop to the trials in flight; 2 or more cancels them at once. nullptr: never stopped.
+  const std::atomic<int>* stop = nullptr;
+  // Advanced by every round of the study loop: a watchdog that sees it stand still after a stop
+  // request knows a plugin call does not return (cotune run then exits; see cli/run.cpp).
+  std::atomic<std::int64_t>* heartbeat = nullptr;
+  // Called after each trial is committed (tests use it to interrupt at a chosen point).
+  std::function<void(const TrialRecord&)> on_trial_committed;
+};
+
+// The recommended configuration of a single-objective study: among the measured feasible trials of
+// the study, the one the surrogate (fitted on every measurement) predicts best. Under noisy
+// measurements the best measured trial is often one that noise lifted; the surrogate's estimate
+// averages the noise out over similar configurations.
+struct RecommendedConfig {
+  std::int64_t trial_id = 0;
+  std::int64_t seq = 0;
+  std::string config_json;
+  double measured = 0;              // its measured objective value
+  std::optional<double> predicted;  // the surrogate's estimate; none when it has no fit yet
+};
+
+struct RunResult {
+  std::int64_t study_id = 0;
+  StudyStatus status = StudyStatus::kRunning;  // finished or stopped
+  std::string reason;                         // why the loop ended
+  bool interrupted = false;                   // a stop request ended it
+  std::int64_t counted_trials = 0;            // trials that count against the budget, all runs
+  std::int64_t trials_this_run = 0;           // trials that finished during this call
+  bool already_finished = false;              // the study had finished before this call
+  // Set at the end of a run of a single-objective study with a feasible measured trial (two
+  // objectives: the Pareto front is the answer); not set when the study had already finished.
+  std::optional<RecommendedConfig> recommended_config;
+};
+
+// Runs (or resumes) the study. Throws UserError for bad input (unknown plugins, a study name taken
+// by another study file, ...); on any error the study is marked stopped and can be resumed.
+RunResult run_study(const StudySpec& spec, const RunOptions& options);
+
+}  // namespace cotune::core
+
+#endif  // COTUNE_CORE_RUN_STUDY_RUNNER_HPP_

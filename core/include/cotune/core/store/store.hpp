@@ -1,0 +1,135 @@
+// The study store: one SQLite file (default cotune.db in the working directory) with the studies,
+// their trials and the imported history of earlier jobs.
+//
+// Durability: WAL journal with synchronous=FULL by default, so a trial is on disk the moment the
+// call that records it returns -- it survives kill -9 of cotune and a power cut or kernel crash
+// alike. (NORMAL would only survive the former and saves an fsync per commit, which a trial that
+// takes minutes of GPU time does not need.) Every write is one BEGIN IMMEDIATE transaction.
+//
+// Concurrency: several processes may read and write one store at once. A writer waits for another
+// (busy timeout, then retries with backoff) instead of failing with "database is locked"; only a
+// lock held past Options::busy_timeout_s surfaces, as a StoreError that says so. A Store object may
+// be shared between threads (calls are serialised).
+//
+// Schema: versioned with PRAGMA user_version and marked with PRAGMA application_id; opening applies
+// missing migrations, and refuses stores written by a newer cotune and files that are not stores.
+#ifndef COTUNE_CORE_STORE_STORE_HPP_
+#define COTUNE_CORE_STORE_STORE_HPP_
+
+#include <cotune/core/store/store_records.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+namespace cotune::core {
+
+inline constexpr const char* kDefaultStorePath = "cotune.db";
+
+// A store that cannot be opened or used: not a store, too new, corrupt, locked for too long, or a
+// disk error. The message names the file.
+class StoreError : public std::runtime_error {
+ public:
+  explicit StoreError(const std::string& message) : std::runtime_error(message) {}
+};
+
+class Store {
+ public:
+  enum class Sync { kFull, kNormal };
+  struct Options {
+    bool create = true;            // create the file when missing (else a StoreError)
+    Sync sync = Sync::kFull;        // see the durability note above
+    double busy_timeout_s = 60.0;  // how long a write waits for another process's lock
+  };
+
+  // Opens (or creates) the store at `path` and brings its schema up to date.
+  explicit Store(const std::string& path) : Store(path, Options{}) {}
+  Store(const std::string& path, const Options& options);
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  const std::string& path() const { return path_; }
+  // The schema version this cotune writes, and the one of this file (equal after opening).
+  static int latest_schema_version();
+  int schema_version();
+
+  // --- studies
+  // Creates the study, or returns the existing one of that name when its study hash matches; a
+  // different hash is a UserError (the name is taken by another study file).
+  StudyRecord create_study(const NewStudy& study);
+  std::optional<StudyRecord> find_study(const std::string& name);
+  std::optional<StudyRecord> study(std::int64_t study_id);
+  std::vector<StudySummary> list_studies();  // ordered by creation
+  void set_study_status(std::int64_t study_id, StudyStatus status);
+  void set_study_environment(std::int64_t study_id, const std::string& environment_json);
+  // The trial the study recommends (StudyRecord::recommended_trial_id); a StoreError when it is not
+  // one of the study's trials.
+  void set_study_recommended(std::int64_t study_id, std::int64_t trial_id);
+
+  // One study is run by one process at a time. take_study_lease gives the study to `me` unless
+  // another holder has it and `holds(holder)` says it still does (the caller decides: its pid alive
+  // on this host, a recent heartbeat elsewhere); that holder is returned then and nothing changes.
+  // The check and the take are one transaction, so two runs starting together cannot both win.
+  std::optional<StudyLease> take_study_lease(std::int64_t study_id, const StudyLease& me,
+                                             const std::function<bool(const StudyLease& holder)>& holds);
+  // Heartbeat of the holder `me` (nothing when it no longer holds the study).
+  void renew_study_lease(std::int64_t study_id, const StudyLease& me);
+  // Gives the study back, if `me` holds it.
+  void release_study_lease(std::int64_t study_id, const StudyLease& me);
+  // Opaque state blobs, so that a study resumes where it stopped. Empty optional: never saved.
+  void save_searcher_state(std::int64_t study_id, const std::vector<std::uint8_t>& state);
+  std::optional<std::vector<std::uint8_t>> load_searcher_state(std::int64_t study_id);
+  void save_predictor_state(std::int64_t study_id, const std::vector<std::uint8_t>& state);
+  std::optional<std::vector<std::uint8_t>> load_predictor_state(std::int64_t study_id);
+
+  // --- trials
+  // Records a trial before it is submitted (status pending or running): the in-flight record that
+  // resume re-attaches to. nullopt when the study already has a trial with this config key.
+  std::optional<TrialId> add_trial(std::int64_t study_id, const NewTrial& trial);
+  // The executor accepted the trial: status running, started now, one more attempt, its job id.
+  void update_trial_started(std::int64_t trial_id, const std::string& external_id);
+  // The trial ended; committed before returning. Sets finished_at to now.
+  void finish_trial(std::int64_t trial_id, const TrialOutcome& outcome);
+  std::optional<TrialRecord> trial(std::int64_t trial_id);
+  std::vector<TrialRecord> trials(std::int64_t study_id);  // ordered by seq
+  std::vector<TrialRecord> trials_by_status(std::int64_t study_id, const std::vector<TrialStatus>& statuses);
+  std::optional<TrialRecord> best_trial(std::int64_t study_id);  // ok trial with the best objective
+  std::unordered_set<std::string> seen_config_keys(std::int64_t study_id);
+  std::int64_t trial_count(std::int64_t study_id);
+
+  // --- history
+  // Imported runs of earlier jobs for this workload (ordered by import, then source and row).
+  std::vector<HistoryRow> history_for(const std::string& workload_key, const std::string& space);
+  // Trials with these statuses of the other studies with this workload key and space.
+  std::vector<TrialRecord> trials_of_workload(const std::string& workload_key, const std::string& space,
+                                              std::optional<std::int64_t> exclude_study_id,
+                                              const std::vector<TrialStatus>& statuses = {TrialStatus::kOk});
+  // Adds rows in one transaction. A row whose (workload key, space, source, row number) is already
+  // there is counted as a duplicate and left alone, so re-importing a file changes nothing.
+  ImportCounts import_history(const std::vector<HistoryRow>& rows);
+  // Everything known about a workload: its imported history, then the finished trials of every
+  // study with that workload key (source "study:<name>", row number = seq).
+  std::vector<HistoryRow> export_history(const std::string& workload_key, const std::string& space);
+
+ private:
+  struct Impl;
+  template <class F>
+  auto write(F&& body) -> decltype(body());
+  template <class F>
+  auto read(F&& body) -> decltype(body());
+
+  std::string path_;
+  std::unique_ptr<Impl> impl_;
+  std::mutex mutex_;
+};
+
+}  // namespace cotune::core
+
+#endif  // COTUNE_CORE_STORE_STORE_HPP_

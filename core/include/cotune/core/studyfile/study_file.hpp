@@ -1,0 +1,122 @@
+// The study file: one JSON document that says what to tune (workload, space), how (predictor,
+// searcher, executor), for what (objective) and for how long (budget). Parsed into StudySpec and
+// validated on load; every error names the file and the field by JSON pointer, e.g.
+//   study.json: /budget/trials: expected a positive integer, got -3
+#ifndef COTUNE_CORE_STUDYFILE_STUDY_FILE_HPP_
+#define COTUNE_CORE_STUDYFILE_STUDY_FILE_HPP_
+
+#include <cotune/core/abi/call_watch.hpp>
+#include <cotune/core/store/store_records.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cotune::core {
+
+// A plugin component chosen by name, with its options (passed to the plugin as JSON).
+struct ComponentSpec {
+  std::string name;
+  nlohmann::json options = nlohmann::json::object();
+};
+
+// What the predictor learns the residual over: the performance model's estimate (analytic), a cost
+// model of the step's roofline terms whose rates it learns from the measurements (roofline; no
+// efficiencies from the catalogue), or nothing (none: the space's features alone).
+enum class Prior { kAnalytic, kRoofline, kNone };
+
+struct PredictorSpec : ComponentSpec {
+  Prior prior = Prior::kAnalytic;
+  // With the analytic prior: refit the performance model's cheap constants (calibration.hpp) on the
+  // trials measured so far at every refit, so that a few real trials correct a miscalibrated model.
+  bool calibrate = true;
+};
+
+// A bound on a metric: a trial that breaks it is not a candidate for "best".
+struct Constraint {
+  std::string metric;
+  std::optional<double> max;
+  std::optional<double> min;
+};
+
+struct ObjectiveSpec {
+  std::string metric;  // e.g. "tokens_per_s"
+  Direction direction = Direction::kMaximize;
+  std::vector<Constraint> constraints;
+};
+
+// When to stop. At least one of trials, wall_time_s, gpu_hours is set.
+struct Budget {
+  std::optional<std::int64_t> trials;
+  std::optional<double> wall_time_s;
+  std::optional<double> gpu_hours;
+  std::optional<double> target;         // stop once the objective reaches this value
+  std::optional<std::int64_t> patience;  // stop after this many trials without improvement
+  // stop after this many unavailable trials in a row (an executor that answers from a table has
+  // nothing for what the searcher proposes); unset: kDefaultMaxUnavailable
+  std::optional<std::int64_t> max_unavailable;
+  static constexpr std::int64_t kDefaultMaxUnavailable = 1000;
+};
+
+// The framework a study's configurations are launched with (and exported for); docs/exports.md.
+enum class RenderFormat { kJson, kMegatron, kTorchtitan, kNemo, kDeepspeed, kTorchrec };
+// What Ctrl-C does to trials in flight.
+enum class OnStop { kCancel, kWait };
+
+std::string_view to_string(Prior p);
+std::string_view to_string(RenderFormat f);
+// Reads "framework[@version]" (the study file's "format", export's --format). Throws UserError
+// naming `where` and the frameworks when the framework is unknown; the version is checked by the
+// space (Space::set_target).
+void parse_launch_format(const std::string& text, const std::string& where, RenderFormat* format,
+                         std::string* version);
+std::string_view to_string(OnStop s);
+
+struct StudySpec {
+  std::string file;  // the path it was loaded from (or the label given to parse_study_file)
+  std::string text;  // the document as given
+  std::string hash;  // SHA-256 of its canonical JSON, with a workload file's contents in place of its path
+
+  std::string name;
+  std::string description;
+  nlohmann::json workload;    // always the workload object, also when the file named a path
+  std::string workload_file;  // resolved path when the workload was given by path; empty when inline
+  std::string calibration_file;  // resolved path of "calibration"; applied to workload.cluster
+  ComponentSpec space{"llm"};
+  PredictorSpec predictor{{"krr"}};
+  ComponentSpec searcher{"reinforce"};
+  ComponentSpec executor{"sim"};
+  std::vector<ObjectiveSpec> objectives;  // one; two for a Pareto study
+  Budget budget;
+  std::int64_t parallel = 1;  // trials in flight at once
+  std::uint64_t seed = 1;
+  std::vector<std::string> plugin_paths;  // resolved against the study file's directory
+  RenderFormat format = RenderFormat::kJson;
+  std::string format_version;  // after '@' in "format"; empty: the newest the space knows
+  OnStop on_stop = OnStop::kCancel;
+  CallDeadlines deadlines;  // "deadlines": seconds one plugin call of each kind may take
+
+  bool pareto() const { return objectives.size() > 1; }
+  // "megatron@core_v0.19.0" ("megatron" without a version; "" for json): Space::set_target's argument.
+  std::string launch_target() const;
+  // canonical_json.hpp workload_key() of this study's workload and space.
+  std::string workload_key() const;
+  // The objectives as a JSON array of {metric, direction, constraints}, for the store.
+  nlohmann::json objectives_json() const;
+};
+
+// The top-level fields a study file may have, in documentation order.
+const std::vector<std::string>& study_file_fields();
+
+// Loads and validates a study file. Throws UserError.
+StudySpec load_study_file(const std::string& path);
+// Validates `text` as a study file named `label`; relative paths in it resolve against `base_dir`.
+StudySpec parse_study_file(std::string_view text, const std::string& label, const std::string& base_dir);
+
+}  // namespace cotune::core
+
+#endif  // COTUNE_CORE_STUDYFILE_STUDY_FILE_HPP_

@@ -1,0 +1,207 @@
+#include <cotune/core/studyfile/canonical_json.hpp>
+#include <cotune/core/history/csv.hpp>
+#include <cotune/core/history/history_io.hpp>
+#include <cotune/core/history/llm_csv_row.hpp>
+#include <cotune/core/perfmodel/perfmodel.hpp>
+#include <cotune/core/studyfile/study_file.hpp>
+#include <cotune/core/run/study_setup.hpp>
+
+#include <sqlite3.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <optional>
+#include <set>
+
+namespace cotune::core {
+namespace {
+
+using nlohmann::json;
+
+// The shortest text that reads back as the same double (121.4, not 121.40000000000001).
+std::string number_text(double v) {
+  char buf[64];
+  for (int digits = 15; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof(buf), "%.*g", digits, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  return buf;
+}
+
+}  // namespace
+
+std::string imported_workload_key(const json& workload, const std::string& space) {
+  if (space != "llm") return "";
+  try {
+    std::string inexact;
+    json config = {{"tp", 1}, {"pp", 1}, {"dp", 1}, {"cp", 1}, {"ep", 1}, {"micro_batch", 1}, {"vpp", 1},
+                   {"zero", 0}, {"recompute", "none"}, {"sp", false}, {"gpus", 1}, {"gpu", "h100-sxm"}};
+    if (workload.contains("cluster") && workload["cluster"].is_object() && workload["cluster"].contains("gpu"))
+      config["gpu"] = workload["cluster"]["gpu"];
+    std::map<std::string, std::string> cells = llm_cells_from_json(workload, config, &inexact);
+    // No column for a field (a price, a network): an import carries it whole, under its own key.
+    // A workload that merely reads back with the schema's defaults spelled out is what we want.
+    if (inexact.rfind("no column for", 0) == 0) return "";
+    // The configuration's columns say nothing of the workload; the GPUs give the cluster's nodes.
+    if (workload.contains("cluster") && workload["cluster"].contains("nodes") && workload["cluster"]["nodes"].is_number()) {
+      const double nodes = workload["cluster"]["nodes"].get<double>();
+      const double per_node = workload["cluster"].value("gpus_per_node", 0.0);
+      cotune_hardware hw{};
+      hw.struct_size = COTUNE_STRUCT_SIZE(cotune_hardware, net_efficiency);
+      json probe = workload["cluster"];
+      probe["nodes"] = 1;
+      perf::resolve_hardware(probe, &hw, "cluster");
+      cells["gpus"] = number_text(nodes * (per_node > 0 ? per_node : hw.gpus_per_node));
+      cells.erase("dp");
+    }
+    const LlmCsvRow row = llm_row_from_cells([&](const std::string& c) -> const std::string* {
+      auto it = cells.find(c);
+      return it == cells.end() || it->second.empty() ? nullptr : &it->second;
+    });
+    const std::string key = workload_key(row.workload, space), own = workload_key(workload, space);
+    return key == own ? "" : key;
+  } catch (const std::exception&) {
+    return "";  // a workload the schema cannot read: only its own key
+  }
+}
+
+std::vector<HistoryRow> history_rows(const std::vector<LlmRun>& runs, const std::string& source) {
+  std::vector<HistoryRow> rows;
+  rows.reserve(runs.size());
+  for (const LlmRun& r : runs) {
+    HistoryRow h;
+    h.workload_key = r.workload_key;
+    h.space = "llm";
+    h.config_json = r.config_json;
+    h.config_key = config_key(json::parse(r.config_json));
+    h.status = r.status;
+    json metrics = r.metrics;
+    metrics[kHistoryWorkloadMember] = r.workload;
+    h.metrics_json = metrics.dump();
+    h.source = source;
+    h.row_number = static_cast<std::int64_t>(r.line);
+    // A row export-history wrote keeps where it came from, so importing the file into the store it
+    // came from adds nothing.
+    auto from = r.cells.find(kHistorySourceColumn), at = r.cells.find(kHistoryRowColumn);
+    if (from != r.cells.end() && at != r.cells.end() && !from->second.empty()) {
+      char* end = nullptr;
+      const long long n = std::strtoll(at->second.c_str(), &end, 10);
+      if (end != at->second.c_str() && *end == '\0') h.source = from->second, h.row_number = n;
+    }
+    rows.push_back(std::move(h));
+  }
+  return rows;
+}
+
+size_t write_history_csv(std::ostream& out, const std::vector<HistoryRow>& rows, Store& store,
+                         std::vector<std::string>* warnings) {
+  struct Line {
+    std::map<std::string, std::string> cells;
+  };
+  std::vector<Line> lines;
+  std::set<std::string> metric_names;
+  std::map<std::string, std::optional<json>> study_workloads;  // by study name; nullopt: none
+  std::set<std::string> warned;
+  bool uses_workload_json = false;
+  auto warn = [&](const std::string& w) {
+    if (warned.insert(w).second && warnings) warnings->push_back(w);
+  };
+  for (const HistoryRow& h : rows) {
+    const std::string label = h.source + " row " + std::to_string(h.row_number);
+    if (h.space != "llm") {
+      warn("history of the space '" + h.space + "' has no CSV schema; its rows are skipped");
+      continue;
+    }
+    json metrics = json::parse(h.metrics_json, nullptr, false);
+    if (!metrics.is_object()) metrics = json::object();
+    std::optional<json> workload;
+    if (metrics.contains(kHistoryWorkloadMember)) {
+      workload = metrics[kHistoryWorkloadMember];
+    } else if (h.source.rfind("study:", 0) == 0) {
+      const std::string name = h.source.substr(6);
+      auto it = study_workloads.find(name);
+      if (it == study_workloads.end()) {
+        std::optional<json> w;
+        if (auto study = store.find_study(name)) w = spec_from_store(*study).workload;
+        it = study_workloads.emplace(name, w).first;
+      }
+      workload = it->second;
+    }
+    if (!workload) {
+      warn(label + ": its workload is not known (not imported by cotune import, no study); skipped");
+      continue;
+    }
+    Line line;
+    std::string inexact;
+    try {
+      line.cells = llm_cells_from_json(*workload, json::parse(h.config_json), &inexact);
+    } catch (const std::exception& e) {
+      warn(label + ": cannot be written in the CSV schema (" + e.what() + "); skipped");
+      continue;
+    }
+    if (!inexact.empty()) {
+      // The columns cannot say this workload exactly (a preset with changes, a price, a network
+      // object): the row carries it whole in workload_json, with its configuration's columns.
+      std::map<std::string, std::string> config_cells;
+      for (const std::string& c : llm_config_columns())
+        if (auto it = line.cells.find(c); it != line.cells.end()) config_cells.insert(*it);
+      config_cells["workload_json"] = workload->dump();
+      line.cells = std::move(config_cells);
+      uses_workload_json = true;
+    }
+    line.cells["status"] = std::string(to_string(h.status));
+    line.cells[kHistorySourceColumn] = h.source;
+    line.cells[kHistoryRowColumn] = std::to_string(h.row_number);
+    for (auto it = metrics.begin(); it != metrics.end(); ++it) {
+      if (it.key() == kHistoryWorkloadMember || !it.value().is_number()) continue;
+      line.cells[it.key()] = number_text(it.value().get<double>());
+      metric_names.insert(it.key());
+    }
+    lines.push_back(std::move(line));
+  }
+
+  std::vector<std::string> header = llm_csv_columns();
+  if (uses_workload_json) header.push_back("workload_json");
+  header.push_back("status");
+  header.push_back(kHistorySourceColumn);
+  header.push_back(kHistoryRowColumn);
+  for (const std::string& m : metric_names)
+    if (std::find(header.begin(), header.end(), m) == header.end()) header.push_back(m);
+  write_csv_record(out, header);
+  for (const Line& l : lines) {
+    std::vector<std::string> fields;
+    for (const std::string& c : header) {
+      auto it = l.cells.find(c);
+      fields.push_back(it == l.cells.end() ? "" : it->second);
+    }
+    write_csv_record(out, fields);
+  }
+  return lines.size();
+}
+
+std::vector<std::pair<std::string, std::string>> stored_workloads(const std::string& store_path) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(store_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    const std::string why = db ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close(db);
+    throw StoreError("store " + store_path + ": cannot open it to list its workloads: " + why);
+  }
+  sqlite3_busy_timeout(db, 60000);
+  const char* sql =
+      "SELECT workload_key, space FROM history UNION SELECT workload_key, space FROM studies ORDER BY 1, 2";
+  sqlite3_stmt* stmt = nullptr;
+  std::vector<std::pair<std::string, std::string>> out;
+  int rc = sqlite3_prepare_v2(db, sql, -1, &stmt, nullptr);
+  if (rc == SQLITE_OK)
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
+      out.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0)),
+                       reinterpret_cast<const char*>(sqlite3_column_text(stmt, 1)));
+  const std::string why = sqlite3_errmsg(db);
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+  if (rc != SQLITE_DONE) throw StoreError("store " + store_path + ": cannot list its workloads: " + why);
+  return out;
+}
+
+}  // namespace cotune::core

@@ -1,0 +1,389 @@
+// The llm CSV schema (docs/simulate.md): which column feeds which workload or configuration field,
+// its defaults, and the inverse for export.
+#include <cotune/core/errors.hpp>
+#include <cotune/core/history/llm_csv_row.hpp>
+#include <cotune/core/perfmodel/perfmodel.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+
+namespace cotune::core {
+namespace {
+
+using nlohmann::json;
+
+std::string fmt(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.15g", v);
+  return buf;
+}
+
+enum class Kind { kWhole, kNumber, kBool, kText };
+
+// A model column and the model field (under "mla" when `mla`) it sets.
+struct ModelColumn {
+  const char* column;
+  const char* field;
+  Kind kind;
+  bool mla;
+};
+
+const ModelColumn kModelColumns[] = {
+    {"hidden", "hidden", Kind::kWhole, false},
+    {"layers", "layers", Kind::kWhole, false},
+    {"heads", "heads", Kind::kWhole, false},
+    {"kv_heads", "kv_heads", Kind::kWhole, false},
+    {"head_dim", "head_dim", Kind::kWhole, false},
+    {"ffn_hidden", "ffn_hidden", Kind::kWhole, false},
+    {"vocab", "vocab", Kind::kWhole, false},
+    {"seq_len", "seq_len", Kind::kWhole, false},
+    {"experts", "experts", Kind::kWhole, false},
+    {"top_k", "top_k", Kind::kWhole, false},
+    {"expert_ffn_hidden", "expert_ffn_hidden", Kind::kWhole, false},
+    {"shared_experts", "shared_experts", Kind::kWhole, false},
+    {"shared_expert_ffn_hidden", "shared_expert_ffn_hidden", Kind::kWhole, false},
+    {"moe_layer_freq", "moe_layer_freq", Kind::kWhole, false},
+    {"dense_layers_first", "dense_layers_first", Kind::kWhole, false},
+    {"capacity_factor", "capacity_factor", Kind::kNumber, false},
+    {"mtp_layers", "mtp_layers", Kind::kWhole, false},
+    {"q_lora_rank", "q_lora_rank", Kind::kWhole, true},
+    {"kv_lora_rank", "kv_lora_rank", Kind::kWhole, true},
+    {"qk_rope_head_dim", "qk_rope_head_dim", Kind::kWhole, true},
+    {"qk_nope_head_dim", "qk_nope_head_dim", Kind::kWhole, true},
+    {"v_head_dim", "v_head_dim", Kind::kWhole, true},
+    {"gated_mlp", "gated_mlp", Kind::kBool, false},
+    {"tie_embeddings", "tie_embeddings", Kind::kBool, false},
+    {"activation", "activation", Kind::kText, false},
+    {"rope_base", "rope_base", Kind::kNumber, false},
+};
+
+// Other names of a column, as published tables and logs write them.
+const std::pair<const char*, const char*> kAliases[] = {{"moe_ffn_hidden", "expert_ffn_hidden"}};
+
+// Per-GPU bandwidths a row may give for its cluster (cluster.gpu_spec fields).
+const char* const kBandwidthColumns[] = {"nvlink_GBps", "network_GBps", "island_GBps"};
+
+const char* const kTrainingColumns[] = {"global_batch", "dtype",   "attention", "kernels",
+                                        "dropout",      "overlap_grad_reduce", "overlap_moe_comm", "peft"};
+
+// Configuration columns a configuration JSON may leave out (their default is the space's rule).
+const char* const kOptionalConfig[] = {"etp", "first_stage_layers", "last_stage_layers"};
+
+class Cells {
+ public:
+  explicit Cells(const CsvCellLookup& cell) : cell_(cell) {}
+
+  const std::string* get(const std::string& col) const {
+    if (const std::string* t = cell_(col)) return t;
+    for (const auto& [alias, name] : kAliases)
+      if (col == name)
+        if (const std::string* t = cell_(alias)) return t;
+    return nullptr;
+  }
+  bool has(const std::string& col) const { return get(col) != nullptr; }
+  const std::string& text(const std::string& col) const { return *get(col); }
+  double number(const std::string& col) const {
+    const std::string& t = text(col);
+    try {
+      size_t used = 0;
+      double v = std::stod(t, &used);
+      if (used == t.size() && std::isfinite(v)) return v;
+    } catch (const std::exception&) {
+    }
+    throw std::invalid_argument("column " + col + ": expected a number, got '" + t + "'");
+  }
+  double integer(const std::string& col, double fallback) const {
+    if (!has(col)) return fallback;
+    const double v = number(col);
+    if (v != std::floor(v) || v < 0)
+      throw std::invalid_argument("column " + col + ": expected a whole number, got '" + text(col) + "'");
+    return v;
+  }
+  bool boolean(const std::string& col, bool fallback) const {
+    if (!has(col)) return fallback;
+    const std::string& t = text(col);
+    if (t == "true" || t == "1" || t == "yes") return true;
+    if (t == "false" || t == "0" || t == "no") return false;
+    throw std::invalid_argument("column " + col + ": expected true or false, got '" + t + "'");
+  }
+  std::string string(const std::string& col, const std::string& fallback) const { return has(col) ? text(col) : fallback; }
+
+ private:
+  const CsvCellLookup& cell_;
+};
+
+std::string cell_text(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  if (v.is_number()) return fmt(v.get<double>());
+  throw std::invalid_argument("expected a number, string or boolean, got " + v.dump());
+}
+
+json model_of(const Cells& r) {
+  json model = json::object();
+  const bool preset = r.has("preset");
+  if (preset) model["preset"] = r.text("preset");
+  for (const ModelColumn& c : kModelColumns) {
+    if (!r.has(c.column)) continue;
+    json v;
+    if (c.kind == Kind::kBool) v = r.boolean(c.column, false);
+    else if (c.kind == Kind::kNumber) v = r.number(c.column);
+    else if (c.kind == Kind::kText) v = r.text(c.column);
+    else v = r.integer(c.column, 0);
+    if (c.mla) model["mla"][c.field] = v;
+    else model[c.field] = v;
+  }
+  if (!preset) {
+    for (const char* col : {"hidden", "layers", "heads"})
+      if (!r.has(col)) throw std::invalid_argument(std::string("column ") + col + ": missing (required without preset)");
+    if (!model.contains("vocab")) model["vocab"] = 51200;
+    if (!model.contains("seq_len")) model["seq_len"] = 2048;
+  }
+  // A dense model may say experts = 1; a mixture of experts routes to 2 unless told.
+  if (model.contains("experts") && model["experts"].get<double>() <= 1) {
+    model.erase("experts");
+    if (model.contains("top_k") && model["top_k"].get<double>() <= 1) model.erase("top_k");
+  } else if (model.contains("experts") && !model.contains("top_k") && !preset) {
+    model["top_k"] = 2;
+  }
+  return model;
+}
+
+}  // namespace
+
+const std::vector<std::string>& llm_config_columns() {
+  static const std::vector<std::string> c = {"tp",   "pp",  "dp",  "cp",  "ep", "micro_batch", "vpp", "zero",
+                                             "recompute", "sp", "gpus", "gpu", "etp", "first_stage_layers",
+                                             "last_stage_layers"};
+  return c;
+}
+
+const std::vector<std::string>& llm_csv_columns() {
+  static const std::vector<std::string> c = [] {
+    std::vector<std::string> cols = {"preset"};
+    for (const ModelColumn& m : kModelColumns) cols.push_back(m.column);
+    for (const char* t : kTrainingColumns) cols.push_back(t);
+    for (const char* k : {"gpu", "gpus", "gpus_per_node", "nodes_per_island"}) cols.push_back(k);
+    for (const char* b : kBandwidthColumns) cols.push_back(b);
+    for (const char* k : {"tp", "pp", "cp", "ep", "etp", "micro_batch", "vpp", "dp", "zero", "recompute", "sp",
+                          "first_stage_layers", "last_stage_layers"})
+      cols.push_back(k);
+    return cols;
+  }();
+  return c;
+}
+
+bool llm_csv_reads(const std::string& column) {
+  const auto& cols = llm_csv_columns();
+  if (std::find(cols.begin(), cols.end(), column) != cols.end()) return true;
+  for (const auto& alias : kAliases)
+    if (column == alias.first) return true;
+  return column == "fsdp" || column == "workload_json" || column == "history_source" || column == "history_row";
+}
+
+namespace {
+
+// The columns that describe the workload (not the configuration): a row with workload_json leaves
+// them empty.
+bool workload_column(const std::string& col) {
+  if (col == "preset" || col == "gpus_per_node" || col == "nodes_per_island") return true;
+  for (const ModelColumn& m : kModelColumns)
+    if (col == m.column) return true;
+  for (const char* t : kTrainingColumns)
+    if (col == t) return true;
+  for (const char* b : kBandwidthColumns)
+    if (col == b) return true;
+  for (const auto& alias : kAliases)
+    if (col == alias.first) return true;
+  return false;
+}
+
+json workload_of_json_cell(const Cells& r) {
+  for (const std::string& col : llm_csv_columns())
+    if (workload_column(col) && r.has(col))
+      throw std::invalid_argument("column " + col + ": the row gives its workload in workload_json; leave the "
+                                  "workload's own columns empty");
+  const json w = json::parse(r.text("workload_json"), nullptr, false);
+  if (!w.is_object() || !w.contains("model") || !w.contains("training") || !w.contains("cluster"))
+    throw std::invalid_argument("column workload_json: expected a JSON object with model, training and cluster (a "
+                                "workload, docs/workloads.md)");
+  return w;
+}
+
+}  // namespace
+
+LlmCsvRow llm_row_from_cells(const CsvCellLookup& cell) {
+  const Cells r(cell);
+  // A workload the columns cannot say exactly (a preset with changes, a price, a network object)
+  // comes whole, as JSON; the row's other columns are its configuration.
+  const bool whole = r.has("workload_json");
+  const json given = whole ? workload_of_json_cell(r) : json();
+  json model = whole ? json() : model_of(r);
+
+  const double tp = r.integer("tp", 1), pp = r.integer("pp", 1), cp = r.integer("cp", 1);
+  for (const char* col : {"tp", "pp", "cp"})
+    if (r.has(col) && r.integer(col, 1) < 1)
+      throw std::invalid_argument(std::string("column ") + col + ": expected at least 1, got '" + r.text(col) + "'");
+  double gpus = 0, dp = 0;
+  if (r.has("gpus")) gpus = r.integer("gpus", 0);
+  if (r.has("dp")) dp = r.integer("dp", 0);
+  if (gpus == 0 && dp == 0) throw std::invalid_argument("columns gpus and dp: give at least one of them");
+  if (gpus == 0) gpus = tp * pp * dp * cp;
+  if (dp == 0) dp = gpus / (tp * pp * cp);
+  if (dp != std::floor(dp) || dp < 1)
+    throw std::invalid_argument("gpus (" + fmt(gpus) + ") is not divisible by tp*pp*cp (" + fmt(tp * pp * cp) + ")");
+  if (!whole && !r.has("global_batch")) throw std::invalid_argument("column global_batch: missing (required)");
+
+  // The catalogue's name for it ("a100" is a100-80gb), so the space's gpu parameter matches.
+  const json* given_gpu = whole && given["cluster"].is_object() && given["cluster"].contains("gpu") &&
+                                  given["cluster"]["gpu"].is_string()
+                              ? &given["cluster"]["gpu"]
+                              : nullptr;
+  const std::string spelled_gpu = r.string("gpu", given_gpu ? given_gpu->get<std::string>() : "h100-sxm");
+  const std::string catalogued = perf::catalogue_gpu_name(spelled_gpu);
+  const std::string gpu = catalogued.empty() ? spelled_gpu : catalogued;
+  LlmCsvRow row;
+  json cluster = {{"gpu", gpu}};
+  if (whole) {
+    row.workload = given;
+  } else {
+    if (r.has("gpus_per_node")) cluster["gpus_per_node"] = r.integer("gpus_per_node", 8);
+    if (r.has("nodes_per_island")) cluster["nodes_per_island"] = r.integer("nodes_per_island", 0);
+    for (const char* b : kBandwidthColumns)
+      if (r.has(b)) {
+        const double v = r.number(b);
+        if (!(v > 0)) throw std::invalid_argument(std::string("column ") + b + ": expected GB/s > 0, got '" + r.text(b) + "'");
+        cluster["gpu_spec"][b] = v;
+      }
+    cotune_hardware hw{};
+    hw.struct_size = COTUNE_STRUCT_SIZE(cotune_hardware, net_efficiency);
+    json probe = cluster;
+    probe["nodes"] = 1;
+    try {
+      perf::resolve_hardware(probe, &hw, "cluster");
+    } catch (const UserError& e) {
+      throw std::invalid_argument(std::string("column gpu, gpus_per_node or a bandwidth: ") + e.what());
+    }
+    if (hw.gpus_per_node < 1) throw std::invalid_argument("column gpus_per_node: expected at least 1");
+    cluster["nodes"] = std::ceil(gpus / hw.gpus_per_node);
+
+    json training = {{"global_batch", r.integer("global_batch", 0)}, {"dtype", r.string("dtype", "bf16")},
+                     {"attention", r.string("attention", "flash")}, {"dropout", r.boolean("dropout", false)}};
+    if (r.has("overlap_grad_reduce")) training["overlap_grad_reduce"] = r.boolean("overlap_grad_reduce", true);
+    if (r.has("overlap_moe_comm")) training["overlap_moe_comm"] = r.boolean("overlap_moe_comm", false);
+    if (r.has("peft")) training["peft"] = r.text("peft");
+    if (r.has("kernels")) training["kernels"] = r.text("kernels");
+    row.workload = {{"model", model}, {"training", training}, {"cluster", cluster}};
+  }
+
+  // zero, or a published table's fsdp column (> 0: FSDP over that many ranks, ZeRO-3).
+  double zero = r.integer("zero", 0);
+  if (!r.has("zero") && r.has("fsdp") && r.integer("fsdp", 0) > 0) zero = 3;
+
+  const std::string recompute = r.string("recompute", "none");
+  const bool sp = r.boolean("sp", false);
+  row.config = {{"tp", tp}, {"pp", pp}, {"dp", dp}, {"cp", cp}, {"ep", r.integer("ep", 1)},
+                {"micro_batch", r.integer("micro_batch", 1)}, {"vpp", r.integer("vpp", 1)},
+                {"zero", zero}, {"recompute", recompute}, {"sp", sp}, {"gpus", gpus}, {"gpu", gpu}};
+  for (const char* o : kOptionalConfig)
+    if (r.has(o)) row.config[o] = r.integer(o, 0);
+  // The row's values are the whole domain, so that any value (micro_batch 3, pp 35) is accepted by
+  // the space and only its constraints judge the row.
+  row.space_options = json::object();
+  for (const char* p : {"tp", "pp", "dp", "cp", "ep", "micro_batch", "vpp", "zero", "gpus"})
+    row.space_options[p] = {row.config[p]};
+  for (const char* o : kOptionalConfig)
+    if (row.config.contains(o)) row.space_options[o] = {row.config[o]};
+  row.space_options["recompute"] = {recompute};
+  row.space_options["sp"] = {sp};
+  return row;
+}
+
+std::map<std::string, std::string> llm_cells_from_json(const json& workload, const json& config,
+                                                       std::string* inexact) {
+  std::map<std::string, std::string> cells;
+  std::vector<std::string> lost;
+  auto section = [&](const char* name) -> const json& {
+    if (!workload.contains(name) || !workload[name].is_object())
+      throw std::invalid_argument(std::string("workload: missing the object '") + name + "'");
+    return workload[name];
+  };
+  const json& model = section("model");
+  const json& training = section("training");
+  const json& cluster = section("cluster");
+  for (auto it = model.begin(); it != model.end(); ++it) {
+    const std::string& key = it.key();
+    if (key == "preset") {
+      cells["preset"] = cell_text(it.value());
+      continue;
+    }
+    if (key == "mla" && it.value().is_object()) {
+      for (auto f = it.value().begin(); f != it.value().end(); ++f) {
+        bool known = false;
+        for (const ModelColumn& c : kModelColumns)
+          if (c.mla && f.key() == c.field) known = true, cells[c.column] = cell_text(f.value());
+        if (!known) lost.push_back("workload/model/mla/" + f.key());
+      }
+      continue;
+    }
+    bool known = false;
+    for (const ModelColumn& c : kModelColumns)
+      if (!c.mla && key == c.field) known = true, cells[c.column] = cell_text(it.value());
+    if (!known) lost.push_back("workload/model/" + key);
+  }
+  for (auto it = training.begin(); it != training.end(); ++it) {
+    bool known = false;
+    for (const char* t : kTrainingColumns) known = known || it.key() == t;
+    if (known) cells[it.key()] = cell_text(it.value());
+    else lost.push_back("workload/training/" + it.key());
+  }
+  for (auto it = cluster.begin(); it != cluster.end(); ++it) {
+    const std::string& key = it.key();
+    if (key == "gpu" || key == "nodes") continue;
+    if (key == "gpus_per_node" || key == "nodes_per_island") {
+      cells[key] = cell_text(it.value());
+    } else if (key == "gpu_spec" && it.value().is_object()) {
+      for (auto f = it.value().begin(); f != it.value().end(); ++f) {
+        bool known = false;
+        for (const char* b : kBandwidthColumns) known = known || f.key() == b;
+        if (known) cells[f.key()] = cell_text(f.value());
+        else lost.push_back("workload/cluster/gpu_spec/" + f.key());
+      }
+    } else {
+      lost.push_back("workload/cluster/" + key);
+    }
+  }
+  for (const std::string& c : llm_config_columns()) {
+    bool optional = false;
+    for (const char* o : kOptionalConfig) optional = optional || c == o;
+    if (!config.contains(c)) {
+      if (optional) continue;
+      throw std::invalid_argument("configuration: missing '" + c + "'");
+    }
+    cells[c] = cell_text(config[c]);
+  }
+  // A cluster gpu that is not the configuration's would not survive the trip (one gpu column).
+  if (cluster.contains("gpu") && cell_text(cluster["gpu"]) != cells["gpu"])
+    throw std::invalid_argument("workload/cluster/gpu '" + cell_text(cluster["gpu"]) +
+                                "' differs from the configuration's gpu '" + cells["gpu"] + "'");
+  std::string why;
+  if (!lost.empty()) {
+    // Fields without a column (a network description, a price): the cells cannot say this
+    // workload.
+    why = "no column for";
+    for (const std::string& l : lost) why += " " + l;
+  } else {
+    // Reading the cells back must give the same workload: check it rather than hope.
+    const LlmCsvRow back = llm_row_from_cells([&](const std::string& col) -> const std::string* {
+      auto it = cells.find(col);
+      return it == cells.end() || it->second.empty() ? nullptr : &it->second;
+    });
+    if (back.workload != workload) why = "read back it differs: " + json::diff(workload, back.workload).dump();
+  }
+  if (inexact) *inexact = why;
+  return cells;
+}
+
+}  // namespace cotune::core

@@ -1,0 +1,262 @@
+#include <cotune/core/studyfile/canonical_json.hpp>
+#include <cotune/core/errors.hpp>
+#include <cotune/core/history/llm_csv_row.hpp>
+#include <cotune/core/history/llm_runs.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <stdexcept>
+
+namespace cotune::core {
+namespace {
+
+using nlohmann::json;
+using PerGpu = MetricConversion::PerGpu;
+
+struct MetricName {
+  const char* column;
+  MetricConversion conversion;
+};
+
+const std::vector<MetricName>& metric_table() {
+  static const std::vector<MetricName> t = {
+      {"step_time_s", {"step_time_s", 1, PerGpu::kNone}},
+      {"step_time_ms", {"step_time_s", 1e-3, PerGpu::kNone}},
+      {"iteration_time_s", {"step_time_s", 1, PerGpu::kNone}},
+      {"iteration_time_ms", {"step_time_s", 1e-3, PerGpu::kNone}},
+      {"tokens_per_s", {"tokens_per_s", 1, PerGpu::kNone}},
+      {"tokens_per_s_per_gpu", {"tokens_per_s", 1, PerGpu::kMultiply}},
+      {"samples_per_s", {"samples_per_s", 1, PerGpu::kNone}},
+      {"samples_per_s_per_gpu", {"samples_per_s", 1, PerGpu::kMultiply}},
+      {"tflops_per_gpu", {"tflops_per_gpu", 1, PerGpu::kNone}},
+      {"tflops", {"tflops_per_gpu", 1, PerGpu::kDivide}},
+      {"mfu", {"mfu", 1, PerGpu::kNone}},
+      {"mfu_percent", {"mfu", 1e-2, PerGpu::kNone}},
+      {"peak_mem_gib", {"peak_mem_gib", 1, PerGpu::kNone}},
+      {"peak_mem_mib", {"peak_mem_gib", 1.0 / 1024, PerGpu::kNone}},
+      {"peak_mem_gb", {"peak_mem_gib", 1e9 / 1073741824.0, PerGpu::kNone}},
+      {"peak_memory_bytes", {"peak_mem_gib", 1.0 / 1073741824.0, PerGpu::kNone}},
+      {"cost_per_mtokens", {"cost_per_mtokens", 1, PerGpu::kNone}},
+  };
+  return t;
+}
+
+bool parse_number(const std::string& t, double* out) {
+  try {
+    size_t used = 0;
+    const double v = std::stod(t, &used);
+    if (used != t.size() || !std::isfinite(v)) return false;
+    *out = v;
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+// Cells become JSON strings (workloads, metric names, stored rows), which must be UTF-8; the
+// JSON library's strict check says whether they are.
+bool valid_utf8(const std::string& s) {
+  try {
+    (void)json(s).dump();
+    return true;
+  } catch (const json::type_error&) {
+    return false;
+  }
+}
+
+bool is_schema_column(const std::string& c) { return llm_csv_reads(c); }
+
+// The header after the mapping, checked.
+std::vector<std::string> mapped_header(const CsvTable& table,
+                                       const std::vector<std::pair<std::string, std::string>>& mapping) {
+  std::vector<std::string> header = table.header;
+  for (const auto& [from, to] : mapping) {
+    const long i = table.column(from);
+    if (i < 0) throw UserError("--map '" + from + "=" + to + "': " + table.source + " has no column '" + from + "'");
+    header[size_t(i)] = to;
+  }
+  for (size_t i = 0; i < header.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (header[i] == header[j])
+        throw UserError(table.source + ": columns '" + table.header[j] + "' and '" + table.header[i] +
+                        "' both stand for '" + header[i] + "' (after --map)");
+  std::map<std::string, std::string> by_metric;
+  for (const std::string& c : header)
+    if (auto m = recognise_metric(c)) {
+      auto [it, fresh] = by_metric.emplace(m->canonical, c);
+      if (!fresh)
+        throw UserError(table.source + ": columns '" + it->second + "' and '" + c + "' both give the metric '" +
+                        m->canonical + "'; keep one (or --map the other to a new name)");
+    }
+  return header;
+}
+
+// The row's value of `column` after conversion; throws std::invalid_argument naming the column.
+double metric_value(const std::string& column, const std::string& text, const MetricConversion& m, double gpus) {
+  double v = 0;
+  if (!parse_number(text, &v)) throw std::invalid_argument("column " + column + ": expected a number, got '" + text + "'");
+  if (v < 0) throw std::invalid_argument("column " + column + ": expected a value >= 0, got '" + text + "'");
+  v *= m.factor;
+  if (m.gpus == PerGpu::kMultiply) v *= gpus;
+  if (m.gpus == PerGpu::kDivide) v /= gpus;
+  return v;
+}
+
+struct ParsedRow {
+  size_t line = 0;
+  LlmCsvRow row;
+  std::string workload_key;
+  TrialStatus status = TrialStatus::kOk;
+  json metrics = json::object();
+  std::map<std::string, std::string> cells;
+};
+
+// Adds each value of `from`'s lists to `into`'s (the union of the rows' domains).
+void merge_options(json& into, const json& from) {
+  for (auto it = from.begin(); it != from.end(); ++it) {
+    json& list = into[it.key()];
+    if (!list.is_array()) list = json::array();
+    for (const json& v : it.value())
+      if (std::find(list.begin(), list.end(), v) == list.end()) list.push_back(v);
+  }
+}
+
+}  // namespace
+
+std::pair<std::string, std::string> parse_column_mapping(const std::string& text) {
+  const size_t eq = text.rfind('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+    throw UserError("--map '" + text + "': expected \"source column=canonical name\", e.g. \"tensor parallelism=tp\"");
+  return {text.substr(0, eq), text.substr(eq + 1)};
+}
+
+std::optional<MetricConversion> recognise_metric(const std::string& column) {
+  for (const MetricName& m : metric_table())
+    if (column == m.column) return m.conversion;
+  return std::nullopt;
+}
+
+std::vector<std::string> recognised_metric_names() {
+  std::vector<std::string> names;
+  for (const MetricName& m : metric_table()) names.push_back(m.column);
+  return names;
+}
+
+LlmRuns read_llm_runs(const CsvTable& table, const std::vector<std::pair<std::string, std::string>>& mapping,
+                      const Registry& registry, const json* calibration) {
+  const std::vector<std::string> header = mapped_header(table, mapping);
+  for (size_t c = 0; c < header.size(); ++c)
+    if (!valid_utf8(header[c]) || !valid_utf8(table.header[c]))
+      throw UserError(table.source + ": line 1: the name of column " + std::to_string(c + 1) + " is not valid UTF-8");
+  LlmRuns out;
+
+  // Columns that are neither schema, metric, status nor reason: kept as metrics when numeric.
+  std::vector<size_t> extra;
+  for (size_t c = 0; c < header.size(); ++c) {
+    const std::string& name = header[c];
+    if (is_schema_column(name) || recognise_metric(name) || name == "status" || name == "reason") continue;
+    bool numeric = true;
+    double v;
+    for (const CsvRecord& r : table.rows)
+      if (!r.fields[c].empty() && !parse_number(r.fields[c], &v)) numeric = false;
+    if (numeric) {
+      extra.push_back(c);
+    } else {
+      out.warnings.push_back(table.source + ": column '" + table.header[c] +
+                             "' is neither a schema column (docs/simulate.md) nor a recognised metric "
+                             "(docs/history.md) and holds text; ignored");
+    }
+  }
+
+  std::vector<ParsedRow> parsed;
+  for (const CsvRecord& rec : table.rows) {
+    ParsedRow p;
+    p.line = rec.line;
+    for (size_t c = 0; c < header.size(); ++c) p.cells[header[c]] = rec.fields[c];
+    try {
+      for (size_t c = 0; c < header.size(); ++c)
+        if (!valid_utf8(rec.fields[c])) throw std::invalid_argument("column " + header[c] + ": not valid UTF-8");
+      p.row = llm_row_from_cells([&](const std::string& col) -> const std::string* {
+        auto it = p.cells.find(col);
+        return it == p.cells.end() || it->second.empty() ? nullptr : &it->second;
+      });
+      const double gpus = p.row.config["gpus"].get<double>();
+      if (auto s = p.cells.find("status"); s != p.cells.end() && !s->second.empty()) {
+        if (s->second == "invalid") {
+          auto why = p.cells.find("reason");
+          throw std::invalid_argument("status is 'invalid'" +
+                                      (why != p.cells.end() && !why->second.empty() ? " (" + why->second + ")" : ""));
+        }
+        auto st = trial_status_from_string(s->second);
+        if (!st || !is_finished(*st))
+          throw std::invalid_argument("column status: expected ok, failed, oom, timeout, cancelled or unavailable, got '" +
+                                      s->second + "'");
+        p.status = *st;
+      }
+      for (size_t c = 0; c < header.size(); ++c) {
+        const std::string& text = rec.fields[c];
+        if (text.empty()) continue;
+        if (auto m = recognise_metric(header[c])) p.metrics[m->canonical] = metric_value(header[c], text, *m, gpus);
+      }
+      for (size_t c : extra) {
+        double v;
+        if (!rec.fields[c].empty() && parse_number(rec.fields[c], &v)) p.metrics[header[c]] = v;
+      }
+      if (calibration != nullptr) p.row.workload["cluster"]["calibration"] = *calibration;
+      p.workload_key = workload_key(p.row.workload, "llm");
+      parsed.push_back(std::move(p));
+    } catch (const std::invalid_argument& e) {
+      out.rejected.push_back({rec.line, e.what()});
+    }
+  }
+
+  // One space per workload, its domains the union of its rows' values.
+  std::map<std::string, json> options;
+  for (const ParsedRow& p : parsed) merge_options(options[p.workload_key], p.row.space_options);
+  std::map<std::string, std::shared_ptr<const Space>> spaces;
+  std::map<std::string, std::string> space_errors;
+  for (const ParsedRow& p : parsed) {
+    if (spaces.count(p.workload_key) || space_errors.count(p.workload_key)) continue;
+    try {
+      spaces[p.workload_key] = registry.make_space("llm", p.row.workload.dump(), options[p.workload_key].dump());
+    } catch (const PluginError& e) {
+      space_errors[p.workload_key] = e.what();
+    }
+  }
+
+  for (ParsedRow& p : parsed) {
+    if (auto err = space_errors.find(p.workload_key); err != space_errors.end()) {
+      out.rejected.push_back({p.line, "the workload of this row is not valid: " + err->second});
+      continue;
+    }
+    LlmRun run;
+    run.line = p.line;
+    run.space = spaces.at(p.workload_key);
+    try {
+      run.config = run.space->parse(p.row.config.dump());
+      const std::string why = run.space->explain(run.config.data());
+      if (why.rfind("out of memory", 0) == 0) {
+        run.memory_note = why;
+      } else if (!why.empty()) {
+        out.rejected.push_back({p.line, "the llm space rejects the configuration: " + why});
+        continue;
+      }
+      run.config_json = run.space->render(run.config.data(), COTUNE_RENDER_JSON);
+    } catch (const PluginError& e) {
+      out.rejected.push_back({p.line, std::string("the llm space cannot read the configuration: ") + e.what()});
+      continue;
+    }
+    run.workload = std::move(p.row.workload);
+    run.workload_key = std::move(p.workload_key);
+    run.status = p.status;
+    run.metrics = std::move(p.metrics);
+    run.cells = std::move(p.cells);
+    out.runs.push_back(std::move(run));
+  }
+  std::sort(out.rejected.begin(), out.rejected.end(),
+            [](const RejectedRow& a, const RejectedRow& b) { return a.line < b.line; });
+  return out;
+}
+
+}  // namespace cotune::core

@@ -1,0 +1,82 @@
+#include <cotune/core/model/objective.hpp>
+
+#include <cmath>
+#include <sstream>
+
+namespace cotune::core {
+
+std::optional<double> metric_value(const nlohmann::json& metrics, const std::string& name) {
+  if (!metrics.is_object()) return std::nullopt;
+  auto it = metrics.find(name);
+  if (it == metrics.end() || !it->is_number()) return std::nullopt;
+  double v = it->get<double>();
+  if (!std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+std::optional<double> metric_value(const std::string& metrics_json, const std::string& name) {
+  nlohmann::json metrics = nlohmann::json::parse(metrics_json, nullptr, /*allow_exceptions=*/false);
+  return metric_value(metrics, name);
+}
+
+namespace {
+std::string number(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+}  // namespace
+
+Evaluation evaluate(const std::vector<ObjectiveSpec>& objectives, const nlohmann::json& metrics) {
+  Evaluation e;
+  for (const ObjectiveSpec& o : objectives) {
+    auto v = metric_value(metrics, o.metric);
+    if (!v) {
+      e.values.clear();
+      e.violation = "the objective metric '" + o.metric + "' was not reported";
+      return e;
+    }
+    e.values.push_back(*v);
+  }
+  for (const ObjectiveSpec& o : objectives)
+    for (const Constraint& k : o.constraints) {
+      auto v = metric_value(metrics, k.metric);
+      if (!v) {
+        e.violation = "constraint on '" + k.metric + "': the metric was not reported";
+        return e;
+      }
+      if (k.max && *v > *k.max) {
+        e.violation = k.metric + " = " + number(*v) + " exceeds the maximum " + number(*k.max);
+        return e;
+      }
+      if (k.min && *v < *k.min) {
+        e.violation = k.metric + " = " + number(*v) + " is below the minimum " + number(*k.min);
+        return e;
+      }
+    }
+  e.feasible = true;
+  return e;
+}
+
+bool better(double a, double b, Direction d) { return d == Direction::kMaximize ? a > b : a < b; }
+
+std::vector<size_t> pareto_front(const std::vector<std::vector<double>>& points,
+                                 const std::vector<Direction>& directions) {
+  auto dominates = [&](const std::vector<double>& a, const std::vector<double>& b) {
+    bool strictly = false;
+    for (size_t k = 0; k < directions.size(); ++k) {
+      if (better(b[k], a[k], directions[k])) return false;
+      if (better(a[k], b[k], directions[k])) strictly = true;
+    }
+    return strictly;
+  };
+  std::vector<size_t> front;
+  for (size_t i = 0; i < points.size(); ++i) {
+    bool dominated = false;
+    for (size_t j = 0; j < points.size() && !dominated; ++j) dominated = j != i && dominates(points[j], points[i]);
+    if (!dominated) front.push_back(i);
+  }
+  return front;
+}
+
+}  // namespace cotune::core

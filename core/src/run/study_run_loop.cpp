@@ -1,0 +1,459 @@
+// The study loop, top to bottom: fill the free slots (propose -> launch), poll what is in flight,
+// commit what finished and hand it to the observers (surrogate, budget, progress, caller), tell the
+// searcher; stop on the budget, a stopping rule or a stop request. Setup and resume are in
+// study_run_setup.cpp, the recommendation at the end in study_run_recommend.cpp.
+#include <cotune/core/studyfile/canonical_json.hpp>
+#include <cotune/core/errors.hpp>
+#include <cotune/core/abi/log.hpp>
+#include <cotune/core/run/search_context.hpp>
+#include <cotune/core/run/study_setup.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <thread>
+
+#include "run/searcher_state.hpp"
+#include "run/study_run.hpp"
+
+namespace cotune::core {
+namespace {
+
+
+constexpr auto kFirstSleep = std::chrono::milliseconds(1);
+constexpr auto kLongestSleep = std::chrono::milliseconds(100);
+constexpr auto kCancelGrace = std::chrono::seconds(60);  // how long cancelled jobs get to report
+constexpr int kMaxEmptyRounds = 3;  // proposal rounds with nothing new before the space counts as exhausted
+
+
+constexpr int kMaxFailedSubmissions = 3;  // in a row: the executor itself is broken, not one trial
+// Trials in a row that finished but did not report an objective metric: the jobs do not write it
+// (a name the space does not know passes the check before the first trial), and every further
+// trial would spend budget on a measurement the study cannot use.
+constexpr int kMaxUnreportedObjective = 3;
+
+cotune_str cs(const std::string& s) { return {s.data(), s.size()}; }
+
+double unix_now() {
+  using namespace std::chrono;
+  return duration<double>(system_clock::now().time_since_epoch()).count();
+}
+
+TrialStatus trial_status(int32_t status) {
+  auto s = trial_status_from_string(status_name(status));
+  if (!s) throw std::runtime_error("executor reported an unknown trial status " + std::to_string(status));
+  return *s;
+}
+
+}  // namespace
+
+void StudyRun::loop() {
+  auto sleep = kFirstSleep;
+  for (;;) {
+    if (options_.heartbeat != nullptr) options_.heartbeat->fetch_add(1);
+    handle_stop_requests();
+    renew_lease();
+    const size_t finished = poll_round();
+    const double elapsed = elapsed_s();
+    if (!stopping_ && !done_) check_budget(elapsed);
+    const size_t before = running_.size();
+    if (!stopping_ && !done_) fill_slots();
+    if ((stopping_ || done_) && resubmit_.empty() && running_.empty()) break;
+    if (cancel_deadline_ && std::chrono::steady_clock::now() > *cancel_deadline_) {
+      // Jobs that never confirmed the cancel keep their "running" record (the next run sees them).
+      log(COTUNE_LOG_WARN, "study",
+          std::to_string(running_.size()) + " cancelled trial(s) did not report back in time; left as running");
+      running_.clear();
+      break;
+    }
+    progress_.update(progress_state(), elapsed);
+    if (finished > 0 || running_.size() != before) {
+      sleep = kFirstSleep;
+      continue;
+    }
+    std::this_thread::sleep_for(sleep);
+    sleep = std::min(sleep * 2, std::chrono::duration_cast<std::chrono::milliseconds>(kLongestSleep));
+  }
+  if (reason_.empty()) reason_ = "no trials left to run";
+}
+
+// ---- filling the slots: propose, launch ------------------------------------------------------
+
+void StudyRun::fill_slots() {
+  std::int64_t free = static_cast<std::int64_t>(capacity_) - static_cast<std::int64_t>(running_.size());
+  // Trials interrupted in an earlier run come first: they are already recorded and counted.
+  while (free > 0 && !resubmit_.empty()) {
+    RunningTrial r = std::move(resubmit_.front());
+    resubmit_.pop_front();
+    if (launch(r, nullptr)) running_.push_back(std::move(r));
+    --free;
+  }
+  free = std::min(free, budget_.startable(static_cast<std::int64_t>(running_.size())));
+  if (free <= 0) {
+    record_starts();
+    return;
+  }
+  std::vector<RunningTrial> fresh = propose(static_cast<size_t>(free));
+  for (RunningTrial& r : fresh)
+    if (launch(r, nullptr)) running_.push_back(std::move(r));
+  record_starts();
+  if (!fresh.empty() || !running_.empty()) {
+    empty_rounds_ = 0;
+    return;
+  }
+  if (++empty_rounds_ >= kMaxEmptyRounds) {
+    done_ = true;
+    reason_ = "the searcher has no unmeasured configuration left to propose";
+  }
+}
+
+std::vector<RunningTrial> StudyRun::propose(size_t n) {
+  refit();
+  const size_t p = space_->num_params();
+  const Direction direction = spec_.objectives.front().direction;
+  SearchContext context(*space_, *surrogate_, direction, seen_);
+  std::vector<double> out(n * p);
+  const size_t got = searcher_->propose(context.get(), n, out.data());
+  save_searcher_state();
+
+  std::vector<double> predicted(got, std::numeric_limits<double>::quiet_NaN());
+  if (got > 0 && surrogate_->informed()) {
+    std::vector<int32_t> valid(got);
+    space_->check(out.data(), got, valid.data());
+    for (size_t i = 0; i < got; ++i)
+      if (valid[i]) surrogate_->predict(out.data() + i * p, 1, &predicted[i], nullptr);
+  }
+
+  std::vector<RunningTrial> fresh;
+  for (size_t i = 0; i < got; ++i) {
+    const double* config = out.data() + i * p;
+    std::string key = space_->key(config);
+    if (seen_.count(key)) {
+      log(COTUNE_LOG_DEBUG, "study", "the searcher proposed a configuration already seen; dropped: " + key);
+      continue;
+    }
+    if (!space_->valid(config)) {
+      log(COTUNE_LOG_WARN, "study", "the searcher proposed an invalid configuration; dropped: " + space_->explain(config));
+      continue;
+    }
+    std::string config_json = space_->render(config, COTUNE_RENDER_JSON);
+    NewTrial n;
+    n.config_key = config_key(nlohmann::json::parse(config_json));
+    n.config_json = config_json;
+    n.status = TrialStatus::kPending;
+    if (std::isfinite(predicted[i])) n.predicted = predicted[i];
+    n.executor = executor_->info().name;
+    n.fingerprint_json = fingerprint_json_;
+    seen_.insert(key);
+    std::optional<TrialId> id = store_->add_trial(study_.id, n);
+    if (!id) continue;  // the store already has this configuration under another spelling
+    RunningTrial r;
+    r.trial_id = id->id;
+    r.seq = id->seq;
+    r.config.assign(config, config + p);
+    r.predicted = n.predicted;
+    fresh.push_back(std::move(r));
+  }
+  return fresh;
+}
+
+bool StudyRun::launch(RunningTrial& r, const std::string* attach_id) {
+  const double* config = r.config.data();
+  std::string config_json = space_->render(config, COTUNE_RENDER_JSON);
+  std::string launch_args;
+  if (launch_format_ != COTUNE_RENDER_JSON && !space_->try_render(config, launch_format_, &launch_args))
+    launch_args.clear();
+  std::string trial_id = spec_.name + "/" + std::to_string(r.seq);
+  std::string workdir = runs_dir_ + "/" + std::to_string(r.seq);
+  std::error_code ec;
+  std::filesystem::create_directories(workdir, ec);
+  if (ec) throw std::runtime_error("cannot create the trial directory " + workdir + ": " + ec.message());
+
+  cotune_trial t = empty_trial();
+  t.trial_id = cs(trial_id);
+  t.config_json = cs(config_json);
+  t.launch_args = cs(launch_args);
+  t.workload_json = cs(workload_json_);
+  t.workdir = cs(workdir);
+  t.params = space_->raw_params();
+  t.num_params = space_->num_params();
+  t.config = config;
+  // lower() is borrowed until the next lower(): take it last, just before the executor reads it.
+  if (space_->can_lower()) {
+    t.trace = &space_->lower(config);
+    r.trace_gpus = t.trace->gpus;
+  }
+
+  if (attach_id != nullptr) {
+    try {
+      r.job = executor_->attach(t, *attach_id);
+      r.reattached = true;
+      return true;
+    } catch (const std::exception& e) {
+      log(COTUNE_LOG_WARN, "study",
+          "trial " + std::to_string(r.seq) + ": cannot re-attach to job " + *attach_id + " (" + e.what() +
+              "); submitting it again");
+      if (space_->can_lower()) t.trace = &space_->lower(config);
+    }
+  }
+  try {
+    r.job = executor_->submit(t);
+    r.start_recorded = false;
+  } catch (const PluginError& e) {
+    r.job.reset();
+    // Refused before it ran: the executor could not launch it (its options, the cluster), which says
+    // nothing of the configuration. Unavailable, so that no study learns it as a failed run.
+    TrialResult refused;
+    refused.status = COTUNE_STATUS_UNAVAILABLE;
+    refused.error = std::string("the executor refused the submission: ") + e.what();
+    observe({commit(r, refused)});
+    if (++failed_submissions_ >= kMaxFailedSubmissions)
+      throw std::runtime_error("the executor '" + executor_->info().name + "' refused " +
+                               std::to_string(kMaxFailedSubmissions) + " submissions in a row; the last: " + e.what());
+    return false;
+  }
+  failed_submissions_ = 0;
+  r.reattached = false;
+  return true;
+}
+
+void StudyRun::record_starts() {
+  for (RunningTrial& r : running_) {
+    if (r.start_recorded) continue;
+    r.start_recorded = true;
+    std::string external_id;
+    try {
+      external_id = r.job->poll(0).external_id;
+    } catch (const PluginError& e) {
+      // The next poll round reports the failure; the start is still worth recording.
+      log(COTUNE_LOG_WARN, "study", "trial " + std::to_string(r.seq) + ": " + e.what());
+    }
+    store_->update_trial_started(r.trial_id, external_id);
+  }
+}
+
+// ---- what is in flight: poll, commit, observe ----------------------------------------------------
+
+size_t StudyRun::poll_round() {
+  record_starts();
+  std::vector<Observation> batch;
+  size_t ended = 0;
+  for (size_t i = 0; i < running_.size();) {
+    RunningTrial& r = running_[i];
+    TrialResult result;
+    try {
+      result = r.job->poll(0);
+    } catch (const PluginError& e) {
+      result.status = COTUNE_STATUS_FAILED;
+      result.error = std::string("the executor lost the trial: ") + e.what();
+    }
+    if (!result.finished()) {
+      ++i;
+      continue;
+    }
+    ++ended;
+    if (result.status == COTUNE_STATUS_CANCELLED && r.cancel_requested && stopping_) {
+      // Stopped on request: never measured, so its record stays in flight and the next run resumes it.
+    } else if (result.status == COTUNE_STATUS_CANCELLED && r.reattached && !r.cancel_requested) {
+      // A job of the earlier run that was cancelled when it stopped: run it again.
+      r.job.reset();
+      RunningTrial again = std::move(r);
+      running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(i));
+      if (!stopping_ && !done_) resubmit_.push_front(std::move(again));
+      continue;
+    } else {
+      batch.push_back(commit(r, result));
+    }
+    running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+  observe(batch);
+  return ended;
+}
+
+Observation StudyRun::commit(RunningTrial& r, const TrialResult& result) {
+  TrialOutcome o;
+  o.status = trial_status(result.status);
+  if (!result.metrics_json.empty()) o.metrics_json = result.metrics_json;
+  if (!result.error.empty()) o.error = result.error;
+  if (!result.log_path.empty()) o.log_path = result.log_path;
+
+  Observation obs;
+  obs.seq = r.seq;
+  obs.config = r.config;
+  obs.status = result.status;
+  obs.score = std::numeric_limits<double>::quiet_NaN();
+  std::optional<Evaluation> eval;
+  std::string unreported;  // an objective metric the trial's metrics lack
+  if (o.status == TrialStatus::kOk) {
+    nlohmann::json metrics = nlohmann::json::parse(result.metrics_json, nullptr, false);
+    if (!metrics.is_object()) {
+      o.status = TrialStatus::kFailed;
+      obs.status = COTUNE_STATUS_FAILED;
+      o.error = "the executor reported metrics that are not a JSON object: " + result.metrics_json.substr(0, 200);
+    } else {
+      eval = evaluate(spec_.objectives, metrics);
+      for (const ObjectiveSpec& objective : spec_.objectives)
+        if (!metric_value(metrics, objective.metric)) {
+          unreported = objective.metric;
+          break;
+        }
+      unreported_objective_ = unreported.empty() ? 0 : unreported_objective_ + 1;
+      if (eval->feasible) {
+        o.objective = eval->values.front();
+        obs.score = normalised_score(eval->values.front(), spec_.objectives.front().direction);
+      } else {
+        o.error = "infeasible: " + eval->violation;
+        obs.score = -std::numeric_limits<double>::infinity();
+      }
+    }
+  }
+  store_->finish_trial(r.trial_id, o);
+  ++finished_this_run_;
+  if (unreported_objective_ >= kMaxUnreportedObjective)
+    throw std::runtime_error(std::to_string(kMaxUnreportedObjective) + " trials in a row finished without reporting "
+                             "the objective metric '" + unreported + "'; the study stops rather than spend its budget on measurements it cannot use (check what "
+                             "the jobs write: their result file, or the executor's metrics_regex)");
+  // A trial that left nothing in its directory (the simulator's) leaves no empty directory behind.
+  std::error_code ignored;
+  std::filesystem::remove(runs_dir_ + "/" + std::to_string(r.seq), ignored);  // only when empty
+
+  const std::optional<TrialRecord> stored = store_->trial(r.trial_id);
+  const double gpu_hours = trial_gpu_hours(result.metrics_json, stored ? stored->started_at : std::nullopt,
+                                           stored ? stored->finished_at : std::optional<double>(unix_now()), r.trace_gpus);
+  const FinishedTrial finished{r, o, eval ? &*eval : nullptr, result.metrics_json, gpu_hours, stored ? &*stored : nullptr};
+  for (const TrialObserver& observer : observers_) observer(finished);
+  return obs;
+}
+
+// What follows a stored trial, in this order (TVM MetaSchedule's measure callbacks).
+void StudyRun::install_observers() {
+  observers_ = {
+      // The surrogate learns every measured ok trial at its next refit.
+      [this](const FinishedTrial& f) {
+        if (f.evaluation == nullptr) return;
+        const TrainingRowOrigin origin{f.evaluation->feasible, f.trial.trial_id, f.trial.seq,
+                                       f.evaluation->feasible ? f.evaluation->values.front() : 0};
+        add_training(f.trial.config.data(), f.metrics_json, origin);
+      },
+      // The budget and the stopping rules count it.
+      [this](const FinishedTrial& f) { budget_.record(f.outcome.status, f.evaluation, f.gpu_hours); },
+      // The progress line shows it.
+      [this](const FinishedTrial& f) {
+        FinishedTrialLine line;
+        line.seq = f.trial.seq;
+        line.status = std::string(to_string(f.outcome.status));
+        line.config = config_summary(*space_, f.trial.config.data());
+        if (f.evaluation != nullptr && !f.evaluation->values.empty()) line.value = f.evaluation->values.front();
+        line.predicted = f.trial.predicted;
+        line.note = f.outcome.error.value_or("");
+        line.improved = budget_.last_improved();
+        if (line.improved) best_config_ = line.config;
+        progress_.trial_finished(line, progress_state());
+      },
+      // The caller hears of it (RunOptions::on_trial_committed).
+      [this](const FinishedTrial& f) {
+        if (options_.on_trial_committed && f.stored != nullptr) options_.on_trial_committed(*f.stored);
+      },
+  };
+}
+
+void StudyRun::observe(const std::vector<Observation>& batch) {
+  if (batch.empty()) return;
+  const size_t p = space_->num_params();
+  std::vector<double> configs, scores;
+  std::vector<int32_t> statuses;
+  for (const Observation& o : batch) {
+    configs.insert(configs.end(), o.config.begin(), o.config.begin() + p);
+    scores.push_back(o.score);
+    statuses.push_back(o.status);
+    observed_.insert(o.seq);
+  }
+  searcher_->observe(configs.data(), batch.size(), scores.data(), statuses.data());
+  save_searcher_state();
+}
+
+void StudyRun::save_searcher_state() {
+  if (!searcher_->can_save()) return;
+  SearcherState state{observed_, searcher_->save()};
+  store_->save_searcher_state(study_.id, encode_searcher_state(state));
+}
+
+// ---- stopping, the predictor's refit, the progress line ----------------------------------------
+
+void StudyRun::handle_stop_requests() {
+  const int level = options_.stop ? options_.stop->load() : 0;
+  if (level <= 0) return;
+  if (!stopping_) {
+    stopping_ = true;
+    reason_ = "stopped on request";
+    resubmit_.clear();  // never started in this run; they stay recorded as in flight
+    const bool cancel = spec_.on_stop == OnStop::kCancel || level >= 2;
+    progress_.note("stopping: " + std::string(cancel ? "cancelling" : "waiting for") + " " +
+                   std::to_string(running_.size()) + " trial(s) in flight" +
+                   (cancel ? "" : " (interrupt again to cancel them)"));
+    if (cancel) cancel_all();
+  } else if (level >= 2 && !cancelled_all_) {
+    progress_.note("stopping: cancelling " + std::to_string(running_.size()) + " trial(s) in flight");
+    cancel_all();
+  }
+}
+
+void StudyRun::check_budget(double elapsed_s) {
+  std::string why = budget_.done_reason(elapsed_s);
+  if (why.empty()) return;
+  done_ = true;
+  reason_ = why;
+  if (budget_.hard_limit_spent(elapsed_s) && !running_.empty()) {
+    progress_.note(why + ": cancelling " + std::to_string(running_.size()) + " trial(s) in flight");
+    cancel_all();
+  }
+  resubmit_.clear();
+}
+
+void StudyRun::cancel_all() {
+  cancelled_all_ = true;
+  cancel_deadline_ = std::chrono::steady_clock::now() + kCancelGrace;
+  for (RunningTrial& r : running_) {
+    if (r.cancel_requested) continue;
+    r.cancel_requested = true;
+    try {
+      r.job->cancel();
+    } catch (const std::exception& e) {
+      log(COTUNE_LOG_WARN, "study", "trial " + std::to_string(r.seq) + ": cannot cancel: " + e.what());
+    }
+  }
+}
+
+void StudyRun::refit(bool every_row) {
+  // A refit costs more as the data grows (krr's leave-one-out search, an MLP's epochs), while one more
+  // row changes the fit less. So refit at every new row while the data is small, and once it has grown
+  // by 1/32 (about 3 %) beyond that: the amortised cost per proposal stays flat as history grows.
+  const size_t rows = train_values_.size();
+  if (every_row ? rows == fitted_on_
+                : fitted_on_ != SIZE_MAX && rows < fitted_on_ + std::max<size_t>(1, fitted_on_ / 32))
+    return;
+  surrogate_->fit(train_configs_.data(), train_values_.size(), train_values_.data());
+  fitted_on_ = train_values_.size();
+  std::string state = surrogate_->save_state();
+  if (!state.empty()) store_->save_predictor_state(study_.id, std::vector<std::uint8_t>(state.begin(), state.end()));
+}
+
+double StudyRun::elapsed_s() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+}
+
+ProgressState StudyRun::progress_state() const {
+  ProgressState s;
+  s.done = budget_.counted();
+  s.in_flight = static_cast<std::int64_t>(running_.size() + resubmit_.size());
+  s.budget = spec_.budget.trials;
+  s.metric = spec_.objectives.front().metric;
+  s.best = budget_.best();
+  s.best_config = best_config_;
+  s.elapsed_s = elapsed_s();
+  s.remaining_s = budget_.remaining_s(s.elapsed_s, finished_this_run_);
+  return s;
+}
+
+}  // namespace cotune::core

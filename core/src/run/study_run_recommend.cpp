@@ -1,0 +1,62 @@
+// The recommended configuration at the end of a run (RecommendedConfig in study_runner.hpp): among
+// the measured feasible trials of the study, the one the surrogate predicts best.
+#include <cotune/core/abi/log.hpp>
+#include <cotune/core/model/objective.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "run/study_run.hpp"
+
+namespace cotune::core {
+namespace {
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+}  // namespace
+
+std::optional<RecommendedConfig> StudyRun::recommend() {
+  if (spec_.objectives.size() != 1) return std::nullopt;  // two objectives: the Pareto front is the answer
+  const size_t p = space_->num_params();
+  std::vector<size_t> rows;
+  std::vector<double> configs;
+  for (size_t i = 0; i < train_origins_.size(); ++i) {
+    if (!train_origins_[i].feasible) continue;
+    rows.push_back(i);
+    configs.insert(configs.end(), train_configs_.begin() + i * p, train_configs_.begin() + (i + 1) * p);
+  }
+  if (rows.empty()) return std::nullopt;
+
+  const size_t n = rows.size();
+  std::vector<double> predicted(n, kNaN);
+  try {
+    refit(/*every_row=*/true);
+    surrogate_->predict(configs.data(), n, predicted.data(), nullptr);
+  } catch (const std::exception& e) {
+    // The study itself is done; without a fit the recommendation falls back to the measurements.
+    log(COTUNE_LOG_WARN, "study", std::string("the predictor cannot rank the measured configurations: ") + e.what());
+    std::fill(predicted.begin(), predicted.end(), kNaN);
+  }
+
+  // Rows without an estimate (no fit yet, or the prior cannot lower the configuration) are ranked by
+  // their measurement; ties (a constant fit) go to the better measurement.
+  const Direction direction = spec_.objectives.front().direction;
+  auto measured = [&](size_t k) { return train_origins_[rows[k]].objective; };
+  auto key = [&](size_t k) { return std::isfinite(predicted[k]) ? predicted[k] : measured(k); };
+  size_t best = 0;
+  for (size_t k = 1; k < n; ++k) {
+    const double a = key(k), b = key(best);
+    const bool tie = std::fabs(a - b) <= 1e-12 * std::fabs(b);
+    if (tie ? better(measured(k), measured(best), direction) : better(a, b, direction)) best = k;
+  }
+
+  const TrainingRowOrigin& origin = train_origins_[rows[best]];
+  RecommendedConfig r;
+  r.trial_id = origin.trial_id;
+  r.seq = origin.seq;
+  r.config_json = space_->render(configs.data() + best * p, COTUNE_RENDER_JSON);
+  r.measured = origin.objective;
+  if (std::isfinite(predicted[best])) r.predicted = predicted[best];
+  return r;
+}
+
+}  // namespace cotune::core

@@ -1,0 +1,465 @@
+// Setting up a study run: plugins, components, the study in the store, and everything a resumed
+// study had (finished trials, trials in flight, history of the workload, the searcher's state).
+#include <cotune/core/studyfile/canonical_json.hpp>
+#include <cotune/core/errors.hpp>
+#include <cotune/core/history/history_io.hpp>
+#include <cotune/core/abi/log.hpp>
+#include <cotune/core/run/search_context.hpp>
+#include <cotune/core/run/study_setup.hpp>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <filesystem>
+#include <limits>
+
+#include "run/environment.hpp"
+#include "studyfile/json_checks.hpp"
+#include "run/searcher_state.hpp"
+#include "run/study_run.hpp"
+
+namespace cotune::core {
+namespace {
+
+ProgressMode progress_mode(RunOptions::Display d) {
+  switch (d) {
+    case RunOptions::Display::kLive: return ProgressMode::kLive;
+    case RunOptions::Display::kQuiet: return ProgressMode::kQuiet;
+    case RunOptions::Display::kLines: break;
+  }
+  return ProgressMode::kLines;
+}
+
+// A study name as a directory name: anything but letters, digits, '.', '-' and '_' becomes '_'.
+std::string directory_name(const std::string& name) {
+  std::string out = name;
+  for (char& c : out)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_') c = '_';
+  if (out == "." || out == "..") out = "_";
+  return out;
+}
+
+}  // namespace
+
+StudyRun::StudyRun(const StudySpec& spec, const RunOptions& options)
+    : spec_(spec),
+      options_(options),
+      budget_(spec),
+      progress_(options.display_out, progress_mode(options.display)),
+      started_(std::chrono::steady_clock::now()) {
+  install_observers();
+}
+
+StudyRun::~StudyRun() { release_lease(); }
+
+// An executor that answers a fixed set of configurations (a table of runs) lists them: the search
+// then proposes only those, instead of spending proposals on what would come back unavailable.
+cotune_trial StudyRun::study_trial(const std::string& workload_json) const {
+  cotune_trial study = empty_trial();
+  study.trial_id = {spec_.name.data(), spec_.name.size()};
+  study.workload_json = {workload_json.data(), workload_json.size()};
+  study.params = space_->raw_params();
+  study.num_params = space_->num_params();
+  return study;
+}
+
+void StudyRun::restrict_to_executor_candidates() {
+  const std::string workload = spec_.workload.dump();
+  const cotune_trial study = study_trial(workload);
+  std::vector<double> rows;
+  try {
+    rows = executor_->candidates(study);
+  } catch (const PluginError& e) {
+    if (e.code() != COTUNE_ERR_UNSUPPORTED) throw;
+    return;  // configured to list none: the whole space is searched
+  }
+  const size_t listed = space_->num_params() == 0 ? 0 : rows.size() / space_->num_params();
+  const std::string& name = executor_->info().name;
+  const size_t kept = space_->restrict_to(rows, "the executor '" + name + "' has no answer for it");
+  if (kept == 0)
+    throw UserError(spec_.file + ": /executor: the executor '" + name + "' answers " + std::to_string(listed) +
+                    " configuration(s) of this workload, none of them valid in the space '" + space_->info().name +
+                    "' as the study defines it (compare the workload and the space's options with what the executor "
+                    "holds)");
+  log(COTUNE_LOG_INFO, "study",
+      "the executor '" + name + "' answers " + std::to_string(kept) + " valid configuration(s) of this workload" +
+          (kept < listed ? " (of " + std::to_string(listed) + " listed; the others are not valid in the space)" : "") +
+          "; the search proposes only those");
+}
+
+// Every metric the objectives and constraints name, against what the executor and the space say
+// their trials report, before the first trial: a misspelt metric would otherwise run the whole
+// budget with every trial infeasible ("the metric was not reported").
+void StudyRun::check_metric_names() {
+  std::vector<std::pair<std::string, std::string>> named;  // (field, metric)
+  for (size_t i = 0; i < spec_.objectives.size(); ++i) {
+    const std::string at = spec_.pareto() ? "/objectives/" + std::to_string(i) : "/objective";
+    named.emplace_back(at + "/metric", spec_.objectives[i].metric);
+    for (size_t j = 0; j < spec_.objectives[i].constraints.size(); ++j)
+      named.emplace_back(at + "/constraints/" + std::to_string(j) + "/metric", spec_.objectives[i].constraints[j].metric);
+  }
+  const std::string workload = spec_.workload.dump();
+  const std::optional<std::vector<std::string>> reported = executor_->metrics(study_trial(workload));
+  const std::optional<std::vector<std::string>> measured = space_->metrics();
+  auto listed = [](const std::vector<std::string>& names) {
+    std::string out;
+    for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+    return out;
+  };
+  for (const auto& [field, metric] : named) {
+    if (reported) {
+      if (std::find(reported->begin(), reported->end(), metric) != reported->end()) continue;
+      const std::string meant = likely_meant(metric, *reported);
+      throw UserError(spec_.file + ": " + field + ": the executor '" + executor_->info().name + "' reports no metric \"" +
+                      metric + "\"" + (meant.empty() ? "" : " (did you mean \"" + meant + "\"?)") +
+                      "; it reports " + listed(*reported));
+    }
+    if (!measured || std::find(measured->begin(), measured->end(), metric) != measured->end()) continue;
+    const std::string meant = likely_meant(metric, *measured);
+    if (!meant.empty())
+      throw UserError(spec_.file + ": " + field + ": \"" + metric + "\" is not a metric of the space '" +
+                      space_->info().name + "' (did you mean \"" + meant + "\"?); its trials are measured in " +
+                      listed(*measured) + ". A job may report metrics of its own, but not one a letter or two from these");
+    log(COTUNE_LOG_INFO, "study",
+        "the metric \"" + metric + "\" (" + field + ") is not one the space '" + space_->info().name +
+            "' names: the executor's jobs must report it");
+  }
+}
+
+namespace {
+
+// A component's refusal of its options is the study file's error: exit 2, the file and the field.
+template <class Make>
+auto made_from_options(const StudySpec& spec, const std::string& field, Make make) -> decltype(make()) {
+  try {
+    return make();
+  } catch (const PluginError& e) {
+    if (e.code() != COTUNE_ERR_INVALID_ARGUMENT) throw;
+    throw UserError(spec.file + ": " + field + ": " + e.what());
+  }
+}
+
+}  // namespace
+
+void StudyRun::load_components() {
+  load_study_plugins(registry_, spec_);
+  space_ = make_study_space(registry_, spec_);
+  executor_ = made_from_options(spec_, "/executor/options", [&] {
+    return registry_.make_executor(spec_.executor.name, spec_.executor.options.dump());
+  });
+  if (executor_->needs_trace() && !space_->can_lower())
+    throw UserError(spec_.file + ": /executor: the executor '" + executor_->info().name +
+                    "' needs step traces, which the space '" + space_->info().name + "' does not produce");
+  if (executor_->has_candidates()) restrict_to_executor_candidates();
+  check_metric_names();
+  predictor_ = made_from_options(spec_, "/predictor/options", [&] {
+    return registry_.make_predictor(
+        spec_.predictor.name, surrogate_predictor_options(spec_.predictor.options.dump(), spec_.file + ": /predictor/options"));
+  });
+  searcher_ = made_from_options(spec_, "/searcher/options", [&] {
+    return registry_.make_searcher(spec_.searcher.name, spec_.searcher.options.dump(), *space_, spec_.seed);
+  });
+  capacity_ = static_cast<size_t>(std::max<std::int64_t>(1, std::min<std::int64_t>(spec_.parallel, executor_->capacity())));
+  launch_format_ = render_format_code(spec_.format);
+  workload_json_ = spec_.workload.dump();
+
+  // One valid configuration: proof that the workload fits somewhere, and the prior's probe.
+  std::vector<double> probe(space_->num_params());
+  if (space_->sample(spec_.seed, 1, probe.data()) == 0) {
+    // Without the launch target's rules there may be some: then the target is what refuses them.
+    if (!spec_.launch_target().empty()) {
+      StudySpec untargeted = spec_;
+      untargeted.format = RenderFormat::kJson;
+      const std::unique_ptr<Space> plain = make_study_space(registry_, untargeted);
+      if (plain->sample(spec_.seed, 1, probe.data()) == 1)
+        throw UserError(spec_.file + ": /format " + spec_.launch_target() + " refuses every configuration of the space '" +
+                        space_->info().name + "' for this workload (for example: " + space_->explain(probe.data()) +
+                        "); widen the space's options or choose another format");
+    }
+    throw UserError(spec_.file + ": the space '" + space_->info().name +
+                    "' has no valid configuration for this workload (does the model fit the cluster?)");
+  }
+  const ObjectiveSpec& objective = spec_.objectives.front();
+  surrogate_ = std::make_unique<Surrogate>(*space_, *predictor_, objective.metric, spec_.predictor.prior,
+                                           probe.data());
+  surrogate_->calibrate_prior(spec_.predictor.calibrate);
+  if (spec_.predictor.prior != Prior::kNone && !surrogate_->uses_prior())
+    log(COTUNE_LOG_INFO, "study",
+        std::string(to_string(spec_.predictor.prior)) + " prior off: " + surrogate_->prior_note());
+
+  fingerprint_json_ = environment_fingerprint(spec_.hash, {{"space", &space_->info()},
+                                                           {"predictor", &predictor_->info()},
+                                                           {"searcher", &searcher_->info()},
+                                                           {"executor", &executor_->info()}})
+                          .dump();
+}
+
+void StudyRun::open_study() {
+  store_ = std::make_unique<Store>(options_.store_path);
+  NewStudy n;
+  n.name = spec_.name;
+  n.study_json = stored_study_json(spec_);
+  n.study_hash = spec_.hash;
+  n.workload_key = spec_.workload_key();
+  n.space = spec_.space.name;
+  n.objective_json = spec_.objectives_json().dump();
+  n.direction = spec_.objectives.front().direction;
+  n.environment_json = fingerprint_json_;
+  study_ = store_->create_study(n);
+
+  namespace fs = std::filesystem;
+  fs::path store_dir = fs::absolute(options_.store_path).parent_path();
+  runs_dir_ = (store_dir / "cotune-runs" / directory_name(spec_.name)).lexically_normal().string();
+}
+
+namespace {
+
+// A lease whose heartbeat is this much older than now is stale, whichever host holds it (a run
+// renews it every kLeaseRenewEvery; a refit or a plugin call can hold the loop for a while).
+constexpr double kLeaseStaleAfterS = 120;
+constexpr auto kLeaseRenewEvery = std::chrono::seconds(5);
+
+std::string host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "unknown-host";
+  return name;
+}
+
+// Whether `pid` names a live process on this host (EPERM: alive, another user's).
+bool alive(std::int64_t pid) { return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM); }
+
+}  // namespace
+
+void StudyRun::take_lease() {
+  const StudyLease me{host_name(), static_cast<std::int64_t>(::getpid()), 0};
+  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const auto holder = store_->take_study_lease(study_.id, me, [&](const StudyLease& h) {
+    if (now - h.heartbeat > kLeaseStaleAfterS) return false;
+    return h.host != me.host || alive(h.pid);
+  });
+  if (holder) {
+    const double ago = std::max(0.0, now - holder->heartbeat);
+    throw UserError("study '" + spec_.name + "' is being run by pid " + std::to_string(holder->pid) + " on " +
+                    holder->host + " (last heard from " + std::to_string(static_cast<long long>(ago)) +
+                    " s ago); one run works on a study at a time: wait for it or stop it (Ctrl-C; its trials " +
+                    "are resumed by the next run)");
+  }
+  lease_ = me;
+  lease_renewed_ = std::chrono::steady_clock::now();
+}
+
+void StudyRun::renew_lease() {
+  if (lease_.pid == 0 || std::chrono::steady_clock::now() - lease_renewed_ < kLeaseRenewEvery) return;
+  store_->renew_study_lease(study_.id, lease_);
+  lease_renewed_ = std::chrono::steady_clock::now();
+}
+
+void StudyRun::release_lease() noexcept {
+  if (lease_.pid == 0) return;
+  try {
+    store_->release_study_lease(study_.id, lease_);
+  } catch (const std::exception&) {
+    // the next run takes a lease over once its holder is gone
+  }
+  lease_.pid = 0;
+}
+
+void StudyRun::add_training(const double* config, const std::string& metrics_json, const TrainingRowOrigin& origin) {
+  auto v = metric_value(metrics_json, spec_.objectives.front().metric);
+  if (!v) return;
+  train_configs_.insert(train_configs_.end(), config, config + space_->num_params());
+  train_values_.push_back(*v);
+  train_origins_.push_back(origin);
+}
+
+void StudyRun::restore() {
+  std::vector<TrialRecord> trials = store_->trials(study_.id);
+  const bool resuming = !trials.empty();
+  const size_t p = space_->num_params();
+  // Each configuration is parsed once, here: the budget replay and the searcher reuse it (a study of
+  // a million trials spends seconds per pass). Finished records are moved, not copied.
+  std::vector<TrialRecord> finished;
+  std::vector<double> finished_configs;  // p values per record of `finished`
+  for (TrialRecord& t : trials) {
+    std::vector<double> config;
+    try {
+      config = space_->parse(t.config_json);
+    } catch (const std::exception& e) {
+      throw UserError("store " + options_.store_path + ": study '" + spec_.name + "', trial " + std::to_string(t.seq) +
+                      ": the space cannot read its configuration (" + e.what() + ")");
+    }
+    seen_.insert(space_->key(config.data()));
+    if (is_finished(t.status)) {
+      if (t.status == TrialStatus::kOk && t.metrics_json) {
+        // The store keeps an objective value exactly for the feasible trials.
+        TrainingRowOrigin origin{t.objective.has_value(), t.id, t.seq, t.objective.value_or(0)};
+        add_training(config.data(), *t.metrics_json, origin);
+      }
+      finished_configs.insert(finished_configs.end(), config.begin(), config.begin() + p);
+      finished.push_back(std::move(t));
+      continue;
+    }
+    RunningTrial r;
+    r.trial_id = t.id;
+    r.seq = t.seq;
+    r.config = std::move(config);
+    r.predicted = t.predicted;
+    if (executor_->can_attach() && t.external_id && !t.external_id->empty()) {
+      if (launch(r, &*t.external_id)) running_.push_back(std::move(r));
+    } else {
+      resubmit_.push_back(std::move(r));
+    }
+  }
+
+  std::vector<TrialRecord>().swap(trials);
+
+  // The budget replays the finished trials in the order they ended.
+  std::vector<size_t> by_end(finished.size());
+  for (size_t i = 0; i < by_end.size(); ++i) by_end[i] = i;
+  std::stable_sort(by_end.begin(), by_end.end(), [&](size_t a, size_t b) {
+    return finished[a].finished_at.value_or(0) < finished[b].finished_at.value_or(0);
+  });
+  for (size_t i : by_end) {
+    const TrialRecord* t = &finished[i];
+    const double* config = finished_configs.data() + i * p;
+    std::string metrics = t->metrics_json.value_or("{}");
+    // The GPU count from the step trace only where the metrics lack it (lowering costs more than reading).
+    double trace_gpus = 0;
+    if (!metric_value(metrics, "gpus") && space_->can_lower() && space_->valid(config))
+      trace_gpus = space_->lower(config).gpus;
+    std::optional<Evaluation> eval;
+    if (t->status == TrialStatus::kOk) eval = evaluate(spec_.objectives, nlohmann::json::parse(metrics, nullptr, false));
+    budget_.record(t->status, eval ? &*eval : nullptr, trial_gpu_hours(metrics, t->started_at, t->finished_at, trace_gpus));
+    if (budget_.last_improved()) best_config_ = config_summary(*space_, config);
+  }
+  restore_history();
+  restore_searcher(finished, finished_configs);
+  if (resuming)
+    progress_.note("resuming study '" + spec_.name + "': " + std::to_string(finished.size()) + " finished, " +
+                   std::to_string(running_.size() + resubmit_.size()) + " to resume");
+}
+
+void StudyRun::restore_history() {
+  const std::string key = spec_.workload_key();
+  size_t unreadable = 0, used = 0;
+  auto take = [&](const std::string& config_json, TrialStatus status, const std::string& metrics) {
+    std::vector<double> config;
+    try {
+      config = space_->parse(config_json);
+    } catch (const std::exception&) {
+      ++unreadable;
+      return;
+    }
+    seen_.insert(space_->key(config.data()));
+    if (status == TrialStatus::kOk) add_training(config.data(), metrics);
+    ++used;
+  };
+  const std::vector<TrialStatus> measured = {TrialStatus::kOk, TrialStatus::kFailed, TrialStatus::kOom, TrialStatus::kTimeout};
+  for (const TrialRecord& t : store_->trials_of_workload(key, spec_.space.name, study_.id, measured))
+    take(t.config_json, t.status, t.metrics_json.value_or("{}"));
+  for (const HistoryRow& h : store_->history_for(key, spec_.space.name)) take(h.config_json, h.status, h.metrics_json);
+  // Runs imported from logs and CSV files spell the workload's defaults as the schema's reader does.
+  if (const std::string alt = imported_workload_key(spec_.workload, spec_.space.name); !alt.empty())
+    for (const HistoryRow& h : store_->history_for(alt, spec_.space.name)) take(h.config_json, h.status, h.metrics_json);
+  if (used > 0) progress_.note("history: " + std::to_string(used) + " earlier runs of this workload seed the predictor");
+  if (unreadable > 0)
+    log(COTUNE_LOG_WARN, "study",
+        std::to_string(unreadable) + " history rows of this workload have configurations the space cannot read; skipped");
+}
+
+void StudyRun::restore_searcher(const std::vector<TrialRecord>& finished, const std::vector<double>& configs) {
+  const size_t p = space_->num_params();
+  if (searcher_->can_save()) {
+    if (auto blob = store_->load_searcher_state(study_.id)) {
+      try {
+        SearcherState state = decode_searcher_state(*blob);
+        searcher_->load(state.plugin_bytes);
+        observed_ = std::move(state.observed);
+      } catch (const std::exception& e) {
+        log(COTUNE_LOG_WARN, "study",
+            std::string("the saved searcher state cannot be restored (") + e.what() +
+                "); the searcher starts afresh and is told about every finished trial");
+        observed_.clear();
+      }
+    }
+  }
+  // Tell it about what finished since its state was saved (everything, without a state).
+  std::vector<Observation> missed;
+  for (size_t i = 0; i < finished.size(); ++i) {
+    const TrialRecord& t = finished[i];
+    if (observed_.count(t.seq) || t.status == TrialStatus::kCancelled) continue;
+    Observation o;
+    o.seq = t.seq;
+    o.config.assign(configs.begin() + i * p, configs.begin() + (i + 1) * p);
+    o.status = status_from_name(to_string(t.status));
+    o.score = std::numeric_limits<double>::quiet_NaN();
+    if (t.status == TrialStatus::kOk) {
+      o.score = -std::numeric_limits<double>::infinity();
+      if (t.objective) {
+        // Feasible: the store kept its objective. The searcher's score is that of the first metric.
+        o.score = normalised_score(*t.objective, spec_.objectives.front().direction);
+      }
+    }
+    missed.push_back(std::move(o));
+  }
+  if (!missed.empty()) observe(missed);
+}
+
+RunResult StudyRun::run() {
+  load_components();
+  open_study();
+  RunResult result;
+  result.study_id = study_.id;
+  if (study_.status == StudyStatus::kFinished) {
+    result.status = StudyStatus::kFinished;
+    result.already_finished = true;
+    result.reason = "nothing left to run";
+    result.counted_trials = 0;
+    for (const TrialRecord& t : store_->trials(study_.id))
+      if (counts_against_budget(t.status)) ++result.counted_trials;
+    return result;
+  }
+  take_lease();
+  store_->set_study_status(study_.id, StudyStatus::kRunning);
+  store_->set_study_environment(study_.id, fingerprint_json_);
+  try {
+    restore();
+    loop();
+  } catch (...) {
+    release_lease();
+    progress_.clear();
+    // Trials in flight keep their "running" record: the next run re-attaches or resubmits them.
+    try {
+      store_->set_study_status(study_.id, StudyStatus::kStopped);
+    } catch (const std::exception&) {
+      // The original error says more than this one.
+    }
+    throw;
+  }
+  progress_.clear();
+  result.status = stopping_ ? StudyStatus::kStopped : StudyStatus::kFinished;
+  store_->set_study_status(study_.id, result.status);
+  result.reason = reason_;
+  result.interrupted = stopping_;
+  result.counted_trials = budget_.counted();
+  result.trials_this_run = finished_this_run_;
+  result.recommended_config = recommend();
+  // Kept with the study, so that `cotune export` takes it later.
+  if (result.recommended_config) store_->set_study_recommended(study_.id, result.recommended_config->trial_id);
+  release_lease();
+  // The study's folder of trial directories, and the store's folder of studies, when left empty.
+  std::error_code ignored;
+  if (std::filesystem::remove(runs_dir_, ignored)) std::filesystem::remove(std::filesystem::path(runs_dir_).parent_path(), ignored);
+  return result;
+}
+
+RunResult run_study(const StudySpec& spec, const RunOptions& options) {
+  StudyRun run(spec, options);
+  return run.run();
+}
+
+}  // namespace cotune::core

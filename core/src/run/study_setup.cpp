@@ -1,0 +1,100 @@
+#include <cotune/cotune.h>
+#include <cotune/core/errors.hpp>
+#include <cotune/core/run/study_setup.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <filesystem>
+
+namespace cotune::core {
+
+void load_study_plugins(Registry& registry, const StudySpec& spec) {
+  namespace fs = std::filesystem;
+  registry.load_default();
+  for (const std::string& path : spec.plugin_paths) {
+    std::error_code ec;
+    if (fs::is_directory(path, ec)) {
+      registry.load_directories({path});
+    } else if (fs::is_regular_file(path, ec)) {
+      if (!registry.load_file(path)) {
+        const LoadProblem& p = registry.problems().back();
+        throw UserError(spec.file + ": /plugin_paths: cannot load " + p.file + ": " + p.reason);
+      }
+    } else {
+      throw UserError(spec.file + ": /plugin_paths: " + path + " is neither a plugin directory nor a plugin library");
+    }
+  }
+}
+
+std::unique_ptr<Space> make_study_space(const Registry& registry, const StudySpec& spec) {
+  std::unique_ptr<Space> space;
+  try {
+    space = registry.make_space(spec.space.name, spec.workload.dump(), spec.space.options.dump());
+  } catch (const PluginError& e) {
+    // The space names the field inside the workload or its options; say which file that was.
+    if (e.code() != COTUNE_ERR_INVALID_ARGUMENT) throw;
+    std::string where = spec.workload_file.empty() ? "/workload" : "/workload (" + spec.workload_file + ")";
+    throw UserError(spec.file + ": " + where + " or /space/options: the space '" + spec.space.name +
+                    "' refused them: " + e.what());
+  }
+  set_launch_target(*space, spec.launch_target(), spec.file + ": /format");
+  return space;
+}
+
+void set_launch_target(Space& space, const std::string& target, const std::string& where) {
+  if (target.empty()) return;
+  try {
+    space.set_target(target);  // a space without launch targets renders its formats unversioned
+  } catch (const PluginError& e) {
+    if (e.code() != COTUNE_ERR_INVALID_ARGUMENT) throw;
+    throw UserError(where + ": " + e.what());
+  }
+}
+
+std::string stored_study_json(const StudySpec& spec) {
+  nlohmann::json doc = nlohmann::json::parse(spec.text);
+  doc["workload"] = spec.workload;
+  if (!spec.plugin_paths.empty()) {
+    nlohmann::json paths = nlohmann::json::array();
+    for (const std::string& p : spec.plugin_paths)
+      paths.push_back(std::filesystem::absolute(p).lexically_normal().string());
+    doc["plugin_paths"] = paths;
+  }
+  return doc.dump(2);
+}
+
+StudySpec spec_from_store(const StudyRecord& study) {
+  // A store written before the study-name rule may hold any name: the stored study is read as it
+  // was accepted then, its name taken from the store rather than checked again.
+  nlohmann::json doc = nlohmann::json::parse(study.study_json, nullptr, false);
+  std::string text = study.study_json;
+  if (doc.is_object() && doc.contains("name")) {
+    doc["name"] = "stored-study";
+    text = doc.dump();
+  }
+  StudySpec spec = parse_study_file(text, "study '" + study.name + "' in the store", "/");
+  spec.name = study.name;
+  spec.hash = study.study_hash;
+  return spec;
+}
+
+int32_t render_format_code(RenderFormat format) {
+  switch (format) {
+    case RenderFormat::kMegatron: return COTUNE_RENDER_MEGATRON;
+    case RenderFormat::kTorchtitan: return COTUNE_RENDER_TORCHTITAN;
+    case RenderFormat::kNemo: return COTUNE_RENDER_NEMO;
+    case RenderFormat::kDeepspeed: return COTUNE_RENDER_DEEPSPEED;
+    case RenderFormat::kTorchrec: return COTUNE_RENDER_TORCHREC;
+    case RenderFormat::kJson: break;
+  }
+  return COTUNE_RENDER_JSON;
+}
+
+std::string config_summary(const Space& space, const double* config) {
+  std::string s = space.key(config);
+  std::replace(s.begin(), s.end(), ';', ' ');
+  return s;
+}
+
+}  // namespace cotune::core
