@@ -1,23 +1,14 @@
 // Host-side wrappers of plugin components (see components.hpp): names of kinds and statuses,
 // errors, and parameters. One file per component kind: space.cpp, predictor.cpp, searcher.cpp,
 // executor.cpp.
-#include <cotune/core/abi/call_watch.hpp>
 #include <cotune/core/abi/components.hpp>
 #include <cotune/core/errors.hpp>
-#include <cotune/core/registry.hpp>
 
-#include <nlohmann/json.hpp>
-
-#include <algorithm>
 #include <cmath>
-#include <cstddef>
-#include <cstring>
-#include <functional>
-#include <random>
-#include <sstream>
+#include <string>
+#include <vector>
 
 #include "abi/component_helpers.hpp"
-#include "loader/plugin_library.hpp"
 
 namespace cotune::core {
 

@@ -4,18 +4,12 @@
 #include <cotune/core/errors.hpp>
 #include <cotune/core/registry.hpp>
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
-#include <cmath>
-#include <cstddef>
-#include <cstring>
-#include <functional>
-#include <random>
-#include <sstream>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "abi/component_helpers.hpp"
-#include "loader/plugin_library.hpp"
 
 namespace cotune::core {
 

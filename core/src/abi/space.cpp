@@ -7,15 +7,12 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <cmath>
 #include <cstddef>
-#include <cstring>
-#include <functional>
 #include <random>
-#include <sstream>
+#include <string>
+#include <vector>
 
 #include "abi/component_helpers.hpp"
-#include "loader/plugin_library.hpp"
 
 namespace cotune::core {
 
