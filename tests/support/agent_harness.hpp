@@ -87,6 +87,10 @@ inline core::agent::AgentOptions echo_agent_options(const std::string& secret_fi
   o.plugin_dirs = {kTestPluginDir};
   o.max_parallel = 2;
   o.shutdown_drain_ms = 200;
+  // Trial folders beside the secret, in the test's scratch directory: the agent's default (a fresh
+  // folder under /tmp) keeps the folders of unacknowledged results, which tests leave behind.
+  const size_t slash = secret_file.rfind('/');
+  o.workdir = (slash == std::string::npos ? std::string(".") : secret_file.substr(0, slash)) + "/agent-work";
   return o;
 }
 

@@ -393,7 +393,7 @@ TEST_F(AgentTest, OutOfFileDescriptorsSlowsAcceptInsteadOfSpinning) {
 #endif
   const std::string log = dir.file("agent.log");
   AgentProcess agent({"--listen", "127.0.0.1:0", "--secret-file", secret_file, "--executor", "testecho",
-                      "--plugin-dir", kTestPluginDir},
+                      "--plugin-dir", kTestPluginDir, "--workdir", dir.file("work")},
                      log, [] {
                        rlimit limit{48, 48};
                        ::setrlimit(RLIMIT_NOFILE, &limit);

@@ -216,7 +216,8 @@ TEST_F(RemoteTest, AgentKilledMidTrialAndRestartedLosesAndDuplicatesNothing) {
     return std::vector<std::string>{"--listen", "127.0.0.1:" + std::to_string(port), "--secret-file", secret_file,
                                     "--executor", "testecho", "--executor-options",
                                     json{{"delay_ms", 1500}, {"journal", journal}}.dump(),
-                                    "--plugin-dir", kTestPluginDir, "--state-dir", dir.file("state")};
+                                    "--plugin-dir", kTestPluginDir, "--state-dir", dir.file("state"),
+                                    "--workdir", dir.file("work")};
   };
   auto agent = std::make_unique<AgentProcess>(args(0), log);
   const uint16_t port = agent->port();
@@ -243,7 +244,8 @@ TEST_F(RemoteTest, AgentKilledMidTrialAndRestartedLosesAndDuplicatesNothing) {
 TEST_F(RemoteTest, SigtermLetsRunningTrialsFinish) {
   const std::string log = dir.file("agent.log");
   AgentProcess agent({"--listen", "127.0.0.1:0", "--secret-file", secret_file, "--executor", "testecho",
-                      "--executor-options", R"({"delay_ms": 700})", "--plugin-dir", kTestPluginDir},
+                      "--executor-options", R"({"delay_ms": 700})", "--plugin-dir", kTestPluginDir, "--workdir",
+                      dir.file("work")},
                      log);
   auto exec = remote(json::array({agent_entry(agent.port(), 1)}));
   auto t = grid_trial("term/1", 5);
