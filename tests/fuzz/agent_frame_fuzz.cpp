@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -46,13 +47,23 @@ const Registry& registry() {
   return r;
 }
 
+// The trial books' folder, removed when the process exits normally.
+struct ScratchFolder {
+  std::string path = "/tmp/cotune-fuzz-agent-XXXXXX";
+  ScratchFolder() {
+    if (::mkdtemp(path.data()) == nullptr) std::abort();
+  }
+  ~ScratchFolder() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+  ScratchFolder(const ScratchFolder&) = delete;
+  ScratchFolder& operator=(const ScratchFolder&) = delete;
+};
+
 const std::string& workdir() {
-  static const std::string dir = [] {
-    std::string tmpl = "/tmp/cotune-fuzz-agent-XXXXXX";
-    if (::mkdtemp(tmpl.data()) == nullptr) std::abort();
-    return tmpl;
-  }();
-  return dir;
+  static const ScratchFolder dir;
+  return dir.path;
 }
 
 }  // namespace
