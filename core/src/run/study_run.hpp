@@ -75,6 +75,9 @@ class StudyRun {
  public:
   StudyRun(const StudySpec& spec, const RunOptions& options);
   ~StudyRun();
+  // The observers hold `this`: a run stays where it was made.
+  StudyRun(const StudyRun&) = delete;
+  StudyRun& operator=(const StudyRun&) = delete;
   RunResult run();
 
  private:
