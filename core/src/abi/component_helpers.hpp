@@ -1,11 +1,11 @@
 // What the four component wrappers share (components.cpp, space.cpp, predictor.cpp, searcher.cpp,
-// executor.cpp): string views of ABI strings, a sink that collects a plugin's output, and the
-// optional functions of a table older than this host, the metric names a plugin lists.
+// executor.cpp): the SDK's string and sink helpers, the optional functions of a table older than
+// this host, and the metric names a plugin lists.
 #ifndef COTUNE_ABI_COMPONENT_HELPERS_HPP_
 #define COTUNE_ABI_COMPONENT_HELPERS_HPP_
 
 #include <cotune/core/errors.hpp>
-#include <cotune/cotune.h>
+#include <cotune/cotune.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -19,21 +19,11 @@
 
 namespace cotune::core::abi_detail {
 
-inline std::string_view sv(cotune_str s) { return s.data ? std::string_view(s.data, s.len) : std::string_view(); }
-inline cotune_str cs(std::string_view s) { return {s.data(), s.size()}; }
-
-struct StringSink {
-  std::string data;
-  cotune_sink sink{COTUNE_STRUCT_SIZE(cotune_sink, write), this, &StringSink::append};
-  static int32_t append(void* ctx, const char* bytes, size_t len) {
-    try {
-      static_cast<StringSink*>(ctx)->data.append(bytes, len);
-      return 0;
-    } catch (...) {
-      return 1;
-    }
-  }
-};
+// The SDK's helpers, which the host uses as plugins do: ABI strings as views and back, and a
+// sink that collects a plugin's output.
+using ::cotune::str;
+using ::cotune::StringSink;
+using ::cotune::view;
 
 // A function pointer of `table` at `field`, or nullptr when the plugin's table is too old to have it.
 template <class Api, class Fn>

@@ -39,7 +39,7 @@ void throw_if_error(cotune_error* err, std::string_view who) {
   // A plugin may hand back a broken error object; trust only what struct_size covers.
   if (err->struct_size >= COTUNE_STRUCT_SIZE(cotune_error, message)) {
     code = err->code;
-    message += std::string(sv(err->message));
+    message += std::string(view(err->message));
   } else {
     message += "error object too small to read";
   }

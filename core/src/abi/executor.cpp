@@ -21,7 +21,7 @@ Executor::Executor(ComponentRef ref, std::string_view options_json)
     : ref_(std::move(ref)), api_(static_cast<const cotune_executor_api*>(ref_.component->api)) {
   {
     CallWatch::Scope watch(CallKind::kExecutor, ref_.info.id, "create");
-    throw_if_error(api_->create(host_services(), cs(options_json), &inst_), ref_.info.id);
+    throw_if_error(api_->create(host_services(), str(options_json), &inst_), ref_.info.id);
   }
   if (inst_ == nullptr) throw PluginError(COTUNE_ERR_INTERNAL, ref_.info.id + ": create returned no instance");
 }
@@ -77,7 +77,7 @@ std::unique_ptr<Executor::Job> Executor::attach(const cotune_trial& trial, std::
   if (fn == nullptr) throw PluginError(COTUNE_ERR_UNSUPPORTED, ref_.info.id + ": cannot re-attach to jobs");
   cotune_job* job = nullptr;
   CallWatch::Scope watch(CallKind::kExecutor, ref_.info.id, "attach");
-  throw_if_error(fn(inst_, &trial, cs(external_id), &job), ref_.info.id);
+  throw_if_error(fn(inst_, &trial, str(external_id), &job), ref_.info.id);
   if (job == nullptr) throw PluginError(COTUNE_ERR_INTERNAL, ref_.info.id + ": attach returned no job");
   return std::unique_ptr<Job>(new Job(this, job));
 }
@@ -92,10 +92,10 @@ TrialResult Executor::Job::poll(int32_t timeout_ms) {
   TrialResult t;
   t.status = r.status;
   t.attempts = r.attempts;
-  t.metrics_json = std::string(sv(r.metrics_json));
-  t.error = std::string(sv(r.error));
-  t.log_path = std::string(sv(r.log_path));
-  t.external_id = std::string(sv(r.external_id));
+  t.metrics_json = std::string(view(r.metrics_json));
+  t.error = std::string(view(r.error));
+  t.log_path = std::string(view(r.log_path));
+  t.external_id = std::string(view(r.external_id));
   return t;
 }
 

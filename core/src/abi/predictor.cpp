@@ -18,7 +18,7 @@ Predictor::Predictor(ComponentRef ref, std::string_view options_json)
     : ref_(std::move(ref)), api_(static_cast<const cotune_predictor_api*>(ref_.component->api)) {
   {
     CallWatch::Scope watch(CallKind::kPredictor, ref_.info.id, "create");
-    throw_if_error(api_->create(host_services(), cs(options_json), &inst_), ref_.info.id);
+    throw_if_error(api_->create(host_services(), str(options_json), &inst_), ref_.info.id);
   }
   if (inst_ == nullptr) throw PluginError(COTUNE_ERR_INTERNAL, ref_.info.id + ": create returned no instance");
 }

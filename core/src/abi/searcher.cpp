@@ -18,7 +18,7 @@ Searcher::Searcher(ComponentRef ref, std::string_view options_json, const Space&
     : ref_(std::move(ref)), api_(static_cast<const cotune_searcher_api*>(ref_.component->api)) {
   {
     CallWatch::Scope watch(CallKind::kSearcher, ref_.info.id, "create");
-    throw_if_error(api_->create(host_services(), cs(options_json), space.raw_params(), space.num_params(), seed, &inst_),
+    throw_if_error(api_->create(host_services(), str(options_json), space.raw_params(), space.num_params(), seed, &inst_),
                    ref_.info.id);
   }
   if (inst_ == nullptr) throw PluginError(COTUNE_ERR_INTERNAL, ref_.info.id + ": create returned no instance");

@@ -25,7 +25,7 @@ Space::Space(ComponentRef ref, std::string_view workload_json, std::string_view 
   const std::string& who = ref_.info.id;
   {
     CallWatch::Scope watch(CallKind::kSpace, ref_.info.id, "create");
-    throw_if_error(api_->create(host_services(), cs(workload_json), cs(options_json), &inst_), who);
+    throw_if_error(api_->create(host_services(), str(workload_json), str(options_json), &inst_), who);
   }
   if (inst_ == nullptr) throw PluginError(COTUNE_ERR_INTERNAL, who + ": create returned no instance");
   lower_ = optional_fn(api_, &cotune_space_api::lower);
@@ -38,22 +38,22 @@ Space::Space(ComponentRef ref, std::string_view workload_json, std::string_view 
       if (p == nullptr || p->struct_size < COTUNE_STRUCT_SIZE(cotune_param, help))
         throw PluginError(COTUNE_ERR_INTERNAL, who + ": parameter " + std::to_string(i) + " is malformed");
       Param q;
-      q.name = std::string(sv(p->name));
+      q.name = std::string(view(p->name));
       q.type = p->type;
       q.flags = p->flags;
       q.low = p->low;
       q.high = p->high;
       if (p->values != nullptr) q.values.assign(p->values, p->values + p->num_values);
-      for (size_t c = 0; p->choices != nullptr && c < p->num_choices; ++c) q.choices.emplace_back(sv(p->choices[c]));
+      for (size_t c = 0; p->choices != nullptr && c < p->num_choices; ++c) q.choices.emplace_back(view(p->choices[c]));
       q.default_value = p->default_value;
-      q.unit = std::string(sv(p->unit));
-      q.help = std::string(sv(p->help));
+      q.unit = std::string(view(p->unit));
+      q.help = std::string(view(p->help));
       params_.push_back(std::move(q));
     }
     const cotune_str* names = nullptr;
     size_t nf = 0;
     throw_if_error(api_->describe_features(inst_, &names, &nf), who);
-    for (size_t i = 0; i < nf; ++i) feature_names_.emplace_back(sv(names[i]));
+    for (size_t i = 0; i < nf; ++i) feature_names_.emplace_back(view(names[i]));
   } catch (...) {
     api_->destroy(inst_);
     throw;
@@ -208,7 +208,7 @@ std::optional<std::vector<std::string>> Space::metrics() const {
 bool Space::set_target(const std::string& target) {
   auto set = optional_fn(api_, &cotune_space_api::set_target);
   if (set == nullptr) return false;
-  throw_if_error(set(inst_, cs(target)), ref_.info.id);
+  throw_if_error(set(inst_, str(target)), ref_.info.id);
   target_ = target;
   return true;
 }
@@ -216,7 +216,7 @@ bool Space::set_target(const std::string& target) {
 std::vector<double> Space::parse(std::string_view config_json) const {
   std::vector<double> out(params_.size());
   if (auto parse = optional_fn(api_, &cotune_space_api::parse)) {
-    throw_if_error(parse(inst_, cs(config_json), out.data()), ref_.info.id);
+    throw_if_error(parse(inst_, str(config_json), out.data()), ref_.info.id);
     return out;
   }
   nlohmann::json j;
