@@ -98,14 +98,14 @@ std::vector<pid_t> descendants(pid_t root) {
     if (fields >> state >> ppid) children.emplace(static_cast<pid_t>(ppid), static_cast<pid_t>(std::stol(name)));
   }
   std::vector<pid_t> out;
-  std::vector<pid_t> todo = {root};
-  while (!todo.empty()) {
-    const pid_t p = todo.back();
-    todo.pop_back();
+  std::vector<pid_t> frontier = {root};  // processes whose children are yet to be read
+  while (!frontier.empty()) {
+    const pid_t p = frontier.back();
+    frontier.pop_back();
     auto [first, last] = children.equal_range(p);
     for (auto it = first; it != last; ++it) {
       out.push_back(it->second);
-      todo.push_back(it->second);
+      frontier.push_back(it->second);
     }
   }
   return out;
