@@ -236,6 +236,8 @@ void FrameworkData::load_megatron(const std::string& dir) {
     f.action = r.at("action");
     if (!r.at("choices").empty()) f.choices = split(r.at("choices"), '|');
     megatron_[version][f.flag] = f;
+    if (version == "main" && r.at("defined_at").find("(ModelParallelConfig)") != std::string::npos)
+      model_parallel_fields_[f.dest] = f.default_value;
     commits_["megatron@" + version] = r.at("source_commit");
   }
 }
@@ -305,11 +307,9 @@ void FrameworkData::load_nemo(const std::string& dir) {
   // docs/exports.md: the dataset's sequence length is written as well.
   nemo_fields_["cfg.dataset.seq_length"] = "4096";
   // The model provider inherits every field of Megatron-Core's ModelParallelConfig (section 2's first
-  // row); megatron_lm_arguments.csv lists them with where they are defined.
-  for (const auto& r : csv_records(dir + "/megatron_lm_arguments.csv"))
-    if (starts_with(r.at("source_ref"), "main") && r.at("defined_at").find("(ModelParallelConfig)") != std::string::npos &&
-        !nemo_fields_.count("cfg.model." + r.at("dest")))
-      nemo_fields_["cfg.model." + r.at("dest")] = r.at("default");
+  // row); load_megatron kept them from megatron_lm_arguments.csv, which says where each is defined.
+  for (const auto& [dest, default_value] : model_parallel_fields_)
+    nemo_fields_.emplace("cfg.model." + dest, default_value);  // section 2's own rows stay
   if (nemo_fields_.empty() || nemo_presets_.empty()) throw std::runtime_error("nemo_recipe_fields.md: no fields");
 }
 
