@@ -236,8 +236,9 @@ void FrameworkData::load_megatron(const std::string& dir) {
     f.action = r.at("action");
     if (!r.at("choices").empty()) f.choices = split(r.at("choices"), '|');
     megatron_[version][f.flag] = f;
-    if (version == "main" && r.at("defined_at").find("(ModelParallelConfig)") != std::string::npos)
-      model_parallel_fields_[f.dest] = f.default_value;
+    if (version == "main" && (r.at("defined_at").find("(ModelParallelConfig)") != std::string::npos ||
+                              r.at("defined_at").find("(TransformerConfig)") != std::string::npos))
+      model_config_fields_[f.dest] = f.default_value;
     commits_["megatron@" + version] = r.at("source_commit");
   }
 }
@@ -306,9 +307,10 @@ void FrameworkData::load_nemo(const std::string& dir) {
   }
   // docs/exports.md: the dataset's sequence length is written as well.
   nemo_fields_["cfg.dataset.seq_length"] = "4096";
-  // The model provider inherits every field of Megatron-Core's ModelParallelConfig (section 2's first
-  // row); load_megatron kept them from megatron_lm_arguments.csv, which says where each is defined.
-  for (const auto& [dest, default_value] : model_parallel_fields_)
+  // The model provider inherits every field of Megatron-Core's TransformerConfig and of its base
+  // ModelParallelConfig (section 2's first row); load_megatron kept them from
+  // megatron_lm_arguments.csv, which says where each is defined.
+  for (const auto& [dest, default_value] : model_config_fields_)
     nemo_fields_.emplace("cfg.model." + dest, default_value);  // section 2's own rows stay
   if (nemo_fields_.empty() || nemo_presets_.empty()) throw std::runtime_error("nemo_recipe_fields.md: no fields");
 }
@@ -1788,6 +1790,7 @@ const std::map<std::string, std::string>& nemo_types() {
       {"cfg.model.recompute_modules", "strs?"},
       {"cfg.model.cp_comm_type", "str-or-strs?"},
       {"cfg.model.moe_token_dispatcher_type", "str:allgather|alltoall|flex"},
+      {"cfg.model.moe_flex_dispatcher_backend", "str:deepep|hybridep|ncclep"},
       {"cfg.model.overlap_moe_expert_parallel_comm", "bool"},
       {"cfg.model.seq_length", "int"},
       {"cfg.train.micro_batch_size", "int?"},

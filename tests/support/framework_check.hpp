@@ -92,7 +92,8 @@ class FrameworkData {
   void load_nemo(const std::string& dir);
 
   std::map<std::string, std::map<std::string, MegatronFlag>> megatron_;  // version -> flag -> row
-  std::map<std::string, std::string> model_parallel_fields_;  // ModelParallelConfig dest -> default (main)
+  // TransformerConfig and ModelParallelConfig dest -> default (main): what a Bridge model inherits
+  std::map<std::string, std::string> model_config_fields_;
   std::map<std::string, std::map<std::string, TitanField>> titan_;       // version -> "section|key" -> row
   std::map<std::string, std::set<std::string>> titan_tables_;            // version -> dotted tables
   std::set<std::string> titan_variants_;

@@ -231,6 +231,15 @@ TEST_F(ImportFormats, MegatronArgumentNamesBecomeTheSchemasColumns) {
       {"recompute", "none"}, {"vpp", "2"},        {"pp", "8"},                {"dtype", "fp8"},
       {"dropout", "true"}};
   EXPECT_EQ(c, expected) << "kv_channels = hidden / heads says nothing; lr is no setting of the space";
+
+  // The dispatchers the model tells apart; the deprecated DeepEP switch means flex.
+  using cotune::core::cells_from_settings;
+  EXPECT_EQ(cells_from_settings({{"moe_token_dispatcher_type", "flex"}}).at("moe_dispatcher"), "flex");
+  EXPECT_EQ(cells_from_settings({{"moe_token_dispatcher_type", "alltoall"}}).at("moe_dispatcher"), "alltoall");
+  EXPECT_EQ(cells_from_settings({{"moe_token_dispatcher_type", "allgather"}}).count("moe_dispatcher"), 0u);
+  EXPECT_EQ(cells_from_settings({{"moe_token_dispatcher_type", "alltoall"}, {"moe_enable_deepep", "True"}})
+                .at("moe_dispatcher"),
+            "flex");
 }
 
 TEST_F(ImportFormats, AnUnknownFormatOrABadSettingIsABadUsage) {

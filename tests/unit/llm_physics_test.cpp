@@ -198,6 +198,38 @@ TEST_F(LlmPhysics, OverlappedExpertParallelAllToAllsHideBehindCompute) {
               ::testing::Not(::testing::HasSubstr("overlap_moe_comm")));
 }
 
+TEST_F(LlmPhysics, FlexDispatcherSendsATokenOncePerGpuAndOncePerNode) {
+  // Qwen3-30B-A3B's routing (128 experts, top 8) on ep 16 over two H100 nodes, 4096 tokens per GPU.
+  // alltoall sends each of a token's 8 copies, half of them to the other node. DeepEP and HybridEP
+  // send it once to the other node when any of its experts are there -- with probability
+  // 1 - C(64, 8) / C(128, 8) -- and once to each GPU that holds one: the network carries
+  // 2 (1 - C(64, 8) / C(128, 8)) / 8, about a quarter, of alltoall's bytes.
+  const json model = {{"preset", "qwen3-30b-a3b"}};
+  const json config = {{"dp", 16}, {"ep", 16}, {"etp", 1}, {"micro_batch", 1}};
+  const Run alltoall = simulate(model, {{"global_batch", 64}}, "h100-sxm", 16, config);
+  const Run flex = simulate(model, {{"global_batch", 64}, {"moe_dispatcher", "flex"}}, "h100-sxm", 16, config);
+  auto miss = [](double others) {  // C(others, 8) / C(128, 8)
+    double p = 1;
+    for (int i = 0; i < 8; ++i) p *= (others - i) / (128 - i);
+    return p;
+  };
+  auto dispatch_bytes = [](const Run& run, int32_t level) {
+    double bytes = 0;
+    for (const auto& o : run.labels)
+      if (o.label == "ep_dispatch" && o.level == level) bytes += o.bytes;
+    return bytes;
+  };
+  const double across = dispatch_bytes(flex, COTUNE_NET_CLUSTER) / dispatch_bytes(alltoall, COTUNE_NET_CLUSTER);
+  EXPECT_NEAR(across, 2 * (1 - miss(64)) / 8, 1e-9);
+  // Over NVLink every GPU the token's experts sit on gets it once, on either node (the receiving GPU
+  // forwards what crossed): 16 (1 - C(120, 8) / C(128, 8)) GPUs, against alltoall's 4 copies for
+  // this node's GPUs. NVLink carries more, the network far less.
+  const double within = dispatch_bytes(flex, COTUNE_NET_NODE) / dispatch_bytes(alltoall, COTUNE_NET_NODE);
+  EXPECT_NEAR(within, 16 * (1 - miss(120)) / 4, 1e-9);
+  EXPECT_LT(flex.r.exposed_comm_s[COTUNE_GROUP_EP], 0.5 * alltoall.r.exposed_comm_s[COTUNE_GROUP_EP]);
+  EXPECT_DOUBLE_EQ(flex.r.compute_s, alltoall.r.compute_s) << "the experts compute every copy either way";
+}
+
 TEST_F(LlmPhysics, SmallModelsWaitForTheHostThatIssuesTheirKernels) {
   // GPT-350M (hidden 1024) at micro-batch 1 and tp 8 on 8 A100: each layer's kernels run in a few
   // microseconds but each takes the framework host_launch_us to issue; the GPU waits. At

@@ -245,6 +245,34 @@ TEST_F(LlmSpaceTest, RendersMegatronTorchTitanAndJson) {
   EXPECT_THROW(s->render(c.data(), COTUNE_RENDER_TORCHREC), std::exception);
 }
 
+TEST_F(LlmSpaceTest, FlexDispatcherIsExportedWhereTheFrameworkHasIt) {
+  const json w = {{"model", {{"preset", "qwen3-30b-a3b"}}},
+                  {"training", {{"global_batch", 256}, {"moe_dispatcher", "flex"}}},
+                  {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 4}}}};
+  auto s = make(w, {{"ep", {16}}, {"etp", {1, 2}}, {"tp", {2}}, {"sp", {true}}, {"zero", {1, 3}}});
+  const auto c = config(*s, {{"tp", 2}, {"ep", 16}, {"etp", 1}, {"sp", true}, {"zero", 1}});
+  const std::string mg = s->render(c.data(), COTUNE_RENDER_MEGATRON);
+  EXPECT_THAT(mg, HasSubstr("--moe-token-dispatcher-type flex"));
+  EXPECT_THAT(mg, HasSubstr("--moe-flex-dispatcher-backend deepep"));
+  s->set_target("nemo");
+  EXPECT_THAT(s->render(c.data(), COTUNE_RENDER_NEMO), HasSubstr("cfg.model.moe_flex_dispatcher_backend = \"deepep\""));
+  // TorchTitan v0.2.2 names its deepep backend, which needs etp 1.
+  s->set_target("torchtitan@v0.2.2");
+  const auto c3 = config(*s, {{"tp", 2}, {"ep", 16}, {"etp", 1}, {"sp", true}, {"zero", 3}});
+  EXPECT_THAT(s->render(c3.data(), COTUNE_RENDER_TORCHTITAN), HasSubstr("expert_parallel_comm_backend = \"deepep\""));
+  const auto etp2 = config(*s, {{"tp", 2}, {"ep", 16}, {"etp", 2}, {"sp", true}, {"zero", 3}});
+  EXPECT_THAT(s->explain(etp2.data()), HasSubstr("etp must be 1 with the deepep backend"));
+  // Where the job config cannot say it, the workload is refused with the reason.
+  for (const char* target : {"torchtitan@v0.1.0", "torchtitan", "deepspeed"}) {
+    try {
+      s->set_target(target);
+      ADD_FAILURE() << target << " accepted a flex dispatcher";
+    } catch (const std::exception& e) {
+      EXPECT_THAT(e.what(), HasSubstr("cannot run it: moe_dispatcher flex")) << target;
+    }
+  }
+}
+
 TEST_F(LlmSpaceTest, CoDesignOverGpuTypesAndCounts) {
   json w = {{"model", {{"preset", "llama3-8b"}}},
             {"training", {{"global_batch", 256}}},

@@ -114,7 +114,7 @@ const char* const kCombined[] = {"padded_vocab_size", "vocab_size", "group_query
                                  "kv_channels", "untie_embeddings_and_output_weights", "use_distributed_optimizer",
                                  "recompute_granularity", "num_layers_per_virtual_pipeline_stage",
                                  "moe_shared_expert_intermediate_size", "fp8", "bf16", "fp16", "hidden_dropout",
-                                 "attention_dropout"};
+                                 "attention_dropout", "moe_token_dispatcher_type", "moe_enable_deepep"};
 
 bool known_setting(const std::string& name) {
   for (const auto& d : kDirect)
@@ -560,6 +560,11 @@ std::map<std::string, std::string> cells_from_settings(const std::map<std::strin
     if (const std::string* v = get(from); v && !c.count(to)) c[to] = *v;
   for (const char* b : {"sp", "gated_mlp", "overlap_grad_reduce", "overlap_moe_comm"})
     if (c.count(b)) c[b] = truthy(c[b]) ? "true" : "false";
+  // The dispatchers the model tells apart (allgather is not modelled: left unset).
+  if (const std::string* v = get("moe_token_dispatcher_type"); v && !c.count("moe_dispatcher") &&
+                                                               (*v == "alltoall" || *v == "flex"))
+    c["moe_dispatcher"] = *v;
+  if (const std::string* v = get("moe_enable_deepep"); v && truthy(*v)) c["moe_dispatcher"] = "flex";
   if (const std::string* v = get("padded_vocab_size"); v && !c.count("vocab")) c["vocab"] = *v;
   if (const std::string* v = get("vocab_size"); v && !c.count("vocab")) c["vocab"] = *v;
   if (const std::string* g = get("group_query_attention"); g && truthy(*g) && get("num_query_groups") && !c.count("kv_heads"))

@@ -280,6 +280,17 @@ void shared_experts_backward(TraceBuilder& B, const Workload& w, const Config& c
 // pipeline, gradient and parameter traffic.
 constexpr int32_t kExpertCommStream = 3;
 
+// The chance that a token's top_k distinct experts, drawn evenly from `experts` spread evenly over
+// `parts` parts (GPUs, NVLink domains), include one of a given part: 1 - C(E - E/parts, k) / C(E, k).
+// Balanced routing: what the auxiliary loss aims at and what benchmarks force.
+double part_hit(double experts, double top_k, double parts) {
+  if (parts <= 1) return 1;
+  const double others = experts - experts / parts;
+  double miss = 1;
+  for (int i = 0; i < static_cast<int>(top_k) && miss > 0; ++i) miss *= std::max(0.0, others - i) / (experts - i);
+  return 1 - miss;
+}
+
 // The expert-parallel all-to-all: ranks of one expert-parallel group sit etp apart (Megatron-LM's
 // expert grid: etp, ep, expert-data-parallel). Overlapped (training.overlap_moe_comm), the
 // all-to-alls of one micro-batch run while another micro-batch computes: on a stream of their own,
@@ -287,8 +298,23 @@ constexpr int32_t kExpertCommStream = 3;
 void ep_all_to_all(TraceBuilder& B, const Workload& w, const Config& c, const MoeDims& e, const Dims& d, int32_t phase,
                    const char* label, double n, uint32_t flags) {
   const int32_t stream = w.training.overlap_moe_comm ? kExpertCommStream : 0;
-  B.collective(phase, stream, label, COTUNE_COLL_ALL_TO_ALL, COTUNE_GROUP_EP, e.routed * d.h * kAct, c.etp, c.ep, n,
-               -1, flags);
+  if (w.training.moe_dispatcher == MoeDispatcher::kAllToAll) {
+    B.collective(phase, stream, label, COTUNE_COLL_ALL_TO_ALL, COTUNE_GROUP_EP, e.routed * d.h * kAct, c.etp, c.ep, n,
+                 -1, flags);
+    return;
+  }
+  // The flex dispatchers send a token once to each GPU that holds one of its experts, and across
+  // nodes once to each node, whose receiving GPU forwards it over NVLink (the combine returns the
+  // same bytes, reduced where the experts ran).
+  const Model& m = w.model;
+  if (c.ep <= 1) return;
+  const GroupPlacement p = place_group(c.etp, c.ep, B.hardware());
+  const double rpd = p.ranks_per_domain, domains = c.ep / rpd;
+  const double token = d.h * kAct;
+  const double gpus_hit = c.ep * part_hit(m.experts, m.top_k, c.ep);
+  const double wire_intra = e.tokens_in * token * gpus_hit * (rpd - 1) / rpd;
+  const double wire_inter = e.tokens_in * token * (domains - 1) * part_hit(m.experts, m.top_k, domains);
+  B.all_to_all(phase, stream, label, COTUNE_GROUP_EP, wire_intra, wire_inter, c.etp, c.ep, n, flags);
 }
 
 }  // namespace

@@ -76,7 +76,6 @@ void model_args(Args& a, const Model& m) {
     if (m.top_k == 1) a.add("--moe-router-pre-softmax");  // M43
     a.add("--moe-ffn-hidden-size", m.expert_ffn_hidden);
     a.add("--moe-grouped-gemm");
-    a.add("--moe-token-dispatcher-type", std::string("alltoall"));
     if (m.dense_layers_first > 0 || m.moe_layer_freq != 1)
       a.add("--moe-layer-freq", "'" + render_detail::moe_layer_pattern(m) + "'");
     if (m.shared_experts > 0) a.add("--moe-shared-expert-intermediate-size", m.shared_experts * m.shared_expert_ffn_hidden);
@@ -158,6 +157,14 @@ std::string render_megatron(const Workload& w, const Config& c, const Target& t,
     if (w.training.overlap_grad_reduce) a.add("--overlap-grad-reduce");
   } else if (w.training.overlap_grad_reduce) {
     a.add("--overlap-grad-reduce");
+  }
+  if (w.model.moe()) {
+    if (w.training.moe_dispatcher == MoeDispatcher::kFlex) {
+      a.add("--moe-token-dispatcher-type", std::string("flex"));
+      a.add("--moe-flex-dispatcher-backend", std::string("deepep"));  // HybridEP moves the same bytes
+    } else {
+      a.add("--moe-token-dispatcher-type", std::string("alltoall"));
+    }
   }
   if (w.training.overlap_moe_comm && c.ep > 1) a.add("--overlap-moe-expert-parallel-comm");  // M50
 

@@ -71,7 +71,9 @@ std::string render_nemo(const Workload& w, const Config& c, const Target& t, con
   if (m.moe()) {
     field("model.expert_model_parallel_size", num(c.ep));
     field("model.expert_tensor_parallel_size", num(c.etp));
-    field("model.moe_token_dispatcher_type", py_str("alltoall"));
+    const bool flex = w.training.moe_dispatcher == MoeDispatcher::kFlex;
+    field("model.moe_token_dispatcher_type", py_str(flex ? "flex" : "alltoall"));
+    if (flex) field("model.moe_flex_dispatcher_backend", py_str("deepep"));
     // A ModelParallelConfig field of Megatron-Core, which the model config inherits.
     if (w.training.overlap_moe_comm && c.ep > 1) field("model.overlap_moe_expert_parallel_comm", py_bool(true));
   }

@@ -100,6 +100,7 @@ std::string toml_job(const Workload& w, const Config& c, const Target& t, const 
   if (!v010 && m.moe()) {
     j.set("expert_parallel_degree", c.ep);
     if (c.ep > 1) j.set("expert_tensor_parallel_degree", c.etp);
+    if (c.ep > 1 && w.training.moe_dispatcher == MoeDispatcher::kFlex) j.set("expert_parallel_comm_backend", Toml::str("deepep"));
   }
   j.set("pipeline_parallel_degree", c.pp);
   if (c.pp > 1) {

@@ -138,6 +138,9 @@ bool torchtitan_allows(const Workload& w, const Config& c, const Target& t, std:
       return why ? refuse(t, why, "etp must be 1 or tp with ep > 1 (parallel_dims.py)") : false;
     if (!v022 && c.etp != 1)
       return why ? refuse(t, why, "etp must be 1: TorchTitan main shards experts over ep and FSDP only") : false;
+    if (v022 && w.training.moe_dispatcher == MoeDispatcher::kFlex && c.etp != 1)
+      return why ? refuse(t, why, "etp must be 1 with the deepep backend (moe_dispatcher flex; llama4 parallelize.py)")
+                 : false;
     if (!divides(c.ep, c.dp * c.cp * c.tp))
       return why ? refuse(t, why, "ep (" + num(c.ep) + ") must divide dp*cp*tp (" + num(c.dp * c.cp * c.tp) + ")")
                  : false;
@@ -228,6 +231,16 @@ std::string workload_refusal(const Workload& w, const Target& t) {
     return t.label() + " cannot run it: peft lora (TorchTitan trains every weight)";
   if ((t.framework == Framework::kTorchtitan || t.framework == Framework::kDeepspeed) && w.training.overlap_moe_comm)
     return t.label() + " cannot run it: overlap_moe_comm (Megatron-LM's --overlap-moe-expert-parallel-comm)";
+  if (w.training.moe_dispatcher == MoeDispatcher::kFlex && w.model.moe()) {
+    if (t.framework == Framework::kDeepspeed)
+      return t.label() + " cannot run it: moe_dispatcher flex (DeepEP or HybridEP: Megatron-LM, NeMo, TorchTitan)";
+    if (t.framework == Framework::kTorchtitan && !t.is(Framework::kTorchtitan, "v0.2.2"))
+      return t.label() + " cannot run it: moe_dispatcher flex" +
+             (t.is(Framework::kTorchtitan, "v0.1.0") ? std::string(" (v0.1.0 has no expert parallelism)")
+                                                      : std::string(" (the dispatcher is set in the model's Python "
+                                                                    "config, not in the job config; target "
+                                                                    "torchtitan@v0.2.2 for expert_parallel_comm_backend)"));
+  }
   return "";
 }
 

@@ -123,6 +123,23 @@ int32_t TraceBuilder::collective(int32_t phase, int32_t stream, const char* labe
              depends_on, flags);
 }
 
+int32_t TraceBuilder::all_to_all(int32_t phase, int32_t stream, const char* label, int32_t group, double wire_intra,
+                                 double wire_inter, double stride, double size, double count, uint32_t flags) {
+  if (size <= 1 || count <= 0) return -1;
+  const GroupPlacement p = place_group(stride, size, hw_);
+  const double rpd = p.ranks_per_domain;
+  // The timing sends (n - 1)/n of an op's bytes among its n ranks: scale the wire bytes back up.
+  int32_t dep = -1;
+  if (rpd > 1 && wire_intra > 0)
+    dep = one(phase, stream, label, COTUNE_COLL_ALL_TO_ALL, group, wire_intra * rpd / (rpd - 1), rpd, COTUNE_NET_NODE,
+              count, dep, flags);
+  const double domains = size / rpd;
+  if (p.level != COTUNE_NET_NODE && domains > 1 && wire_inter > 0)
+    dep = one(phase, stream, label, COTUNE_COLL_ALL_TO_ALL, group, wire_inter * domains / (domains - 1), domains,
+              p.level, count, dep, flags);
+  return dep;
+}
+
 cotune_op& TraceBuilder::next(int32_t phase, int32_t kind, const char* label, double count, uint32_t flags,
                               double kernels) {
   // Capacity is reserved at kMaxOps and the trace never needs more, so this never reallocates.

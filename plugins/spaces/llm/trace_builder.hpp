@@ -58,6 +58,13 @@ class TraceBuilder {
   int32_t collective(int32_t phase, int32_t stream, const char* label, int32_t coll, int32_t group, double bytes,
                      double stride, double size, double count, int32_t depends_on = -1, uint32_t flags = 0);
 
+  // An all-to-all in which each rank sends `wire_intra` bytes to the ranks of its NVLink domain and
+  // `wire_inter` bytes over its network link: for dispatchers whose traffic is not an even split of
+  // one buffer. Returns the last op emitted.
+  int32_t all_to_all(int32_t phase, int32_t stream, const char* label, int32_t group, double wire_intra,
+                     double wire_inter, double stride, double size, double count, uint32_t flags = 0);
+
+  const cotune_hardware& hardware() const { return hw_; }
   int32_t last() const { return static_cast<int32_t>(ops_.size()) - 1; }
   void depend(int32_t op, int32_t on) {
     if (op >= 0) ops_[op].depends_on = on;

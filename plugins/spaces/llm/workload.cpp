@@ -78,13 +78,18 @@ Training parse_training(const json& j) {
       t.overlap_grad_reduce = boolean(v, at);
     } else if (k == "overlap_moe_comm") {
       t.overlap_moe_comm = boolean(v, at);
+    } else if (k == "moe_dispatcher") {
+      const std::string d = text(v, at);
+      if (d == "alltoall") t.moe_dispatcher = MoeDispatcher::kAllToAll;
+      else if (d == "flex") t.moe_dispatcher = MoeDispatcher::kFlex;
+      else throw std::invalid_argument(at + ": expected alltoall or flex, got '" + d + "'");
     } else if (k == "peft") {
       const std::string p = text(v, at);
       if (p == "lora") t.lora = true;
       else if (p != "none") throw std::invalid_argument(at + ": expected none or lora, got '" + p + "'");
     } else {
       throw std::invalid_argument(at + ": unknown training field (expected global_batch, dtype, optimizer, attention, "
-                                  "kernels, dropout, overlap_grad_reduce, overlap_moe_comm, peft)");
+                                  "kernels, dropout, overlap_grad_reduce, overlap_moe_comm, moe_dispatcher, peft)");
     }
   }
   return t;

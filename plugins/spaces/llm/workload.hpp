@@ -25,6 +25,13 @@ enum class Attention { kFlash, kUnfused };
 //    about three kernels and three times the HBM traffic per fused one), attention through SDPA.
 enum class Kernels { kFused, kCompiled, kEager };
 
+// How a MoE layer's tokens reach their experts on other GPUs:
+//  - kAllToAll: one copy per routed expert, in an NCCL all-to-all (Megatron-LM's alltoall dispatcher,
+//    TorchTitan's standard backend): a token routed to three experts of one GPU is sent three times;
+//  - kFlex: one copy per destination GPU, and across nodes one per destination node, forwarded
+//    over NVLink there (Megatron-LM's flex dispatcher with DeepEP or HybridEP, TorchTitan's deepep).
+enum class MoeDispatcher { kAllToAll, kFlex };
+
 struct Training {
   double global_batch = 0;        // sequences per step
   int32_t dtype = COTUNE_DTYPE_BF16;  // of the GEMMs (bf16, fp16, fp8 or fp4)
@@ -35,6 +42,7 @@ struct Training {
   // Expert-parallel all-to-alls run beside another micro-batch's compute (Megatron-LM's
   // --overlap-moe-expert-parallel-comm: one micro-batch's forward merged with another's backward).
   bool overlap_moe_comm = false;
+  MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;
   bool lora = false;  // parameter-efficient fine-tuning: the base weights are frozen (no weight
                       // gradients, gradient buffers, optimizer state or gradient sync for them)
 };
