@@ -1,9 +1,9 @@
 // The physics the performance model gets from the llm space's traces, one effect a test, each with
 // the expectation worked out by hand: FSDP scales flat with the GPU count, ZeRO stages shard what
 // Megatron-LM and DeepSpeed shard, context parallelism costs at short sequences, FP8 speeds up the
-// GEMMs only, MoE dispatch crosses nodes at each GPU's own link and hides behind another micro-batch's
-// compute when overlapped, small models wait for the host, and PyTorch-native trainers recompute
-// selectively per operator.
+// GEMMs only, MoE dispatch crosses nodes at each GPU's own link, hides behind another micro-batch's
+// compute when overlapped and sends a token once per destination with a deduplicating dispatcher,
+// small models wait for the host, and PyTorch-native trainers recompute selectively per operator.
 #include <cotune/core/abi/components.hpp>
 #include <cotune/core/perfmodel/perfmodel.hpp>
 #include <cotune/core/registry.hpp>
