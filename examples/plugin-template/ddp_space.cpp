@@ -87,5 +87,5 @@ class DdpSpace {
 
 }  // namespace
 
-COTUNE_PLUGIN(cotune::space<DdpSpace>({"org.example.space.ddp", "ddp", "0.1.0",
-                                       "Data-parallel job: GPUs, micro-batch, checkpointing."}))
+COTUNE_PLUGIN(cotune::space<DdpSpace>({"org.example.space.ddp", "ddp",
+                                       "Data-parallel job: GPUs, micro-batch, checkpointing.", "0.1.0"}))

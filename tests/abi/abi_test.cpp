@@ -111,6 +111,7 @@ TEST(Abi, NonsenseDescriptorsAreRefusedWithAReason) {
       {"longstring", "component 0 name is longer than 4096 bytes"},
       {"emptyid", "component 0 id is empty"},
       {"nulinside", "component 0 name is not valid UTF-8"},
+      {"swappedversion", "component 0 version 'ABI fixture: predicts the mean target.' is not MAJOR.MINOR.PATCH"},
   };
   Registry reg;
   for (const auto& [name, reason] : cases) {

@@ -26,6 +26,7 @@
  *  FIXTURE_LONG_STRING  the name claims (size_t)-1 bytes (a negative length seen as unsigned)
  *  FIXTURE_EMPTY_ID     the id has length 0
  *  FIXTURE_NUL_INSIDE   the name holds a NUL byte within its stated length
+ *  FIXTURE_SWAPPED_VERSION  the description and the version swapped (the C++ helper's old order)
  */
 #include <cotune/cotune.h>
 
@@ -155,6 +156,14 @@ static const char kNameBuffer[] = "abi-meanYYYY";
 #define NAME_STR {"abi-mean", 8}
 #endif
 
+#if defined(FIXTURE_SWAPPED_VERSION)
+#define DESCRIPTION_STR {"1.0.0", 5}
+#define VERSION_STR {"ABI fixture: predicts the mean target.", 38}
+#else
+#define DESCRIPTION_STR {"ABI fixture: predicts the mean target.", 38}
+#define VERSION_STR {"1.0.0", 5}
+#endif
+
 #if defined(FIXTURE_SMALL_STRUCT)
 #define COMPONENT_SIZE COTUNE_STRUCT_SIZE(cotune_component, version)
 #elif defined(FIXTURE_COMPONENT_ZERO_SIZE)
@@ -172,7 +181,7 @@ static const char kNameBuffer[] = "abi-meanYYYY";
 #ifdef FIXTURE_NEWER
 static const newer_component kNewer = {
     {sizeof(newer_component), COTUNE_KIND_PREDICTOR, COTUNE_CAP_SAVE_STATE, ID_STR, NAME_STR,
-     {"ABI fixture: predicts the mean target.", 38}, {"1.0.0", 5}, API_PTR},
+     DESCRIPTION_STR, VERSION_STR, API_PTR},
     7u,
     {"from the future", 15}};
 #define COMPONENT (&kNewer.base)
@@ -183,8 +192,7 @@ static const newer_component kNewer = {
 #define KIND COTUNE_KIND_PREDICTOR
 #endif
 static const cotune_component kComponent = {COMPONENT_SIZE, KIND, COTUNE_CAP_SAVE_STATE, ID_STR,
-                                            NAME_STR, {"ABI fixture: predicts the mean target.", 38}, {"1.0.0", 5},
-                                            API_PTR};
+                                            NAME_STR, DESCRIPTION_STR, VERSION_STR, API_PTR};
 #define COMPONENT (&kComponent)
 #endif
 

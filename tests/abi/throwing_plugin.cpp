@@ -28,4 +28,4 @@ class Throwing {
 
 }  // namespace
 
-COTUNE_PLUGIN(cotune::predictor<Throwing>({"org.cotune.test.throwing", "throwing", "1.0.0", "Always throws."}))
+COTUNE_PLUGIN(cotune::predictor<Throwing>({"org.cotune.test.throwing", "throwing", "Always throws.", "1.0.0"}))

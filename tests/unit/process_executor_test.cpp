@@ -249,10 +249,11 @@ TEST_F(ProcessExecutorTest, CancelStopsARunningJob) {
   auto ex = make(sh("sleep 300"));
   Trial t(space_, "s/9", workdir("t9"), {1, 1, 0, 0});
   auto job = ex->submit(t.raw);
-  EXPECT_EQ(job->poll(0).status, COTUNE_STATUS_RUNNING);
+  const TrialResult started = job->poll(0);
+  EXPECT_EQ(started.status, COTUNE_STATUS_RUNNING) << started.error;
   job->cancel();
   TrialResult r = wait(*job);
-  EXPECT_EQ(r.status, COTUNE_STATUS_CANCELLED);
+  EXPECT_EQ(r.status, COTUNE_STATUS_CANCELLED) << r.error;
 }
 
 TEST_F(ProcessExecutorTest, CancelStopsWhatLeftTheProcessGroupWithSetsid) {

@@ -61,7 +61,7 @@ class ProbeSpace {
 
 core::ComponentRef probe_space_ref() {
   static const cotune_component component = ::cotune::space<ProbeSpace>(
-      {"org.cotune.space.probe", "probe", "1.0.0", "cotune plugins check's space for exercising searchers"});
+      {"org.cotune.space.probe", "probe", "cotune plugins check's space for exercising searchers", "1.0.0"});
   core::ComponentRef ref;
   ref.component = &component;
   ref.info.kind = COTUNE_KIND_SPACE;

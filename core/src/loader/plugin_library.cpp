@@ -8,6 +8,7 @@
 #include <boost/dll/shared_library_load_mode.hpp>
 #include <boost/system/system_error.hpp>
 
+#include <cctype>
 #include <set>
 
 namespace cotune::core {
@@ -103,6 +104,25 @@ void check_required_functions(const std::string& path, const ComponentInfo& info
   }
 }
 
+// MAJOR.MINOR.PATCH, optionally followed by a pre-release or build suffix ("1.2.0-rc1", "1.0.0+abc").
+bool semantic_version(const std::string& v) {
+  size_t i = 0;
+  for (int part = 0; part < 3; ++part) {
+    const size_t start = i;
+    while (i < v.size() && v[i] >= '0' && v[i] <= '9') ++i;
+    if (i == start) return false;
+    if (part < 2) {
+      if (i >= v.size() || v[i] != '.') return false;
+      ++i;
+    }
+  }
+  if (i == v.size()) return true;
+  if (v[i] != '-' && v[i] != '+') return false;
+  for (++i; i < v.size(); ++i)
+    if (!std::isalnum(static_cast<unsigned char>(v[i])) && v[i] != '.' && v[i] != '-' && v[i] != '+') return false;
+  return true;
+}
+
 }  // namespace
 
 size_t min_api_size(int32_t kind) {
@@ -145,6 +165,10 @@ std::vector<ComponentInfo> validate_descriptor(const std::string& path, const co
     info.name = take_string(path, (where + " name").c_str(), c->name, true);
     info.description = take_string(path, (where + " description").c_str(), c->description, false);
     info.version = take_string(path, (where + " version").c_str(), c->version, true);
+    if (!semantic_version(info.version))
+      refuse(path, where + " version '" + info.version +
+                       "' is not MAJOR.MINOR.PATCH (the C++ helper's ComponentInfo takes the description "
+                       "before the version: {id, name, description, version})");
     info.abi_major = plugin->abi_major;
     info.abi_minor = plugin->abi_minor;
     info.file = path;

@@ -4,6 +4,6 @@
 #include "process_executor.hpp"
 
 COTUNE_PLUGIN(cotune::executor<cotune_process::ProcessExecutor>(
-    {"org.cotune.executor.process", "process", "1.0.0",
+    {"org.cotune.executor.process", "process",
      "Runs each trial as a local process from an argv template, with a timeout, a process-group kill, "
-     "GPU pinning and metrics from a result file or stdout."}))
+     "GPU pinning and metrics from a result file or stdout.", "1.0.0"}))

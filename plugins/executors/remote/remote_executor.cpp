@@ -58,5 +58,5 @@ class RemoteExecutor {
 }  // namespace
 
 COTUNE_PLUGIN(cotune::executor<RemoteExecutor>(
-    {"org.cotune.executor.remote", "remote", "1.0.0",
-     "Runs trials on other machines through authenticated `cotune agent` servers.", COTUNE_CAP_THREAD_SAFE}))
+    {"org.cotune.executor.remote", "remote",
+     "Runs trials on other machines through authenticated `cotune agent` servers.", "1.0.0", COTUNE_CAP_THREAD_SAFE}))

@@ -165,4 +165,4 @@ class ReplayExecutor {
 }  // namespace cotune_replay
 
 COTUNE_PLUGIN(cotune::executor<cotune_replay::ReplayExecutor>(
-    {"org.cotune.executor.replay", "replay", "1.0.0", "Answers trials from a CSV of measured runs."}))
+    {"org.cotune.executor.replay", "replay", "Answers trials from a CSV of measured runs.", "1.0.0"}))

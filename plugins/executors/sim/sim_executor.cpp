@@ -193,6 +193,7 @@ class SimExecutor {
 
 }  // namespace cotune_sim
 
-COTUNE_PLUGIN(cotune::executor<cotune_sim::SimExecutor>({"org.cotune.executor.sim", "sim", "1.0.0",
+COTUNE_PLUGIN(cotune::executor<cotune_sim::SimExecutor>({"org.cotune.executor.sim", "sim",
                                                           "Answers trials from the analytic performance model.",
+                                                          "1.0.0",
                                                           COTUNE_CAP_NEEDS_TRACE | COTUNE_CAP_THREAD_SAFE}))

@@ -64,5 +64,5 @@ class KrrPredictor {
 }  // namespace cotune_krr
 
 COTUNE_PLUGIN(cotune::predictor<cotune_krr::KrrPredictor>(
-    {"org.cotune.predictor.krr", "krr", "1.0.0",
-     "Weighted kernel ridge regression (RBF kernel, leave-one-out gamma and lambda), log target by default."}))
+    {"org.cotune.predictor.krr", "krr",
+     "Weighted kernel ridge regression (RBF kernel, leave-one-out gamma and lambda), log target by default.", "1.0.0"}))

@@ -60,6 +60,6 @@ class MlpPredictor {
 }  // namespace cotune_mlp
 
 COTUNE_PLUGIN(cotune::predictor<cotune_mlp::MlpPredictor>(
-    {"org.cotune.predictor.mlp", "mlp", "1.0.0",
-     "Ensemble of ReLU networks (dlib, Adam, early stopping) with a standard deviation per prediction.",
+    {"org.cotune.predictor.mlp", "mlp",
+     "Ensemble of ReLU networks (dlib, Adam, early stopping) with a standard deviation per prediction.", "1.0.0",
      COTUNE_CAP_PREDICT_STD}))

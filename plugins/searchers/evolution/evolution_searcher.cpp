@@ -522,4 +522,4 @@ class EvolutionSearcher {
 }  // namespace
 
 COTUNE_PLUGIN(cotune::searcher<EvolutionSearcher>(
-    {kId, "evolution", "1.0.0", "Regularised (aging) evolution guided by the predictor."}))
+    {kId, "evolution", "Regularised (aging) evolution guided by the predictor.", "1.0.0"}))

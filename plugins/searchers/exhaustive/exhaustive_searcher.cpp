@@ -289,4 +289,4 @@ class ExhaustiveSearcher {
 }  // namespace
 
 COTUNE_PLUGIN(cotune::searcher<ExhaustiveSearcher>(
-    {kId, "exhaustive", "1.0.0", "Enumerates a small space and proposes the best predicted configurations."}))
+    {kId, "exhaustive", "Enumerates a small space and proposes the best predicted configurations.", "1.0.0"}))

@@ -140,5 +140,5 @@ class RandomSearcher {
 
 }  // namespace
 
-COTUNE_PLUGIN(cotune::searcher<RandomSearcher>({kId, "random", "1.0.0",
-                                                "Uniform random sampling of valid, unseen configurations."}))
+COTUNE_PLUGIN(cotune::searcher<RandomSearcher>({kId, "random",
+                                                "Uniform random sampling of valid, unseen configurations.", "1.0.0"}))

@@ -413,4 +413,4 @@ class ReinforceSearcher {
 }  // namespace
 
 COTUNE_PLUGIN(cotune::searcher<ReinforceSearcher>(
-    {kId, "reinforce", "1.0.0", "CubicML's REINFORCE policy over parameter values, rewarded by the predictor."}))
+    {kId, "reinforce", "CubicML's REINFORCE policy over parameter values, rewarded by the predictor.", "1.0.0"}))

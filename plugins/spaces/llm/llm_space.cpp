@@ -509,7 +509,7 @@ class LlmSpace {
 
 }  // namespace cotune_llm
 
-COTUNE_PLUGIN(cotune::space<cotune_llm::LlmSpace>({"org.cotune.space.llm", "llm", "1.0.0",
+COTUNE_PLUGIN(cotune::space<cotune_llm::LlmSpace>({"org.cotune.space.llm", "llm",
                                                     "Decoder-only transformer training: parallelism, micro-batch, "
-                                                    "sharding and recomputation, lowered to step traces.",
+                                                    "sharding and recomputation, lowered to step traces.", "1.0.0",
                                                     COTUNE_CAP_RENDER_ARGS}))

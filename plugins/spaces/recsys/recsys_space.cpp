@@ -350,7 +350,7 @@ class RecsysSpace {
 }  // namespace cotune_recsys
 
 COTUNE_PLUGIN(cotune::space<cotune_recsys::RecsysSpace>(
-    {"org.cotune.space.recsys", "recsys", "1.0.0",
+    {"org.cotune.space.recsys", "recsys",
      "Recommendation-model (DLRM-style) training: embedding sharding and placement, precisions, offload, batch, "
-     "pipelining and dense parallelism, lowered to step traces.",
+     "pipelining and dense parallelism, lowered to step traces.", "1.0.0",
      COTUNE_CAP_RENDER_ARGS}))

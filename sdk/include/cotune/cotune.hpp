@@ -17,7 +17,7 @@
 //     // optional: void set_target(std::string_view target);  // "megatron@core_v0.19.0"
 //     // optional: std::vector<std::string> metrics();            // what its trials are measured in
 //   };
-//   COTUNE_PLUGIN(cotune::space<MySpace>({"org.example.space.mine", "mine", "1.0.0", "My model."}))
+//   COTUNE_PLUGIN(cotune::space<MySpace>({"org.example.space.mine", "mine", "My model.", "1.0.0"}))
 //
 // Errors: throw cotune::Error(code, message) (or any std::exception). Every entry point generated
 // here catches everything and turns it into a cotune_error, so no exception crosses the boundary.
@@ -351,11 +351,15 @@ struct JobResult {
 // Component descriptions and adapters
 // ------------------------------------------------------------------------------------------------
 
+// The descriptor of a component, in cotune_component's order: id, name, description, version, then
+// the capabilities (those of the adapter are added). Earlier SDKs took the version before the
+// description; the host refuses a version that is not MAJOR.MINOR.PATCH, so an initializer in the
+// old order is refused with that message instead of loading with the two swapped.
 struct ComponentInfo {
   const char* id;
   const char* name;
-  const char* version;
   const char* description;
+  const char* version;
   uint32_t capabilities = 0;
 };
 
