@@ -10,12 +10,13 @@ namespace {
 bool starts_with_nocase(std::string_view s, std::string_view prefix) {
   return s.size() >= prefix.size() &&
          std::equal(prefix.begin(), prefix.end(), s.begin(),
-                    [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; });
+                    [](char p, char c) { return p == std::tolower(static_cast<unsigned char>(c)); });
 }
 
+// The schemes as libpq reads them (case-sensitive, like its own check).
 size_t scheme_end(std::string_view location) {
   for (std::string_view scheme : {"postgresql://", "postgres://"})
-    if (starts_with_nocase(location, scheme)) return scheme.size();
+    if (location.substr(0, scheme.size()) == scheme) return scheme.size();
   return 0;
 }
 

@@ -8,7 +8,8 @@
 
 namespace cotune::core {
 
-// True for a postgresql:// or postgres:// URL (any case of the scheme); anything else is a file path.
+// True for a postgresql:// or postgres:// URL (lower case, as libpq reads them); anything else is a
+// file path.
 bool is_postgres_url(std::string_view location);
 
 // The location as it may be printed: a URL's password (`user:PASSWORD@host`, `?password=PASSWORD`)
