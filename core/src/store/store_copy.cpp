@@ -75,6 +75,7 @@ StudyRestoreCounts Store::restore_study(const StudyDump& dump) {
         has_predictor = q->int64(4) != 0;
       }
     }
+    if (id != 0) store_detail::claim_study(db, id);  // add_trial may be numbering trials too
     if (id == 0) {
       auto q = db.prepare(
           "INSERT INTO studies (name, study_json, study_hash, workload_key, space, objective_json, direction, "

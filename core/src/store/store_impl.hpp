@@ -84,6 +84,12 @@ auto run_transaction(Connection& impl, std::optional<sql::Access> access, F& bod
   }
 }
 
+// Whether the study exists; on PostgreSQL also makes writers of one study's trials take turns (a
+// write of its row that changes nothing: a second writer waits for the first, then fails with a
+// serialization failure and runs again on a snapshot that sees the first one's trials, instead of
+// numbering a trial with the same seq). On SQLite, BEGIN IMMEDIATE already does that.
+bool claim_study(sql::Connection& db, std::int64_t study_id);
+
 // Column list and reader of a trial row, kept together so that they cannot drift apart.
 #define COTUNE_TRIAL_COLUMNS                                                                      \
   "id, study_id, seq, config_key, config_json, status, metrics_json, objective, predicted, "      \

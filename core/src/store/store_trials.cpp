@@ -10,6 +10,18 @@
 namespace cotune::core {
 namespace store_detail {
 
+bool claim_study(sql::Connection& db, std::int64_t study_id) {
+  if (db.dialect() == sql::Dialect::kPostgres) {
+    auto q = db.prepare("UPDATE studies SET updated_at = updated_at WHERE id = ?1");
+    q->bind(1, study_id);
+    q->step();
+    return db.changes() > 0;
+  }
+  auto q = db.prepare("SELECT 1 FROM studies WHERE id = ?1");
+  q->bind(1, study_id);
+  return q->step();
+}
+
 TrialRecord read_trial(const sql::Statement& row, const std::string& path) {
   TrialRecord t;
   t.id = row.int64(0);
@@ -63,11 +75,8 @@ std::optional<TrialId> Store::add_trial(std::int64_t study_id, const NewTrial& n
                                 std::string(to_string(n.status)) + "'");
   return write([&]() -> std::optional<TrialId> {
     sql::Connection& db = impl_->db;
-    {
-      auto study = db.prepare("SELECT 1 FROM studies WHERE id = ?1");
-      study->bind(1, study_id);
-      if (!study->step()) throw StoreError("store " + path_ + ": no study with id " + std::to_string(study_id));
-    }
+    if (!store_detail::claim_study(db, study_id))
+      throw StoreError("store " + path_ + ": no study with id " + std::to_string(study_id));
     {
       auto seen = db.prepare("SELECT 1 FROM trials WHERE study_id = ?1 AND config_key = ?2");
       seen->bind(1, study_id);
