@@ -62,18 +62,26 @@ class PostgresCluster {
     dir_ = tmpl;
     if (::geteuid() == 0) {
       const passwd* pw = ::getpwnam("postgres");
-      if (pw == nullptr) throw std::runtime_error("running as root and there is no 'postgres' user to run PostgreSQL as");
+      if (pw == nullptr) throw std::runtime_error("running as root, and no 'postgres' user to run PostgreSQL as");
       uid_ = pw->pw_uid;
       gid_ = pw->pw_gid;
       if (::chown(dir_.c_str(), uid_, gid_) != 0) throw std::runtime_error("chown " + dir_ + " failed");
     }
     copy_template(dir_ + "/data");
-    port_ = free_port();
-    run({bin_ + "/pg_ctl", "-D", dir_ + "/data", "-l", dir_ + "/server.log", "-w", "-t", "60", "-o",
-         "-F -k " + dir_ + " -p " + std::to_string(port_) +
-             " -c listen_addresses=127.0.0.1 -c max_connections=60 -c shared_buffers=16MB",
-         "start"},
-        "pg_ctl start");
+    // A port found free may be taken by another test process before the server binds it: try again.
+    for (int attempt = 1;; ++attempt) {
+      port_ = free_port();
+      try {
+        run({bin_ + "/pg_ctl", "-D", dir_ + "/data", "-l", dir_ + "/server.log", "-w", "-t", "60", "-o",
+             "-F -k " + dir_ + " -p " + std::to_string(port_) +
+                 " -c listen_addresses=127.0.0.1 -c max_connections=60 -c shared_buffers=16MB",
+             "start"},
+            "pg_ctl start");
+        break;
+      } catch (const std::exception&) {
+        if (attempt == 3) throw;
+      }
+    }
     started_ = true;
   }
 

@@ -125,7 +125,8 @@ TEST_F(PostgresStore, RefusesAnotherApplicationsDatabaseAndLeavesItUntouched) {
     EXPECT_THAT(e.what(), HasSubstr("users"));
     EXPECT_THAT(e.what(), Not(HasSubstr(PostgresCluster::kPassword)));
   }
-  EXPECT_EQ(raw_text("SELECT string_agg(table_name, ',') FROM information_schema.tables WHERE table_schema = 'public'"),
+  EXPECT_EQ(raw_text("SELECT string_agg(table_name, ',') FROM information_schema.tables "
+                     "WHERE table_schema = 'public'"),
             "users");
 }
 

@@ -69,7 +69,7 @@ std::string translate_parameters(std::string_view sql) {
 
 // ---------------------------------------------------------------- Statement
 
-Statement::Statement(Connection& connection, std::string sql)
+Statement::Statement(Connection& connection, std::string_view sql)
     : connection_(connection), sql_(translate_parameters(sql)) {}
 
 Statement::~Statement() { PQclear(result_); }
@@ -142,7 +142,7 @@ bool Statement::step() {
     result_ = r;
     row_ = -1;
     const char* changed = PQcmdTuples(r);
-    connection_.changes_ = changed && *changed ? std::atoi(changed) : 0;
+    connection_.changes_ = changed && *changed ? static_cast<int>(std::strtol(changed, nullptr, 10)) : 0;
   }
   ++row_;
   return row_ < PQntuples(result_);
@@ -198,8 +198,9 @@ Connection::Connection(const std::string& url, double lock_timeout_s) : name_(re
   }
   PQsetNoticeProcessor(conn_, ignore_notice, nullptr);
   const long long lock_ms = static_cast<long long>(std::min(lock_timeout_s * 1000.0, 2.0e9));
-  exec(("SET lock_timeout = " + std::to_string(std::max(1LL, lock_ms)) + "; SET client_min_messages = warning")
-           .c_str());
+  const std::string setup =
+      "SET lock_timeout = " + std::to_string(std::max(1LL, lock_ms)) + "; SET client_min_messages = warning";
+  PQclear(run(setup.c_str()));
 }
 
 Connection::~Connection() {

@@ -26,7 +26,7 @@ class Connection;
 
 class Statement : public sql::Statement {
  public:
-  Statement(Connection& connection, std::string sql);
+  Statement(Connection& connection, std::string_view sql);
   ~Statement() override;
   Statement(const Statement&) = delete;
   Statement& operator=(const Statement&) = delete;

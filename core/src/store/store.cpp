@@ -222,9 +222,10 @@ std::optional<StudyLease> Store::take_study_lease(std::int64_t study_id, const S
     held.reset();
     // FOR UPDATE: on PostgreSQL the row stays locked to the end of the transaction (on SQLite, BEGIN
     // IMMEDIATE already holds the whole file).
-    auto q = impl_->db.prepare(impl_->db.dialect() == sql::Dialect::kPostgres
-                                   ? "SELECT lease_host, lease_pid, lease_heartbeat FROM studies WHERE id = ?1 FOR UPDATE"
-                                   : "SELECT lease_host, lease_pid, lease_heartbeat FROM studies WHERE id = ?1");
+    const bool postgres = impl_->db.dialect() == sql::Dialect::kPostgres;
+    auto q = impl_->db.prepare(postgres ? "SELECT lease_host, lease_pid, lease_heartbeat FROM studies WHERE id = ?1 "
+                                          "FOR UPDATE"
+                                        : "SELECT lease_host, lease_pid, lease_heartbeat FROM studies WHERE id = ?1");
     q->bind(1, study_id);
     if (!q->step()) throw StoreError("store " + impl_->db.name() + ": no study with id " + std::to_string(study_id));
     if (!q->is_null(0) && !q->is_null(1)) {

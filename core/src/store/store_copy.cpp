@@ -40,7 +40,8 @@ StudyDump Store::dump_study(std::int64_t study_id) {
     sql::Connection& db = impl_->db;
     StudyDump dump;
     {
-      auto q = db.prepare("SELECT " COTUNE_STUDY_COLUMNS ", searcher_state, predictor_state FROM studies WHERE id = ?1");
+      auto q = db.prepare("SELECT " COTUNE_STUDY_COLUMNS
+                          ", searcher_state, predictor_state FROM studies WHERE id = ?1");
       q->bind(1, study_id);
       if (!q->step()) throw StoreError("store " + path_ + ": no study with id " + std::to_string(study_id));
       dump.study = read_study(*q, path_);

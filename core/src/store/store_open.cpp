@@ -49,8 +49,10 @@ std::unique_ptr<sqlite::Database> open_sqlite(const std::string& path, const Sto
 Store::Store(const std::string& location, const Options& options) : path_(redact_store_location(location)) {
   if (!(options.busy_timeout_s >= 0)) throw StoreError("store " + path_ + ": busy timeout must be >= 0");
   const bool postgres = is_postgres_url(location);
-  if (postgres) impl_ = std::make_unique<Impl>(std::make_unique<postgres::Connection>(location, options.busy_timeout_s), options);
-  else impl_ = std::make_unique<Impl>(open_sqlite(location, options), options);
+  if (postgres)
+    impl_ = std::make_unique<Impl>(std::make_unique<postgres::Connection>(location, options.busy_timeout_s), options);
+  else
+    impl_ = std::make_unique<Impl>(open_sqlite(location, options), options);
   sql::Connection& db = impl_->db;
 
   // Look before writing anything: a foreign file or database must come out of this unchanged.
@@ -71,12 +73,12 @@ Store::Store(const std::string& location, const Options& options) : path_(redact
     db.exec(options.sync == Sync::kFull ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL");
     db.exec("PRAGMA foreign_keys = ON");
   }
-  // A new PostgreSQL store (no cotune_meta yet) on a server that does not have it is refused here
-  // rather than created without being asked to: options.create says whether to.
+  // A database without a store yet is refused without options.create, as a missing file is.
   if (postgres && !options.create) {
     auto version = [&] { return schema::read_version(db); };
     if (run_transaction(*impl_, sql::Access::kRead, version) == 0)
-      throw StoreError("store " + path_ + ": the database holds no cotune store yet (create a study first, or check the URL)");
+      throw StoreError("store " + path_ +
+                       ": the database holds no cotune store yet (create a study first, or check the URL)");
   }
   auto migrate = [&] { return schema::migrate(db); };
   run_transaction(*impl_, std::nullopt, migrate);

@@ -6,16 +6,17 @@
 //    and is never part of path() or of a message.
 // Both hold the same schema and give the same guarantees; the notes below say how.
 //
-// Durability: on SQLite, a WAL journal with synchronous=FULL by default, so a trial is on disk the moment the
-// call that records it returns -- it survives kill -9 of cotune and a power cut or kernel crash
-// alike. (NORMAL would only survive the former and saves an fsync per commit, which a trial that
-// takes minutes of GPU time does not need.) Every write is one BEGIN IMMEDIATE transaction. On
+// Durability: on SQLite, a WAL journal with synchronous=FULL by default, so a trial is on disk the
+// moment the call that records it returns -- it survives kill -9 of cotune and a power cut or kernel
+// crash alike. (NORMAL would only survive the former and saves an fsync per commit, which a trial
+// that takes minutes of GPU time does not need.) Every write is one BEGIN IMMEDIATE transaction. On
 // PostgreSQL, a write is one SERIALIZABLE transaction, durable when COMMIT returns (the server's
-// own synchronous_commit; Options::sync is SQLite's only).
+// synchronous_commit decides; Options::sync is SQLite's only).
 //
 // Concurrency: several processes (on PostgreSQL: on several hosts) may read and write one store at
-// once. A writer waits for another (busy timeout, or a serialization failure on PostgreSQL, then
-// retries with backoff) instead of failing with "database is locked"; only a lock held past
+// once. A writer waits for another instead of failing with "database is locked": SQLite's busy
+// wait, PostgreSQL's lock wait (lock_timeout), and a transaction that loses a race (SQLITE_BUSY, a
+// serialization failure or a deadlock) is run again after a short backoff. Only a lock held past
 // Options::busy_timeout_s surfaces, as a StoreError that says so. A Store object may be shared
 // between threads (calls are serialised).
 //
@@ -56,7 +57,7 @@ class Store {
   struct Options {
     bool create = true;            // create the file (the tables of a database) when missing, else a StoreError
     Sync sync = Sync::kFull;        // SQLite: see the durability note above
-    double busy_timeout_s = 60.0;  // how long a write waits for another process's lock
+    double busy_timeout_s = 60.0;  // how long a write waits for another process's lock (or retries)
   };
 
   // Opens (or creates) the store at `location`, a file path or a postgresql:// URL, and brings its
