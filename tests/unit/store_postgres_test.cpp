@@ -42,6 +42,8 @@ TEST(StoreLocation, RedactionHidesEveryPasswordAndKeepsTheRest) {
             "postgresql://db/cotune?user=bob&password=***&sslmode=require");
   EXPECT_EQ(redact_store_location("postgresql://a:p%40ss@h/db?PASSWORD=x"), "postgresql://a:***@h/db?PASSWORD=***");
   EXPECT_EQ(redact_store_location("postgresql://:only@h/db"), "postgresql://:***@h/db");
+  EXPECT_EQ(redact_store_location("postgresql://a:p@s/s@h/db"), "postgresql://a:***@h/db");  // raw '@' and '/'
+  EXPECT_EQ(redact_store_location("postgresql://h/db?user=a@b"), "postgresql://h/db?user=a@b");
   EXPECT_EQ(redact_store_location("postgresql:///db?host=/tmp"), "postgresql:///db?host=/tmp");
   EXPECT_EQ(redact_store_location("runs/cotune.db"), "runs/cotune.db");
   EXPECT_EQ(redact_store_location("user:pw@file.db"), "user:pw@file.db");  // a file name, not a URL

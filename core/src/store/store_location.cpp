@@ -30,12 +30,13 @@ std::string redact_store_location(std::string_view location) {
   const size_t start = scheme_end(location);
   if (start == 0) return std::string(location);
   std::string out(location.substr(0, start));
-  // The user information ends at the first '@' before any '/', as libpq reads it; its password
-  // follows the first ':'.
-  size_t at = start;
-  while (at < location.size() && location[at] != '@' && location[at] != '/') ++at;
+  // The user information ends at an '@'; its password follows the first ':'. libpq takes the first
+  // '@' before any '/', but a password typed with a raw '@' or '/' would then show in part: the
+  // last '@' before the query hides all that libpq could take for a password, and more.
+  const size_t query_start = location.find('?', start);
+  const size_t at = location.rfind('@', query_start == std::string_view::npos ? std::string_view::npos : query_start);
   size_t rest = start;
-  if (at < location.size() && location[at] == '@') {
+  if (at != std::string_view::npos && at >= start) {
     std::string_view user_info = location.substr(start, at - start);
     size_t colon = user_info.find(':');
     out += user_info.substr(0, colon);
