@@ -168,6 +168,9 @@ TEST_P(StoreFaultsOnBackends, TwoWritersAndReadersLoseNothingAndNeverSeeALock) {
   EXPECT_EQ(testing::wait_exit(server), 0) << err("serve");
   EXPECT_EQ(err("serve").find("locked"), std::string::npos) << err("serve");
   for (const char* tag : {"a", "b"}) EXPECT_EQ(err(tag).find("locked"), std::string::npos) << err(tag);
+  // A database store is named everywhere with its password redacted.
+  for (const char* file : {"serve.out", "serve.err", "show.out", "show.err", "a.out", "a.err", "b.out", "b.err"})
+    EXPECT_EQ(read_file(dir_.file(file)).find(testing::PostgresCluster::kPassword), std::string::npos) << file;
   EXPECT_EQ(code_a, 0) << err("a");
   EXPECT_EQ(code_b, 0) << err("b");
   for (const char* name : {"writer-a", "writer-b"}) {

@@ -10,7 +10,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <string>
+#include <thread>
 
 #include "store/postgres.hpp"
 #include "store/schema.hpp"
@@ -210,6 +212,44 @@ TEST_F(PostgresStore, TheLeaseGoesToOneOfTwoConnections) {
   EXPECT_FALSE(b.take_study_lease(id, {"host-b", 2, 0}, alive));
   auto gone = [](const StudyLease&) { return false; };
   EXPECT_FALSE(a.take_study_lease(id, {"host-a", 1, 0}, gone));  // b's holder judged gone: taken over
+}
+
+TEST_F(PostgresStore, AWriterWaitsForALockOfAnotherConnection) {
+  Store store(url_);
+  const std::int64_t id = store.create_study(study_named("s")).id;
+  postgres::Connection other(url_, 10);
+  other.exec("BEGIN; LOCK TABLE trials IN EXCLUSIVE MODE");
+  std::thread release([&other] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    other.exec("COMMIT");
+  });
+  const auto start = std::chrono::steady_clock::now();
+  NewTrial t;
+  t.config_key = "k";
+  t.config_json = "{}";
+  t.executor = "sim";
+  EXPECT_TRUE(store.add_trial(id, t));  // waits instead of failing
+  release.join();
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(250));
+  EXPECT_EQ(store.trial_count(id), 1);
+}
+
+TEST_F(PostgresStore, ALockHeldPastTheBusyTimeoutIsReportedClearly) {
+  { Store store(url_); }
+  Store::Options options;
+  options.busy_timeout_s = 0.2;
+  Store store(url_, options);
+  postgres::Connection other(url_, 10);
+  other.exec("BEGIN; LOCK TABLE studies IN EXCLUSIVE MODE");
+  try {
+    store.create_study(study_named("s"));
+    FAIL();
+  } catch (const StoreError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("held its write lock"));
+    EXPECT_THAT(e.what(), HasSubstr("postgres:***@"));
+  }
+  other.exec("ROLLBACK");
+  EXPECT_EQ(store.create_study(study_named("s")).name, "s");
 }
 
 TEST_F(PostgresStore, TextAndBlobsRoundTripExactly) {
