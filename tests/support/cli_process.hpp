@@ -1,10 +1,12 @@
 // Runs the real `cotune` binary from a test: a temporary directory, fork + exec with stdout and
 // stderr in files, an optional setup step in the child (resource limits, another user), waiting
-// with a deadline, and the store's trials read back through SQLite.
+// with a deadline, and the store's trials read back through the Store (an SQLite file or a
+// PostgreSQL URL).
 #ifndef COTUNE_TESTS_SUPPORT_CLI_PROCESS_HPP_
 #define COTUNE_TESTS_SUPPORT_CLI_PROCESS_HPP_
 
 #include <cotune/core/store/store.hpp>
+#include <cotune/core/store/store_location.hpp>
 
 #include <fcntl.h>
 #include <signal.h>
@@ -105,7 +107,7 @@ inline int wait_exit_within(pid_t pid, std::chrono::milliseconds limit) {
 
 // The trials of a study as recorded (empty when the store or the study does not exist yet).
 inline std::vector<core::TrialRecord> stored_trials(const std::string& store_path, const std::string& study) {
-  if (!std::filesystem::exists(store_path)) return {};
+  if (!core::is_postgres_url(store_path) && !std::filesystem::exists(store_path)) return {};
   core::Store store(store_path);
   auto s = store.find_study(study);
   return s ? store.trials(s->id) : std::vector<core::TrialRecord>{};

@@ -1,7 +1,7 @@
 // The store under faults, through the real `cotune` binary: two studies written at full speed by
-// two processes while readers (`cotune show`, `cotune serve`) run; the disk full (a file size limit)
-// and a store its user cannot write. Each must end in a clear error or in success, never in a lost
-// or damaged trial.
+// two processes while readers (`cotune show`, `cotune serve`) run, on an SQLite file and on a
+// PostgreSQL database; the disk full (a file size limit) and a store file its user cannot write.
+// Each must end in a clear error or in success, never in a lost or damaged trial.
 #include <cotune/core/store/store.hpp>
 
 #include <arpa/inet.h>
@@ -18,6 +18,7 @@
 
 #include "store/sqlite.hpp"
 #include "support/cli_process.hpp"
+#include "support/postgres_cluster.hpp"
 
 namespace cotune::core {
 namespace {
@@ -108,7 +109,20 @@ class StoreFaults : public ::testing::Test {
   std::string store_ = dir_.file("cotune.db");
 };
 
-TEST_F(StoreFaults, TwoWritersAndReadersLoseNothingAndNeverSeeALock) {
+// Writers and readers on each backend, named by the parameter.
+class StoreFaultsOnBackends : public StoreFaults, public ::testing::WithParamInterface<std::string> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == "postgresql") {
+      COTUNE_POSTGRES_DATABASE(store_);
+    }
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(Backends, StoreFaultsOnBackends, ::testing::Values("sqlite", "postgresql"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+TEST_P(StoreFaultsOnBackends, TwoWritersAndReadersLoseNothingAndNeverSeeALock) {
   const int budget = 100;
   std::string a = write_study(dir_, "writer-a", budget), b = write_study(dir_, "writer-b", budget);
   pid_t wa = spawn({"run", a, "--store", store_}, "a");
@@ -116,7 +130,7 @@ TEST_F(StoreFaults, TwoWritersAndReadersLoseNothingAndNeverSeeALock) {
   // Readers start once both studies are recorded (a reader asking for a study before that is told
   // it does not exist, rightly).
   auto both_recorded = [&] {
-    if (!fs::exists(store_)) return false;
+    if (!is_postgres_url(store_) && !fs::exists(store_)) return false;
     Store store(store_);
     return store.find_study("writer-a").has_value() && store.find_study("writer-b").has_value();
   };
@@ -154,6 +168,9 @@ TEST_F(StoreFaults, TwoWritersAndReadersLoseNothingAndNeverSeeALock) {
   EXPECT_EQ(testing::wait_exit(server), 0) << err("serve");
   EXPECT_EQ(err("serve").find("locked"), std::string::npos) << err("serve");
   for (const char* tag : {"a", "b"}) EXPECT_EQ(err(tag).find("locked"), std::string::npos) << err(tag);
+  // A database store is named everywhere with its password redacted.
+  for (const char* file : {"serve.out", "serve.err", "show.out", "show.err", "a.out", "a.err", "b.out", "b.err"})
+    EXPECT_EQ(read_file(dir_.file(file)).find(testing::PostgresCluster::kPassword), std::string::npos) << file;
   EXPECT_EQ(code_a, 0) << err("a");
   EXPECT_EQ(code_b, 0) << err("b");
   for (const char* name : {"writer-a", "writer-b"}) {

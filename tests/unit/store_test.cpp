@@ -1,5 +1,7 @@
-// The study store over real SQLite files in a temporary directory: schema and migrations, refusal of
-// foreign and newer files, every API, durability across reopen and kill -9, several processes.
+// The study store: every API, durability across reopen and kill -9 and several processes on both
+// backends (StoreTest: real SQLite files in a temporary directory, and a fresh database of a
+// throwaway PostgreSQL cluster); the SQLite file's schema and migrations, refusal of foreign and
+// newer files and its locking (SqliteStoreTest). PostgreSQL's own: store_postgres_test.cpp.
 #include <cotune/core/studyfile/canonical_json.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/store/store.hpp>
@@ -19,6 +21,7 @@
 
 #include "store/schema.hpp"
 #include "store/sqlite.hpp"
+#include "support/postgres_cluster.hpp"
 
 namespace cotune::core {
 namespace {
@@ -26,7 +29,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-class StoreTest : public ::testing::Test {
+class StoreTestBase : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string pattern = (fs::temp_directory_path() / "cotune-store-test-XXXXXX").string();
@@ -89,8 +92,24 @@ class StoreTest : public ::testing::Test {
   }
 
   std::string dir_;
-  std::string path_;
+  std::string path_;  // the store: a file in dir_, or (StoreTest on PostgreSQL) a database's URL
 };
+
+class SqliteStoreTest : public StoreTestBase {};
+
+// The API on each backend, named by the parameter.
+class StoreTest : public StoreTestBase, public ::testing::WithParamInterface<std::string> {
+ protected:
+  void SetUp() override {
+    StoreTestBase::SetUp();
+    if (GetParam() == "postgresql") {
+      COTUNE_POSTGRES_DATABASE(path_);
+    }
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(Backends, StoreTest, ::testing::Values("sqlite", "postgresql"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 std::string read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -101,7 +120,7 @@ std::string read_bytes(const std::string& path) {
 
 // ---------------------------------------------------------------- opening, schema, migrations
 
-TEST_F(StoreTest, NewStoreIsWalWithTheLatestSchemaAndOurApplicationId) {
+TEST_F(SqliteStoreTest, NewStoreIsWalWithTheLatestSchemaAndOurApplicationId) {
   {
     Store store(path_);
     EXPECT_EQ(store.schema_version(), Store::latest_schema_version());
@@ -114,7 +133,7 @@ TEST_F(StoreTest, NewStoreIsWalWithTheLatestSchemaAndOurApplicationId) {
             "history,studies,trials");
 }
 
-TEST_F(StoreTest, ReopeningKeepsTheSchemaAndData) {
+TEST_P(StoreTest, ReopeningKeepsTheSchemaAndData) {
   std::int64_t id;
   {
     Store store(path_);
@@ -126,7 +145,7 @@ TEST_F(StoreTest, ReopeningKeepsTheSchemaAndData) {
   EXPECT_EQ(again.find_study("a")->id, id);
 }
 
-TEST_F(StoreTest, RefusesAStoreWrittenByANewerCotune) {
+TEST_F(SqliteStoreTest, RefusesAStoreWrittenByANewerCotune) {
   { Store store(path_); }
   int newer = Store::latest_schema_version() + 1;
   raw_query("PRAGMA user_version = " + std::to_string(newer));
@@ -141,7 +160,7 @@ TEST_F(StoreTest, RefusesAStoreWrittenByANewerCotune) {
   EXPECT_EQ(raw_query("PRAGMA user_version"), std::to_string(newer));  // left as it was
 }
 
-TEST_F(StoreTest, RefusesAFileThatIsNotSqliteAndLeavesItUntouched) {
+TEST_F(SqliteStoreTest, RefusesAFileThatIsNotSqliteAndLeavesItUntouched) {
   std::string content;
   for (int i = 0; i < 200; ++i) content += "this is a text file, line " + std::to_string(i) + "\n";
   std::ofstream(path_, std::ios::binary) << content;
@@ -157,7 +176,7 @@ TEST_F(StoreTest, RefusesAFileThatIsNotSqliteAndLeavesItUntouched) {
   EXPECT_FALSE(fs::exists(path_ + "-shm"));
 }
 
-TEST_F(StoreTest, RefusesAnotherApplicationsSqliteDatabaseAndLeavesItUntouched) {
+TEST_F(SqliteStoreTest, RefusesAnotherApplicationsSqliteDatabaseAndLeavesItUntouched) {
   raw_query("CREATE TABLE users (id INTEGER PRIMARY KEY, email TEXT); INSERT INTO users (email) VALUES ('a@b.c')");
   std::string before = read_bytes(path_);
   try {
@@ -171,20 +190,20 @@ TEST_F(StoreTest, RefusesAnotherApplicationsSqliteDatabaseAndLeavesItUntouched) 
   EXPECT_EQ(raw_query("PRAGMA journal_mode"), "delete");
 }
 
-TEST_F(StoreTest, AcceptsAnEmptyFileAsANewStore) {
+TEST_F(SqliteStoreTest, AcceptsAnEmptyFileAsANewStore) {
   std::ofstream(path_).close();
   Store store(path_);
   EXPECT_EQ(store.schema_version(), Store::latest_schema_version());
 }
 
-TEST_F(StoreTest, WithoutCreateAMissingFileIsAnErrorAndIsNotCreated) {
+TEST_F(SqliteStoreTest, WithoutCreateAMissingFileIsAnErrorAndIsNotCreated) {
   Store::Options options;
   options.create = false;
   EXPECT_THROW(Store(path_, options), StoreError);
   EXPECT_FALSE(fs::exists(path_));
 }
 
-TEST_F(StoreTest, ADirectoryIsNotAStore) {
+TEST_F(SqliteStoreTest, ADirectoryIsNotAStore) {
   try {
     Store store(dir_);
     FAIL();
@@ -193,7 +212,7 @@ TEST_F(StoreTest, ADirectoryIsNotAStore) {
   }
 }
 
-TEST_F(StoreTest, AddingAMigrationStepUpgradesOldFilesOnce) {
+TEST_F(SqliteStoreTest, AddingAMigrationStepUpgradesOldFilesOnce) {
   std::int64_t id;
   {
     Store store(path_);
@@ -213,7 +232,7 @@ TEST_F(StoreTest, AddingAMigrationStepUpgradesOldFilesOnce) {
   EXPECT_THROW(Store store(path_), StoreError);
 }
 
-TEST_F(StoreTest, AFailedMigrationStepLeavesTheFileAtItsVersion) {
+TEST_F(SqliteStoreTest, AFailedMigrationStepLeavesTheFileAtItsVersion) {
   { Store store(path_); }
   std::vector<schema::Migration> steps = schema::migrations();
   int next = schema::latest_version() + 1;
@@ -231,7 +250,7 @@ TEST_F(StoreTest, AFailedMigrationStepLeavesTheFileAtItsVersion) {
 
 // ---------------------------------------------------------------- studies
 
-TEST_F(StoreTest, CreateStudyReturnsTheRecordAndReusesItForTheSameFile) {
+TEST_P(StoreTest, CreateStudyReturnsTheRecordAndReusesItForTheSameFile) {
   Store store(path_);
   NewStudy n = study_named("s1");
   StudyRecord s = store.create_study(n);
@@ -256,7 +275,7 @@ TEST_F(StoreTest, CreateStudyReturnsTheRecordAndReusesItForTheSameFile) {
   EXPECT_FALSE(store.study(s.id + 100));
 }
 
-TEST_F(StoreTest, ANameTakenByAnotherStudyFileIsAClearError) {
+TEST_P(StoreTest, ANameTakenByAnotherStudyFileIsAClearError) {
   Store store(path_);
   store.create_study(study_named("s1"));
   NewStudy changed = study_named("s1");
@@ -272,7 +291,7 @@ TEST_F(StoreTest, ANameTakenByAnotherStudyFileIsAClearError) {
   EXPECT_THROW(store.create_study(study_named("")), UserError);
 }
 
-TEST_F(StoreTest, StatusEnvironmentAndStateBlobs) {
+TEST_P(StoreTest, StatusEnvironmentAndStateBlobs) {
   Store store(path_);
   std::int64_t id = store.create_study(study_named("s")).id;
   store.set_study_status(id, StudyStatus::kStopped);
@@ -295,7 +314,7 @@ TEST_F(StoreTest, StatusEnvironmentAndStateBlobs) {
   EXPECT_THROW(store.set_study_environment(id, "not json"), StoreError);
 }
 
-TEST_F(StoreTest, ListStudiesCountsTrialsByStatusAndFindsTheBestInEachDirection) {
+TEST_P(StoreTest, ListStudiesCountsTrialsByStatusAndFindsTheBestInEachDirection) {
   Store store(path_);
   std::int64_t up = store.create_study(study_named("up", Direction::kMaximize)).id;
   std::int64_t down = store.create_study(study_named("down", Direction::kMinimize)).id;
@@ -325,7 +344,7 @@ TEST_F(StoreTest, ListStudiesCountsTrialsByStatusAndFindsTheBestInEachDirection)
 
 // ---------------------------------------------------------------- trials
 
-TEST_F(StoreTest, ATrialGoesFromPendingToRunningToFinished) {
+TEST_P(StoreTest, ATrialGoesFromPendingToRunningToFinished) {
   Store store(path_);
   std::int64_t study = store.create_study(study_named("s")).id;
   NewTrial n = trial_for(2);
@@ -383,7 +402,7 @@ TEST_F(StoreTest, ATrialGoesFromPendingToRunningToFinished) {
   EXPECT_FALSE(store.trial(added->id + 50));
 }
 
-TEST_F(StoreTest, AFailedTrialKeepsItsErrorAndHasNoObjective) {
+TEST_P(StoreTest, AFailedTrialKeepsItsErrorAndHasNoObjective) {
   Store store(path_);
   std::int64_t study = store.create_study(study_named("s")).id;
   std::int64_t id = store.add_trial(study, trial_for(1, TrialStatus::kRunning))->id;
@@ -401,7 +420,7 @@ TEST_F(StoreTest, AFailedTrialKeepsItsErrorAndHasNoObjective) {
   EXPECT_FALSE(t.metrics_json);
 }
 
-TEST_F(StoreTest, ConfigKeysAreUniquePerStudyAndSeqCountsPerStudy) {
+TEST_P(StoreTest, ConfigKeysAreUniquePerStudyAndSeqCountsPerStudy) {
   Store store(path_);
   std::int64_t a = store.create_study(study_named("a")).id;
   std::int64_t b = store.create_study(study_named("b")).id;
@@ -414,7 +433,7 @@ TEST_F(StoreTest, ConfigKeysAreUniquePerStudyAndSeqCountsPerStudy) {
   EXPECT_THROW(store.add_trial(b + 10, trial_for(1)), StoreError);
 }
 
-TEST_F(StoreTest, InvalidArgumentsAreRefused) {
+TEST_P(StoreTest, InvalidArgumentsAreRefused) {
   Store store(path_);
   std::int64_t study = store.create_study(study_named("s")).id;
   EXPECT_THROW(store.add_trial(study, trial_for(1, TrialStatus::kOk)), std::invalid_argument);
@@ -431,7 +450,7 @@ TEST_F(StoreTest, InvalidArgumentsAreRefused) {
   EXPECT_EQ(store.trial(id)->status, TrialStatus::kPending);  // nothing half-written
 }
 
-TEST_F(StoreTest, QueriesByStatusOrderAndBest) {
+TEST_P(StoreTest, QueriesByStatusOrderAndBest) {
   Store store(path_);
   std::int64_t study = store.create_study(study_named("s", Direction::kMinimize)).id;
   std::vector<std::int64_t> ids;
@@ -463,7 +482,7 @@ TEST_F(StoreTest, QueriesByStatusOrderAndBest) {
   EXPECT_THROW(store.best_trial(empty + 1), StoreError);
 }
 
-TEST_F(StoreTest, EverythingSurvivesReopening) {
+TEST_P(StoreTest, EverythingSurvivesReopening) {
   std::int64_t study, trial;
   {
     Store store(path_);
@@ -482,7 +501,7 @@ TEST_F(StoreTest, EverythingSurvivesReopening) {
   EXPECT_EQ(store.add_trial(study, trial_for(16))->seq, 3);
 }
 
-TEST_F(StoreTest, AFinishedTrialSurvivesKillMinus9RightAfterTheCall) {
+TEST_P(StoreTest, AFinishedTrialSurvivesKillMinus9RightAfterTheCall) {
   pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
@@ -564,7 +583,7 @@ std::vector<int> run_writers(const std::string& path, int writers, int per_write
   return codes;
 }
 
-TEST_F(StoreTest, SeveralProcessesWriteOneStudyAtFullSpeedWithoutLosingAWrite) {
+TEST_P(StoreTest, SeveralProcessesWriteOneStudyAtFullSpeedWithoutLosingAWrite) {
   std::int64_t study = Store(path_).create_study(study_named("shared")).id;
   const int writers = 3, per_writer = 150;
   std::vector<int> codes = run_writers(path_, writers, per_writer, study);
@@ -583,7 +602,7 @@ TEST_F(StoreTest, SeveralProcessesWriteOneStudyAtFullSpeedWithoutLosingAWrite) {
   EXPECT_EQ(keys.size(), all.size());
 }
 
-TEST_F(StoreTest, ProcessesOpeningANewStoreAtOnceCreateItOnce) {
+TEST_P(StoreTest, ProcessesOpeningANewStoreAtOnceCreateItOnce) {
   const int openers = 4;
   std::vector<pid_t> children;
   int gate[2];
@@ -617,7 +636,7 @@ TEST_F(StoreTest, ProcessesOpeningANewStoreAtOnceCreateItOnce) {
   EXPECT_EQ(store.schema_version(), Store::latest_schema_version());
 }
 
-TEST_F(StoreTest, AWriterWaitsForALongTransactionOfAnotherConnection) {
+TEST_F(SqliteStoreTest, AWriterWaitsForALongTransactionOfAnotherConnection) {
   std::int64_t study = Store(path_).create_study(study_named("s")).id;
   int locked[2];
   ASSERT_EQ(pipe(locked), 0);
@@ -650,7 +669,7 @@ TEST_F(StoreTest, AWriterWaitsForALongTransactionOfAnotherConnection) {
   EXPECT_EQ(store.trial_count(study), 1);
 }
 
-TEST_F(StoreTest, ALockHeldPastTheBusyTimeoutIsReportedClearly) {
+TEST_F(SqliteStoreTest, ALockHeldPastTheBusyTimeoutIsReportedClearly) {
   { Store store(path_); }
   Store::Options options;
   options.busy_timeout_s = 0.2;
@@ -683,7 +702,7 @@ HistoryRow history_row(const std::string& key, const std::string& source, int ro
   return r;
 }
 
-TEST_F(StoreTest, ImportHistoryInOneTransactionAndReimportChangesNothing) {
+TEST_P(StoreTest, ImportHistoryInOneTransactionAndReimportChangesNothing) {
   Store store(path_);
   std::string key = workload_key(nlohmann::json{{"model", "w1"}}, "llm");
   std::vector<HistoryRow> rows;
@@ -708,7 +727,7 @@ TEST_F(StoreTest, ImportHistoryInOneTransactionAndReimportChangesNothing) {
   EXPECT_TRUE(store.history_for("other", "llm").empty());
 }
 
-TEST_F(StoreTest, ABadHistoryRowImportsNothingAndSaysWhichRow) {
+TEST_P(StoreTest, ABadHistoryRowImportsNothingAndSaysWhichRow) {
   Store store(path_);
   std::vector<HistoryRow> rows;
   for (int i = 1; i <= 10; ++i) rows.push_back(history_row("k", "old.csv", i, i, i));
@@ -725,7 +744,7 @@ TEST_F(StoreTest, ABadHistoryRowImportsNothingAndSaysWhichRow) {
   EXPECT_THROW(store.import_history(rows), UserError);
 }
 
-TEST_F(StoreTest, OtherStudiesOfTheSameWorkloadAreHistoryAndExportHasEverything) {
+TEST_P(StoreTest, OtherStudiesOfTheSameWorkloadAreHistoryAndExportHasEverything) {
   Store store(path_);
   StudyRecord first = store.create_study(study_named("first", Direction::kMaximize, "w1"));
   StudyRecord second = store.create_study(study_named("second", Direction::kMaximize, "w1"));

@@ -25,8 +25,11 @@ struct RegisterCommand {
 std::vector<Command> commands();
 
 // The store a command uses without --store: $COTUNE_STORE when set and not empty, else ./cotune.db.
+// A store is a file path (SQLite) or a postgresql:// URL (store_location.hpp); Store decides which.
 std::string default_store_path();
-inline constexpr const char* kStoreHelp = "the study store (default: $COTUNE_STORE, else ./cotune.db)";
+inline constexpr const char* kStoreHelp =
+    "the study store: an SQLite file, or postgresql://user@host:port/dbname (default: $COTUNE_STORE, else "
+    "./cotune.db)";
 
 }  // namespace cotune::cli
 

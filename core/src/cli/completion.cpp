@@ -55,6 +55,8 @@ const char* const kBashBody = R"SH(_cotune() {
       (( COMP_CWORD == 2 )) && COMPREPLY=( $(compgen -W "eval" -- "$cur") ) ;;
     completion)
       (( COMP_CWORD == 2 )) && COMPREPLY=( $(compgen -W "bash zsh" -- "$cur") ) ;;
+    store)
+      if (( COMP_CWORD == 2 )); then COMPREPLY=( $(compgen -W "copy" -- "$cur") ); else COMPREPLY=( $(compgen -f -- "$cur") ); fi ;;
     plugins)
       if (( COMP_CWORD == 2 )); then COMPREPLY=( $(compgen -W "check" -- "$cur") ); else COMPREPLY=( $(compgen -f -- "$cur") ); fi ;;
     *)

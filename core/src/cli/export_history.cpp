@@ -46,7 +46,7 @@ int run(int argc, char** argv) {
   Store store(store_path, store_options);
   std::vector<std::string> keys;
   if (all) {
-    for (const auto& [k, s] : stored_workloads(store.path()))
+    for (const auto& [k, s] : store.workloads())
       if (s == space) keys.push_back(k);
   } else {
     keys.push_back(key);

@@ -4,6 +4,7 @@
 #include <cotune/core/abi/call_watch.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/store/store.hpp>
+#include <cotune/core/store/store_location.hpp>
 #include <cotune/core/studyfile/study_file.hpp>
 #include <cotune/core/report/study_html.hpp>
 #include <cotune/core/report/study_json.hpp>
@@ -178,7 +179,7 @@ void print_summary(const StudySpec& spec, const RunResult& result, const std::st
   print_best_table(stdout, best, spec, *space);
   print_recommended(spec, result, best, *space);
   std::vector<TrialRecord>().swap(trials);  // the report reads the study itself: not twice in memory
-  std::string abs_store = std::filesystem::absolute(store_path).lexically_normal().string();
+  std::string abs_store = store_location_for_display(store_path);
   std::printf("\nstore: %s\n", abs_store.c_str());
   const std::string name = shell_word(spec.name), store_word = shell_word(abs_store);
   std::printf("details: cotune show %s --store %s\n", name.c_str(), store_word.c_str());

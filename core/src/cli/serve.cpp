@@ -2,6 +2,7 @@
 #include <cotune/core/errors.hpp>
 #include <cotune/core/report/live_server.hpp>
 #include <cotune/core/store/store.hpp>
+#include <cotune/core/store/store_location.hpp>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -72,7 +73,7 @@ int run(int argc, char** argv) {
   if (o.refresh_s < 1) throw UserError("--refresh: expected a positive number of seconds, got " + std::to_string(o.refresh_s));
   parse_listen(listen, &o);
   report::LiveServer server(o);
-  std::printf("serving %s on http://%s:%u/ (Ctrl-C stops)\n", o.store_path.c_str(),
+  std::printf("serving %s on http://%s:%u/ (Ctrl-C stops)\n", redact_store_location(o.store_path).c_str(),
               o.address.find(':') != std::string::npos ? ("[" + o.address + "]").c_str() : o.address.c_str(),
               static_cast<unsigned>(server.port()));
   std::fflush(stdout);

@@ -29,7 +29,7 @@ using namespace cotune::core;
 // The runs imported as history (cotune import), which no study lists.
 void print_history(Store& store) {
   size_t rows = 0, workloads = 0;
-  for (const auto& [key, space] : stored_workloads(store.path())) {
+  for (const auto& [key, space] : store.workloads()) {
     const size_t n = store.history_for(key, space).size();
     rows += n;
     workloads += n > 0 ? 1 : 0;
@@ -70,6 +70,7 @@ void show_study(Store& store, const std::string& name, std::int64_t limit) {
   std::printf("space %s, predictor %s (prior %s), searcher %s, executor %s, parallel %lld\n", spec.space.name.c_str(),
               spec.predictor.name.c_str(), std::string(to_string(spec.predictor.prior)).c_str(),
               spec.searcher.name.c_str(), spec.executor.name.c_str(), static_cast<long long>(spec.parallel));
+  std::printf("store %s\n", store.path().c_str());  // a URL's password is redacted
   for (const ObjectiveSpec& o : spec.objectives) {
     std::printf("objective: %s %s", std::string(to_string(o.direction)).c_str(), o.metric.c_str());
     for (const Constraint& k : o.constraints) {

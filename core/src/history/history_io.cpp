@@ -6,7 +6,6 @@
 #include <cotune/core/studyfile/study_file.hpp>
 #include <cotune/core/run/study_setup.hpp>
 
-#include <sqlite3.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -180,28 +179,11 @@ size_t write_history_csv(std::ostream& out, const std::vector<HistoryRow>& rows,
   return lines.size();
 }
 
-std::vector<std::pair<std::string, std::string>> stored_workloads(const std::string& store_path) {
-  sqlite3* db = nullptr;
-  if (sqlite3_open_v2(store_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
-    const std::string why = db ? sqlite3_errmsg(db) : "out of memory";
-    sqlite3_close(db);
-    throw StoreError("store " + store_path + ": cannot open it to list its workloads: " + why);
-  }
-  sqlite3_busy_timeout(db, 60000);
-  const char* sql =
-      "SELECT workload_key, space FROM history UNION SELECT workload_key, space FROM studies ORDER BY 1, 2";
-  sqlite3_stmt* stmt = nullptr;
-  std::vector<std::pair<std::string, std::string>> out;
-  int rc = sqlite3_prepare_v2(db, sql, -1, &stmt, nullptr);
-  if (rc == SQLITE_OK)
-    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
-      out.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0)),
-                       reinterpret_cast<const char*>(sqlite3_column_text(stmt, 1)));
-  const std::string why = sqlite3_errmsg(db);
-  sqlite3_finalize(stmt);
-  sqlite3_close(db);
-  if (rc != SQLITE_DONE) throw StoreError("store " + store_path + ": cannot list its workloads: " + why);
-  return out;
+std::vector<std::pair<std::string, std::string>> stored_workloads(const std::string& store_location) {
+  Store::Options options;
+  options.create = false;
+  Store store(store_location, options);
+  return store.workloads();
 }
 
 }  // namespace cotune::core

@@ -4,6 +4,7 @@
 #include <cotune/core/report/study_html.hpp>
 #include <cotune/core/report/study_json.hpp>
 #include <cotune/core/run/study_report.hpp>
+#include <cotune/core/store/store_location.hpp>
 
 #include <boost/filesystem.hpp>
 
@@ -90,7 +91,7 @@ std::string write_run_report(const std::string& store_path, const std::string& n
     std::string file;
     for (char ch : name) file += std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '-' || ch == '_' ? ch : '_';
     if (file.empty() || file[0] == '.') file = "study" + file;
-    boost::filesystem::path dir = boost::filesystem::absolute(store_path).parent_path() / "cotune-reports";
+    boost::filesystem::path dir = boost::filesystem::path(store_files_directory(store_path)) / "cotune-reports";
     boost::filesystem::create_directories(dir);
     std::string path = (dir / (file + ".html")).lexically_normal().string();
     Store::Options o;

@@ -6,6 +6,7 @@
 #include <cotune/core/abi/log.hpp>
 #include <cotune/core/run/search_context.hpp>
 #include <cotune/core/run/study_setup.hpp>
+#include <cotune/core/store/store_location.hpp>
 
 #include <signal.h>
 #include <unistd.h>
@@ -212,7 +213,7 @@ void StudyRun::open_study() {
   study_ = store_->create_study(n);
 
   namespace fs = std::filesystem;
-  fs::path store_dir = fs::absolute(options_.store_path).parent_path();
+  fs::path store_dir = store_files_directory(options_.store_path);
   runs_dir_ = (store_dir / "cotune-runs" / directory_name(spec_.name)).lexically_normal().string();
 }
 
@@ -289,7 +290,7 @@ void StudyRun::restore() {
     try {
       config = space_->parse(t.config_json);
     } catch (const std::exception& e) {
-      throw UserError("store " + options_.store_path + ": study '" + spec_.name + "', trial " + std::to_string(t.seq) +
+      throw UserError("store " + store_->path() + ": study '" + spec_.name + "', trial " + std::to_string(t.seq) +
                       ": the space cannot read its configuration (" + e.what() + ")");
     }
     seen_.insert(space_->key(config.data()));

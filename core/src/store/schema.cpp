@@ -1,7 +1,10 @@
 #include "store/schema.hpp"
 
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
+
+#include "store/sqlite.hpp"
 
 namespace cotune::core::schema {
 namespace {
@@ -94,10 +97,90 @@ const std::vector<Migration>& migrations() {
   return steps;
 }
 
+const std::vector<Migration>& migrations_for(sql::Dialect dialect) {
+  return dialect == sql::Dialect::kPostgres ? postgres_migrations() : migrations();
+}
+
 int latest_version(const std::vector<Migration>& steps) { return steps.empty() ? 0 : steps.back().version; }
 
-FileIdentity identify(sqlite::Database& db) {
+namespace {
+
+bool postgres(sql::Connection& db) { return db.dialect() == sql::Dialect::kPostgres; }
+
+// PostgreSQL: the marker and the version are rows of cotune_meta, in the connection's schema.
+bool has_meta_table(sql::Connection& db) {
+  return db.query_int64("SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() "
+                        "AND table_name = 'cotune_meta'") > 0;
+}
+
+std::int64_t meta_value(sql::Connection& db, const char* key) {
+  auto q = db.prepare("SELECT value FROM cotune_meta WHERE key = ?1");
+  q->bind(1, key);
+  if (!q->step()) return 0;
+  return std::strtoll(q->text(0).c_str(), nullptr, 10);
+}
+
+void set_meta_value(sql::Connection& db, const char* key, std::int64_t value) {
+  auto q = db.prepare("INSERT INTO cotune_meta (key, value) VALUES (?1, ?2) "
+                      "ON CONFLICT (key) DO UPDATE SET value = excluded.value");
+  q->bind(1, key);
+  q->bind(2, std::to_string(value));
+  q->step();
+}
+
+void set_version(sql::Connection& db, int version) {
+  if (postgres(db)) set_meta_value(db, "schema_version", version);
+  else db.exec(("PRAGMA user_version = " + std::to_string(version)).c_str());
+}
+
+void mark(sql::Connection& db) {
+  if (postgres(db)) {
+    db.exec("CREATE TABLE IF NOT EXISTS cotune_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
+    set_meta_value(db, "application_id", kApplicationId);
+  } else {
+    db.exec(("PRAGMA application_id = " + std::to_string(kApplicationId)).c_str());
+  }
+}
+
+class MigrationLock {
+ public:
+  explicit MigrationLock(sql::Connection& db) : db_(postgres(db) ? &db : nullptr) {
+    if (db_) db_->exec(("SELECT pg_advisory_lock(" + std::to_string(kApplicationId) + ")").c_str());
+  }
+  ~MigrationLock() {
+    if (!db_) return;
+    try {
+      db_->exec(("SELECT pg_advisory_unlock(" + std::to_string(kApplicationId) + ")").c_str());
+    } catch (const std::exception&) {  // the connection is gone, and the lock with it
+    }
+  }
+  MigrationLock(const MigrationLock&) = delete;
+  MigrationLock& operator=(const MigrationLock&) = delete;
+
+ private:
+  sql::Connection* db_;
+};
+
+}  // namespace
+
+int read_version(sql::Connection& db) {
+  if (!postgres(db)) return static_cast<int>(db.query_int64("PRAGMA user_version"));
+  return has_meta_table(db) ? static_cast<int>(meta_value(db, "schema_version")) : 0;
+}
+
+FileIdentity identify(sql::Connection& db) {
   FileIdentity id;
+  id.dialect = db.dialect();
+  if (postgres(db)) {
+    if (has_meta_table(db)) {
+      id.application_id = static_cast<std::int32_t>(meta_value(db, "application_id"));
+      id.user_version = static_cast<int>(meta_value(db, "schema_version"));
+    }
+    auto names = db.prepare("SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
+                            "ORDER BY table_name");
+    while (names->step()) id.tables.push_back(names->text(0));
+    return id;
+  }
   id.application_id = static_cast<std::int32_t>(db.query_int64("PRAGMA application_id"));
   id.user_version = static_cast<int>(db.query_int64("PRAGMA user_version"));
   auto names = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name");
@@ -108,33 +191,45 @@ FileIdentity identify(sqlite::Database& db) {
 void check_identity(const FileIdentity& id, const std::string& path, int latest) {
   bool empty = id.application_id == 0 && id.user_version == 0 && id.tables.empty();
   if (empty) return;
+  const bool pg = id.dialect == sql::Dialect::kPostgres;
   if (id.application_id != kApplicationId) {
     std::string tables;
     for (size_t i = 0; i < id.tables.size() && i < 5; ++i) tables += (i ? ", " : "") + id.tables[i];
     if (id.tables.size() > 5) tables += ", ...";
-    throw StoreError("store " + path + ": this is an SQLite database but not a cotune store" +
+    throw StoreError("store " + path +
+                     (pg ? ": this PostgreSQL database (its current schema) is not a cotune store"
+                         : ": this is an SQLite database but not a cotune store") +
                      (tables.empty() ? std::string() : " (it has tables " + tables + ")") +
-                     "; it was left untouched. Pass the path of a cotune store, or a new file name.");
+                     "; it was left untouched. " +
+                     (pg ? "Pass the URL of a cotune store, or of an empty database."
+                         : "Pass the path of a cotune store, or a new file name."));
   }
   if (id.user_version > latest)
     throw StoreError("store " + path + ": written by a newer cotune (schema version " +
                      std::to_string(id.user_version) + "; this cotune " COTUNE_VERSION
                      " reads up to version " + std::to_string(latest) +
-                     "). Use a newer cotune, or another store file.");
+                     "). Use a newer cotune, or another store" + (pg ? "." : " file."));
 }
 
-int migrate(sqlite::Database& db, const std::vector<Migration>& steps) {
+int migrate(sql::Connection& db) { return migrate(db, migrations_for(db.dialect())); }
+
+int migrate(sql::Connection& db, const std::vector<Migration>& steps) {
   for (size_t i = 0; i < steps.size(); ++i)
     if (steps[i].version != static_cast<int>(i) + 1)
       throw std::logic_error("store migrations must be numbered 1, 2, 3, ... in order");
   // Up to date (the usual case): no write lock needed.
-  int current = static_cast<int>(db.query_int64("PRAGMA user_version"));
+  int current = read_version(db);
   if (current == latest_version(steps)) return current;
-  db.exec("BEGIN IMMEDIATE");
+  // One migrator at a time on PostgreSQL: a session lock taken before the transaction starts, so
+  // that its snapshot sees what a migrator before it committed (SQLite's BEGIN IMMEDIATE already is
+  // the lock).
+  MigrationLock lock(db);
+  db.begin(sql::Access::kWrite);
   try {
     // Read inside the write lock: another process may have migrated since we looked.
-    int found = static_cast<int>(db.query_int64("PRAGMA user_version"));
-    check_identity(identify(db), db.path(), latest_version(steps));
+    int found = read_version(db);
+    check_identity(identify(db), db.name(), latest_version(steps));
+    if (found == 0) mark(db);
     for (const Migration& step : steps) {
       if (step.version <= found) continue;
       try {
@@ -142,14 +237,17 @@ int migrate(sqlite::Database& db, const std::vector<Migration>& steps) {
       } catch (const sqlite::Error& e) {
         throw sqlite::Error(e.code(), std::string(e.what()) + " [schema migration to version " +
                                   std::to_string(step.version) + ": " + step.summary + "]");
+      } catch (const sql::Error& e) {
+        throw sql::Error(std::string(e.what()) + " [schema migration to version " + std::to_string(step.version) +
+                             ": " + step.summary + "]",
+                         e.retry(), e.constraint());
       }
-      db.exec(("PRAGMA user_version = " + std::to_string(step.version)).c_str());
+      set_version(db, step.version);
     }
-    if (found == 0) db.exec(("PRAGMA application_id = " + std::to_string(kApplicationId)).c_str());
-    db.exec("COMMIT");
+    db.commit();
     return found;
   } catch (...) {
-    if (db.in_transaction()) sqlite3_exec(db.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
+    if (db.in_transaction()) db.rollback();
     throw;
   }
 }

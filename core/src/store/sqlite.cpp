@@ -120,19 +120,6 @@ std::vector<std::uint8_t> Statement::blob(int column) const {
   return p ? std::vector<std::uint8_t>(p, p + n) : std::vector<std::uint8_t>();
 }
 
-std::optional<std::int64_t> Statement::opt_int64(int column) const {
-  if (is_null(column)) return std::nullopt;
-  return int64(column);
-}
-std::optional<double> Statement::opt_real(int column) const {
-  if (is_null(column)) return std::nullopt;
-  return real(column);
-}
-std::optional<std::string> Statement::opt_text(int column) const {
-  if (is_null(column)) return std::nullopt;
-  return text(column);
-}
-
 Database::Database(const std::string& path, int flags) : path_(path) {
   int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
   if (rc != SQLITE_OK) {

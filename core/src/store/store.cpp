@@ -1,8 +1,7 @@
-// Opening a store, and its studies.
+// The studies of a store: records, status, recommendation, lease and saved state.
 #include <cotune/core/errors.hpp>
 #include <cotune/core/store/store.hpp>
 
-#include <filesystem>
 #include <string>
 
 #include "store/schema.hpp"
@@ -22,14 +21,14 @@ void throw_locked_too_long(const std::string& path, double seconds) {
                    " s; try again once it has finished (or raise the busy timeout)");
 }
 
-TrialStatus trial_status_column(const sqlite::Statement& row, int column, const std::string& path) {
+TrialStatus trial_status_column(const sql::Statement& row, int column, const std::string& path) {
   std::string word = row.text(column);
   auto status = trial_status_from_string(word);
   if (!status) throw StoreError("store " + path + ": unknown trial status '" + word + "' (damaged store?)");
   return *status;
 }
 
-StudyRecord read_study(const sqlite::Statement& row, const std::string& path) {
+StudyRecord read_study(const sql::Statement& row, const std::string& path) {
   StudyRecord s;
   s.id = row.int64(0);
   s.name = row.text(1);
@@ -59,12 +58,12 @@ using store_detail::run_transaction;
 
 namespace {
 
-void require_study(sqlite::Database& db, std::int64_t study_id) {
+void require_study(sql::Connection& db, std::int64_t study_id) {
   if (db.changes() == 0)
-    throw StoreError("store " + db.path() + ": no study with id " + std::to_string(study_id));
+    throw StoreError("store " + db.name() + ": no study with id " + std::to_string(study_id));
 }
 
-void save_state(sqlite::Database& db, const char* update_sql, std::int64_t study_id,
+void save_state(sql::Connection& db, const char* update_sql, std::int64_t study_id,
                 const std::vector<std::uint8_t>& state) {
   auto q = db.prepare(update_sql);
   q->bind_blob(1, state);
@@ -74,75 +73,21 @@ void save_state(sqlite::Database& db, const char* update_sql, std::int64_t study
   require_study(db, study_id);
 }
 
-std::optional<std::vector<std::uint8_t>> load_state(sqlite::Database& db, const char* select_sql,
+std::optional<std::vector<std::uint8_t>> load_state(sql::Connection& db, const char* select_sql,
                                                     std::int64_t study_id) {
   auto q = db.prepare(select_sql);
   q->bind(1, study_id);
-  if (!q->step()) throw StoreError("store " + db.path() + ": no study with id " + std::to_string(study_id));
+  if (!q->step()) throw StoreError("store " + db.name() + ": no study with id " + std::to_string(study_id));
   if (q->is_null(0)) return std::nullopt;
   return q->blob(0);
 }
 
-// Wraps the errors of a file that is not what we expect into messages a user can act on.
-[[noreturn]] void explain_open_failure(const sqlite::Error& e, const std::string& path) {
-  int primary = e.code() & 0xFF;
-  if (primary == SQLITE_NOTADB)
-    throw StoreError("store " + path + ": this file is not an SQLite database, so not a cotune store; " +
-                     "it was left untouched. Pass the path of a cotune store, or a new file name.");
-  if (primary == SQLITE_CORRUPT)
-    throw StoreError("store " + path + ": the database is damaged (" + e.what() + ")");
-  throw e;
-}
-
 }  // namespace
-
-Store::Store(const std::string& path, const Options& options) : path_(path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  bool exists = fs::exists(path, ec);
-  if (exists && fs::is_directory(path, ec))
-    throw StoreError("store " + path + ": is a directory; expected a store file such as " + path + "/" +
-                     kDefaultStorePath);
-  if (!exists && !options.create)
-    throw StoreError("store " + path + ": no such file (create a study first, or check the path)");
-  if (!(options.busy_timeout_s >= 0)) throw StoreError("store " + path + ": busy timeout must be >= 0");
-
-  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (options.create ? SQLITE_OPEN_CREATE : 0);
-  impl_ = std::make_unique<Impl>(path, flags, options);
-  sqlite::Database& db = impl_->db;
-  sqlite3_busy_timeout(db.handle(), static_cast<int>(std::min(options.busy_timeout_s * 1000.0, 2.0e9)));
-
-  // Look before writing anything: a foreign file must come out of this unchanged.
-  try {
-    auto identify = [&] { return schema::identify(db); };
-    schema::check_identity(run_transaction(*impl_, "BEGIN", identify), path, schema::latest_version());
-  } catch (const sqlite::Error& e) {
-    explain_open_failure(e, path);
-  }
-
-  auto set_wal = [&] { return db.query_text("PRAGMA journal_mode = WAL"); };
-  std::string mode = run_transaction(*impl_, nullptr, set_wal);
-  if (mode != "wal" && mode != "memory")
-    throw StoreError("store " + path + ": cannot use the WAL journal (SQLite answered '" + mode +
-                     "'); is the file on a network file system? Put the store on a local disk.");
-  db.exec(options.sync == Sync::kFull ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL");
-  db.exec("PRAGMA foreign_keys = ON");
-  auto migrate = [&] { return schema::migrate(db); };
-  run_transaction(*impl_, nullptr, migrate);
-}
-
-Store::~Store() = default;
-
-int Store::latest_schema_version() { return schema::latest_version(); }
-
-int Store::schema_version() {
-  return read([&] { return static_cast<int>(impl_->db.query_int64("PRAGMA user_version")); });
-}
 
 StudyRecord Store::create_study(const NewStudy& n) {
   if (n.name.empty()) throw UserError("store " + path_ + ": a study needs a non-empty name");
   return write([&] {
-    sqlite::Database& db = impl_->db;
+    sql::Connection& db = impl_->db;
     {
       auto existing = db.prepare("SELECT " COTUNE_STUDY_COLUMNS " FROM studies WHERE name = ?1");
       existing->bind(1, n.name);
@@ -160,7 +105,7 @@ StudyRecord Store::create_study(const NewStudy& n) {
     auto insert = db.prepare(
         "INSERT INTO studies (name, study_json, study_hash, workload_key, space, objective_json, direction, "
         "environment_json, status, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
-        "'running', ?9, ?9)");
+        "'running', ?9, ?9) RETURNING id");
     insert->bind(1, n.name);
     insert->bind(2, n.study_json);
     insert->bind(3, n.study_hash);
@@ -172,7 +117,7 @@ StudyRecord Store::create_study(const NewStudy& n) {
     insert->bind(9, now);
     insert->step();
     StudyRecord s;
-    s.id = db.last_insert_rowid();
+    s.id = insert->int64(0);
     s.name = n.name;
     s.study_json = n.study_json;
     s.study_hash = n.study_hash;
@@ -207,7 +152,7 @@ std::optional<StudyRecord> Store::study(std::int64_t study_id) {
 
 std::vector<StudySummary> Store::list_studies() {
   return read([&] {
-    sqlite::Database& db = impl_->db;
+    sql::Connection& db = impl_->db;
     std::vector<StudySummary> out;
     std::map<std::int64_t, size_t> index;
     {
@@ -275,9 +220,14 @@ std::optional<StudyLease> Store::take_study_lease(std::int64_t study_id, const S
   std::optional<StudyLease> held;
   write([&] {
     held.reset();
-    auto q = impl_->db.prepare("SELECT lease_host, lease_pid, lease_heartbeat FROM studies WHERE id = ?1");
+    // FOR UPDATE: on PostgreSQL the row stays locked to the end of the transaction (on SQLite, BEGIN
+    // IMMEDIATE already holds the whole file).
+    const bool postgres = impl_->db.dialect() == sql::Dialect::kPostgres;
+    auto q = impl_->db.prepare(postgres ? "SELECT lease_host, lease_pid, lease_heartbeat FROM studies WHERE id = ?1 "
+                                          "FOR UPDATE"
+                                        : "SELECT lease_host, lease_pid, lease_heartbeat FROM studies WHERE id = ?1");
     q->bind(1, study_id);
-    if (!q->step()) throw StoreError("store " + impl_->db.path() + ": no study with id " + std::to_string(study_id));
+    if (!q->step()) throw StoreError("store " + impl_->db.name() + ": no study with id " + std::to_string(study_id));
     if (!q->is_null(0) && !q->is_null(1)) {
       StudyLease holder{q->text(0), q->int64(1), q->is_null(2) ? 0.0 : q->real(2)};
       const bool mine = holder.host == me.host && holder.pid == me.pid;

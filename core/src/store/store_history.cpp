@@ -71,7 +71,7 @@ std::vector<TrialRecord> Store::trials_of_workload(const std::string& workload_k
   });
 }
 
-ImportCounts Store::import_history(const std::vector<HistoryRow>& rows) {
+ImportCounts Store::import_history(const std::vector<HistoryRow>& rows, ImportTime time) {
   for (const HistoryRow& row : rows) {
     if (!is_finished(row.status))
       throw UserError("history " + row_label(row) + ": status must be a finished one (ok, failed, oom, timeout, "
@@ -80,7 +80,7 @@ ImportCounts Store::import_history(const std::vector<HistoryRow>& rows) {
       throw UserError("history " + row_label(row) + ": workload key, space and config key must not be empty");
   }
   return write([&] {
-    sqlite::Database& db = impl_->db;
+    sql::Connection& db = impl_->db;
     auto insert = db.prepare(
         "INSERT INTO history (workload_key, space, config_key, config_json, status, metrics_json, source, "
         "row_number, imported_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) "
@@ -96,11 +96,11 @@ ImportCounts Store::import_history(const std::vector<HistoryRow>& rows) {
       insert->bind(6, row.metrics_json);
       insert->bind(7, row.source);
       insert->bind(8, row.row_number);
-      insert->bind(9, now);
+      insert->bind(9, time == ImportTime::kKeep ? row.imported_at : now);
       try {
         insert->step();
-      } catch (const sqlite::Error& e) {
-        if ((e.code() & 0xFF) != SQLITE_CONSTRAINT) throw;
+      } catch (const sql::Error& e) {
+        if (!e.constraint()) throw;
         // Only the JSON checks can fail here; say which row, and import nothing.
         throw UserError("history " + row_label(row) + ": configuration or metrics are not valid JSON; " +
                         "nothing was imported");
@@ -141,6 +141,16 @@ std::vector<HistoryRow> Store::export_history(const std::string& workload_key, c
   });
   out.insert(out.end(), std::make_move_iterator(measured.begin()), std::make_move_iterator(measured.end()));
   return out;
+}
+
+std::vector<std::pair<std::string, std::string>> Store::workloads() {
+  return read([&] {
+    auto q = impl_->db.prepare(
+        "SELECT workload_key, space FROM history UNION SELECT workload_key, space FROM studies ORDER BY 1, 2");
+    std::vector<std::pair<std::string, std::string>> out;
+    while (q->step()) out.emplace_back(q->text(0), q->text(1));
+    return out;
+  });
 }
 
 }  // namespace cotune::core

@@ -10,7 +10,19 @@
 namespace cotune::core {
 namespace store_detail {
 
-TrialRecord read_trial(const sqlite::Statement& row, const std::string& path) {
+bool claim_study(sql::Connection& db, std::int64_t study_id) {
+  if (db.dialect() == sql::Dialect::kPostgres) {
+    auto q = db.prepare("UPDATE studies SET updated_at = updated_at WHERE id = ?1");
+    q->bind(1, study_id);
+    q->step();
+    return db.changes() > 0;
+  }
+  auto q = db.prepare("SELECT 1 FROM studies WHERE id = ?1");
+  q->bind(1, study_id);
+  return q->step();
+}
+
+TrialRecord read_trial(const sql::Statement& row, const std::string& path) {
   TrialRecord t;
   t.id = row.int64(0);
   t.study_id = row.int64(1);
@@ -40,18 +52,18 @@ using store_detail::read_trial;
 
 namespace {
 
-std::vector<TrialRecord> collect_trials(sqlite::Statement& q, const std::string& path) {
+std::vector<TrialRecord> collect_trials(sql::Statement& q, const std::string& path) {
   std::vector<TrialRecord> out;
   while (q.step()) out.push_back(read_trial(q, path));
   return out;
 }
 
 // Why an UPDATE of a trial in flight changed nothing: it does not exist, or it already ended.
-[[noreturn]] void explain_unchanged_trial(sqlite::Database& db, std::int64_t trial_id, const char* doing) {
+[[noreturn]] void explain_unchanged_trial(sql::Connection& db, std::int64_t trial_id, const char* doing) {
   auto q = db.prepare("SELECT status FROM trials WHERE id = ?1");
   q->bind(1, trial_id);
-  if (!q->step()) throw StoreError("store " + db.path() + ": no trial with id " + std::to_string(trial_id));
-  throw StoreError("store " + db.path() + ": cannot " + doing + " trial " + std::to_string(trial_id) +
+  if (!q->step()) throw StoreError("store " + db.name() + ": no trial with id " + std::to_string(trial_id));
+  throw StoreError("store " + db.name() + ": cannot " + doing + " trial " + std::to_string(trial_id) +
                    ": it already finished with status '" + q->text(0) + "'");
 }
 
@@ -62,12 +74,9 @@ std::optional<TrialId> Store::add_trial(std::int64_t study_id, const NewTrial& n
     throw std::invalid_argument("Store::add_trial: a new trial is pending or running, not '" +
                                 std::string(to_string(n.status)) + "'");
   return write([&]() -> std::optional<TrialId> {
-    sqlite::Database& db = impl_->db;
-    {
-      auto study = db.prepare("SELECT 1 FROM studies WHERE id = ?1");
-      study->bind(1, study_id);
-      if (!study->step()) throw StoreError("store " + path_ + ": no study with id " + std::to_string(study_id));
-    }
+    sql::Connection& db = impl_->db;
+    if (!store_detail::claim_study(db, study_id))
+      throw StoreError("store " + path_ + ": no study with id " + std::to_string(study_id));
     {
       auto seen = db.prepare("SELECT 1 FROM trials WHERE study_id = ?1 AND config_key = ?2");
       seen->bind(1, study_id);
@@ -85,7 +94,8 @@ std::optional<TrialId> Store::add_trial(std::int64_t study_id, const NewTrial& n
     bool running = n.status == TrialStatus::kRunning;
     auto insert = db.prepare(
         "INSERT INTO trials (study_id, seq, config_key, config_json, status, predicted, executor, attempts, "
-        "created_at, started_at, fingerprint_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
+        "created_at, started_at, fingerprint_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) "
+        "RETURNING id");
     insert->bind(1, study_id);
     insert->bind(2, seq);
     insert->bind(3, n.config_key);
@@ -98,13 +108,13 @@ std::optional<TrialId> Store::add_trial(std::int64_t study_id, const NewTrial& n
     insert->bind(10, running ? std::optional<double>(now) : std::nullopt);
     insert->bind(11, n.fingerprint_json);
     insert->step();
-    return TrialId{db.last_insert_rowid(), seq};
+    return TrialId{insert->int64(0), seq};
   });
 }
 
 void Store::update_trial_started(std::int64_t trial_id, const std::string& external_id) {
   write([&] {
-    sqlite::Database& db = impl_->db;
+    sql::Connection& db = impl_->db;
     auto q = db.prepare(
         "UPDATE trials SET status = 'running', external_id = ?1, started_at = ?2, attempts = attempts + 1 "
         "WHERE id = ?3 AND status IN ('pending', 'running')");
@@ -121,7 +131,7 @@ void Store::finish_trial(std::int64_t trial_id, const TrialOutcome& o) {
     throw std::invalid_argument("Store::finish_trial: a trial ends with a finished status, not '" +
                                 std::string(to_string(o.status)) + "'");
   write([&] {
-    sqlite::Database& db = impl_->db;
+    sql::Connection& db = impl_->db;
     auto q = db.prepare(
         "UPDATE trials SET status = ?1, metrics_json = ?2, objective = ?3, error = ?4, log_path = ?5, "
         "finished_at = ?6 WHERE id = ?7 AND status IN ('pending', 'running')");
@@ -174,7 +184,7 @@ std::vector<TrialRecord> Store::trials_by_status(std::int64_t study_id, const st
 
 std::optional<TrialRecord> Store::best_trial(std::int64_t study_id) {
   return read([&]() -> std::optional<TrialRecord> {
-    sqlite::Database& db = impl_->db;
+    sql::Connection& db = impl_->db;
     std::string direction;
     {
       auto s = db.prepare("SELECT direction FROM studies WHERE id = ?1");

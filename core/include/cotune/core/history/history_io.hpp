@@ -40,9 +40,9 @@ std::vector<HistoryRow> history_rows(const std::vector<LlmRun>& runs, const std:
 size_t write_history_csv(std::ostream& out, const std::vector<HistoryRow>& rows, Store& store,
                          std::vector<std::string>* warnings);
 
-// Every (workload key, space) pair in the store with history or a study, read straight from the
-// store file (read-only), ordered by key.
-std::vector<std::pair<std::string, std::string>> stored_workloads(const std::string& store_path);
+// Every (workload key, space) pair in the store with history or a study, ordered by key
+// (Store::workloads of an existing store: a missing one is a StoreError, not created).
+std::vector<std::pair<std::string, std::string>> stored_workloads(const std::string& store_location);
 
 }  // namespace cotune::core
 

@@ -1,18 +1,28 @@
-// The study store: one SQLite file (default cotune.db in the working directory) with the studies,
-// their trials and the imported history of earlier jobs.
+// The study store: the studies, their trials and the imported history of earlier jobs, in one of two
+// databases, chosen by the location given to the constructor (store_location.hpp):
+//  - an SQLite file (default cotune.db in the working directory), embedded, the default;
+//  - a PostgreSQL database (postgresql://user@host:port/dbname), shared by a team's hosts. Its
+//    password comes from the URL, PGPASSFILE (~/.pgpass) or the PG* environment, as libpq finds it,
+//    and is never part of path() or of a message.
+// Both hold the same schema and give the same guarantees; the notes below say how.
 //
-// Durability: WAL journal with synchronous=FULL by default, so a trial is on disk the moment the
-// call that records it returns -- it survives kill -9 of cotune and a power cut or kernel crash
-// alike. (NORMAL would only survive the former and saves an fsync per commit, which a trial that
-// takes minutes of GPU time does not need.) Every write is one BEGIN IMMEDIATE transaction.
+// Durability: on SQLite, a WAL journal with synchronous=FULL by default, so a trial is on disk the
+// moment the call that records it returns -- it survives kill -9 of cotune and a power cut or kernel
+// crash alike. (NORMAL would only survive the former and saves an fsync per commit, which a trial
+// that takes minutes of GPU time does not need.) Every write is one BEGIN IMMEDIATE transaction. On
+// PostgreSQL, a write is one SERIALIZABLE transaction, durable when COMMIT returns (the server's
+// synchronous_commit decides; Options::sync is SQLite's only).
 //
-// Concurrency: several processes may read and write one store at once. A writer waits for another
-// (busy timeout, then retries with backoff) instead of failing with "database is locked"; only a
-// lock held past Options::busy_timeout_s surfaces, as a StoreError that says so. A Store object may
-// be shared between threads (calls are serialised).
+// Concurrency: several processes (on PostgreSQL: on several hosts) may read and write one store at
+// once. A writer waits for another instead of failing with "database is locked": SQLite's busy
+// wait, PostgreSQL's lock wait (lock_timeout), and a transaction that loses a race (SQLITE_BUSY, a
+// serialization failure or a deadlock) is run again after a short backoff. Only a lock held past
+// Options::busy_timeout_s surfaces, as a StoreError that says so. A Store object may be shared
+// between threads (calls are serialised).
 //
-// Schema: versioned with PRAGMA user_version and marked with PRAGMA application_id; opening applies
-// missing migrations, and refuses stores written by a newer cotune and files that are not stores.
+// Schema: versioned (SQLite: PRAGMA user_version, marked with PRAGMA application_id; PostgreSQL: the
+// table cotune_meta in the database's current schema); opening applies missing migrations, and
+// refuses stores written by a newer cotune and files or databases that are not stores.
 #ifndef COTUNE_CORE_STORE_STORE_HPP_
 #define COTUNE_CORE_STORE_STORE_HPP_
 
@@ -26,14 +36,16 @@
 #include <stdexcept>
 #include <string>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 namespace cotune::core {
 
 inline constexpr const char* kDefaultStorePath = "cotune.db";
 
-// A store that cannot be opened or used: not a store, too new, corrupt, locked for too long, or a
-// disk error. The message names the file.
+// A store that cannot be opened or used: not a store, too new, corrupt, locked for too long, a
+// disk error, or a server that cannot be reached or refuses the login. The message names the store
+// (a URL with its password redacted).
 class StoreError : public std::runtime_error {
  public:
   explicit StoreError(const std::string& message) : std::runtime_error(message) {}
@@ -43,20 +55,22 @@ class Store {
  public:
   enum class Sync { kFull, kNormal };
   struct Options {
-    bool create = true;            // create the file when missing (else a StoreError)
-    Sync sync = Sync::kFull;        // see the durability note above
-    double busy_timeout_s = 60.0;  // how long a write waits for another process's lock
+    bool create = true;            // create the file (the tables of a database) when missing, else a StoreError
+    Sync sync = Sync::kFull;        // SQLite: see the durability note above
+    double busy_timeout_s = 60.0;  // how long a write waits for another process's lock (or retries)
   };
 
-  // Opens (or creates) the store at `path` and brings its schema up to date.
-  explicit Store(const std::string& path) : Store(path, Options{}) {}
-  Store(const std::string& path, const Options& options);
+  // Opens (or creates) the store at `location`, a file path or a postgresql:// URL, and brings its
+  // schema up to date.
+  explicit Store(const std::string& location) : Store(location, Options{}) {}
+  Store(const std::string& location, const Options& options);
   ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 
+  // The store's name for messages and listings: the file path, or the URL with its password redacted.
   const std::string& path() const { return path_; }
-  // The schema version this cotune writes, and the one of this file (equal after opening).
+  // The schema version this cotune writes, and the one of this store (equal after opening).
   static int latest_schema_version();
   int schema_version();
 
@@ -113,10 +127,23 @@ class Store {
                                               const std::vector<TrialStatus>& statuses = {TrialStatus::kOk});
   // Adds rows in one transaction. A row whose (workload key, space, source, row number) is already
   // there is counted as a duplicate and left alone, so re-importing a file changes nothing.
-  ImportCounts import_history(const std::vector<HistoryRow>& rows);
+  // With ImportTime::kKeep the rows keep their imported_at (a copy of another store's history).
+  ImportCounts import_history(const std::vector<HistoryRow>& rows, ImportTime time = ImportTime::kNow);
   // Everything known about a workload: its imported history, then the finished trials of every
   // study with that workload key (source "study:<name>", row number = seq).
   std::vector<HistoryRow> export_history(const std::string& workload_key, const std::string& space);
+  // Every (workload key, space) with imported history or a study, ordered.
+  std::vector<std::pair<std::string, std::string>> workloads();
+
+  // --- copies between stores (store_copy.hpp)
+  // The study with its trials and saved state, read in one snapshot; a StoreError for an unknown id.
+  StudyDump dump_study(std::int64_t study_id);
+  // Writes a study read from another store, in one transaction: a new study with every trial as it
+  // was (times, attempts, status, the recommendation and the saved state), or, when a study of that
+  // name and study hash is here already, the dump's trials whose configuration it lacks. A study of
+  // that name with another study hash is a UserError and changes nothing. Restoring the same dump
+  // again changes nothing.
+  StudyRestoreCounts restore_study(const StudyDump& dump);
 
  private:
   struct Impl;

@@ -139,6 +139,25 @@ struct ImportCounts {
   std::int64_t duplicates = 0;  // rows of the same source and row number already imported
 };
 
+// Whether imported history rows get the time of the import (a new import) or keep theirs (a copy
+// of another store's history).
+enum class ImportTime { kNow, kKeep };
+
+// A study with all that a copy to another store takes: its record, its trials (ordered by seq) and
+// its saved searcher and predictor state. Ids are those of the store it was read from.
+struct StudyDump {
+  StudyRecord study;
+  std::vector<TrialRecord> trials;
+  std::optional<std::vector<std::uint8_t>> searcher_state;
+  std::optional<std::vector<std::uint8_t>> predictor_state;
+};
+
+// What restoring a dump did: created the study, or added trials to the one already there.
+struct StudyRestoreCounts {
+  bool created = false;
+  std::int64_t trials_added = 0;
+};
+
 }  // namespace cotune::core
 
 #endif  // COTUNE_CORE_STORE_STORE_RECORDS_HPP_

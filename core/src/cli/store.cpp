@@ -1,0 +1,76 @@
+// `cotune store copy SRC DST`: copies the studies and history of one store into another (SQLite
+// files and PostgreSQL databases, either way), idempotently (store_copy.hpp).
+#include <cotune/core/errors.hpp>
+#include <cotune/core/store/store.hpp>
+#include <cotune/core/store/store_copy.hpp>
+
+#include <boost/program_options.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli/command.hpp"
+
+namespace cotune::cli {
+namespace {
+namespace po = boost::program_options;
+using namespace cotune::core;
+
+constexpr const char* kUsage = "usage: cotune store copy SRC DST";
+
+int copy(const std::string& from, const std::string& to) {
+  Store::Options source_options;
+  source_options.create = false;  // a mistyped source is an error, not a new empty store
+  Store source(from, source_options);
+  Store destination(to);
+  StoreCopyCounts c = copy_store(source, destination);
+  std::printf("copied %s -> %s: studies %lld new, %lld with trials added, %lld already there; %lld trials added; "
+              "history rows %lld new, %lld already there\n",
+              source.path().c_str(), destination.path().c_str(), static_cast<long long>(c.studies_created),
+              static_cast<long long>(c.studies_updated), static_cast<long long>(c.studies_unchanged),
+              static_cast<long long>(c.trials_added), static_cast<long long>(c.history.inserted),
+              static_cast<long long>(c.history.duplicates));
+  return 0;
+}
+
+int run(int argc, char** argv) {
+  po::options_description opts("cotune store copy SRC DST");
+  opts.add_options()("help,h", "show this help");
+  po::options_description hidden;
+  std::vector<std::string> words;
+  hidden.add_options()("words", po::value(&words));
+  po::options_description all;
+  all.add(opts).add(hidden);
+  po::positional_options_description pos;
+  pos.add("words", -1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UserError(e.what());
+  }
+  if (vm.count("help")) {
+    std::cout << kUsage << "\n\n"
+              << "Copies every study (its trials, searcher and predictor state, recommended trial) and all\n"
+                 "imported history from the store SRC into the store DST. Each is an SQLite file or a\n"
+                 "PostgreSQL URL (postgresql://user@host:port/dbname). Running it again changes nothing;\n"
+                 "a study DST already holds gets only the trials it lacks. A study of the same name with a\n"
+                 "different study file in DST stops the copy before anything is written. Each study is\n"
+                 "copied in one transaction.\n\n"
+              << opts;
+    return 0;
+  }
+  if (words.empty()) throw UserError(kUsage);
+  if (words[0] != "copy") throw UserError("cotune store: unknown action '" + words[0] + "' (" + kUsage + ")");
+  if (words.size() != 3) throw UserError(kUsage);
+  return copy(words[1], words[2]);
+}
+
+}  // namespace
+
+COTUNE_COMMAND("store", "copy studies and history between stores (SQLite, PostgreSQL): store copy SRC DST", run);
+
+}  // namespace cotune::cli
