@@ -114,7 +114,7 @@ TEST_F(PostgresStore, ANewStoreIsMarkedAndVersionedInCotuneMeta) {
             std::to_string(Store::latest_schema_version()));
   EXPECT_EQ(raw_text("SELECT string_agg(table_name, ',' ORDER BY table_name) FROM information_schema.tables "
                      "WHERE table_schema = 'public'"),
-            "cotune_meta,history,studies,trials");
+            "cotune_meta,history,studies,study_workers,trials");
   Store again(url_);  // reopening migrates nothing
   EXPECT_EQ(again.schema_version(), Store::latest_schema_version());
 }

@@ -130,7 +130,7 @@ TEST_F(SqliteStoreTest, NewStoreIsWalWithTheLatestSchemaAndOurApplicationId) {
   EXPECT_EQ(raw_query("PRAGMA application_id"), std::to_string(schema::kApplicationId));
   EXPECT_EQ(raw_query("PRAGMA user_version"), std::to_string(Store::latest_schema_version()));
   EXPECT_EQ(raw_query("SELECT group_concat(name) FROM (SELECT name FROM sqlite_master WHERE type='table' ORDER BY name)"),
-            "history,studies,trials");
+            "history,studies,study_workers,trials");
 }
 
 TEST_P(StoreTest, ReopeningKeepsTheSchemaAndData) {
@@ -230,6 +230,27 @@ TEST_F(SqliteStoreTest, AddingAMigrationStepUpgradesOldFilesOnce) {
   EXPECT_EQ(raw_query("SELECT note FROM studies WHERE id = " + std::to_string(id)), "none");
   // This cotune's schema is now older than the file's.
   EXPECT_THROW(Store store(path_), StoreError);
+}
+
+TEST_F(SqliteStoreTest, AVersion3StoreMigratesAndItsTrialsInFlightAreOrphansForWorkers) {
+  std::vector<schema::Migration> steps(schema::migrations().begin(), schema::migrations().begin() + 3);
+  {
+    sqlite::Database db(path_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+    schema::migrate(db, steps);
+  }
+  raw_query("INSERT INTO studies (name, study_json, study_hash, workload_key, space, objective_json, direction, "
+            "environment_json, status, created_at, updated_at) VALUES ('old', '{}', 'h', 'w', 'llm', '[]', "
+            "'maximize', '{}', 'stopped', 0, 0);"
+            "INSERT INTO trials (study_id, seq, config_key, config_json, status, executor, created_at) "
+            "VALUES (1, 1, 'k', '{}', 'running', 'sim', 0)");
+  Store store(path_);
+  EXPECT_EQ(raw_query("PRAGMA user_version"), std::to_string(Store::latest_schema_version()));
+  EXPECT_EQ(raw_query("SELECT count(*) FROM study_workers"), "0");
+  const StudyLease me{"host-a", 1, 0};
+  ASSERT_FALSE(store.join_study(1, me, [](const StudyLease&) { return true; }));
+  std::vector<TrialRecord> taken = store.claim_orphans(1, me, [](const StudyLease&) { return true; });
+  ASSERT_EQ(taken.size(), 1u);
+  EXPECT_EQ(raw_query("SELECT claim_host || ':' || claim_pid FROM trials"), "host-a:1");
 }
 
 TEST_F(SqliteStoreTest, AFailedMigrationStepLeavesTheFileAtItsVersion) {
@@ -788,6 +809,90 @@ TEST_P(StoreTest, OtherStudiesOfTheSameWorkloadAreHistoryAndExportHasEverything)
   Store other((fs::path(dir_) / "other.db").string());
   EXPECT_EQ(other.import_history(exported).inserted, 4);
   EXPECT_EQ(other.history_for(first.workload_key, "llm").size(), 4u);
+}
+
+// ---------------------------------------------------------------- workers sharing a study
+
+TEST_P(StoreTest, WorkersAndThePlainRunsLeaseExcludeEachOther) {
+  Store store(path_);
+  const std::int64_t id = store.create_study(study_named("s")).id;
+  auto alive = [](const StudyLease&) { return true; };
+  auto gone = [](const StudyLease&) { return false; };
+  const StudyLease a{"host-a", 1, 0}, b{"host-b", 2, 0}, plain{"host-p", 3, 0};
+  EXPECT_FALSE(store.join_study(id, a, alive));
+  EXPECT_FALSE(store.join_study(id, b, alive));
+  EXPECT_EQ(store.study_workers(id).size(), 2u);
+  // A plain run is refused while a worker lives, and named it.
+  std::optional<StudyLease> holder = store.take_study_lease(id, plain, alive);
+  ASSERT_TRUE(holder);
+  EXPECT_TRUE(holder->host == "host-a" || holder->host == "host-b");
+  store.leave_study(id, a);
+  store.leave_study(id, b);
+  EXPECT_TRUE(store.study_workers(id).empty());
+  EXPECT_FALSE(store.take_study_lease(id, plain, alive));
+  // A worker is refused while the plain run holds the study ...
+  holder = store.join_study(id, a, alive);
+  ASSERT_TRUE(holder);
+  EXPECT_EQ(holder->host, "host-p");
+  EXPECT_EQ(holder->pid, 3);
+  EXPECT_TRUE(store.study_workers(id).empty());
+  // ... and joins once it is gone; a worker judged gone no longer keeps a plain run out.
+  EXPECT_FALSE(store.join_study(id, a, gone));
+  EXPECT_FALSE(store.take_study_lease(id, plain, gone));
+  EXPECT_TRUE(store.study_workers(id).empty()) << "the gone worker's row is removed";
+}
+
+TEST_P(StoreTest, ClaimedTrialsStopAtTheBudgetLimitCountingThoseInFlight) {
+  Store store(path_);
+  const std::int64_t id = store.create_study(study_named("s")).id;
+  const StudyLease a{"host-a", 1, 0};
+  ClaimedTrial first = store.add_claimed_trial(id, trial_for(1), a, 3);
+  ASSERT_TRUE(first.id);
+  store.finish_trial(first.id->id, ok_with(1));
+  ClaimedTrial cancelled = store.add_claimed_trial(id, trial_for(2), a, 3);
+  ASSERT_TRUE(cancelled.id);
+  TrialOutcome c;
+  c.status = TrialStatus::kCancelled;
+  store.finish_trial(cancelled.id->id, c);  // measured nothing: does not count
+  EXPECT_TRUE(store.add_claimed_trial(id, trial_for(3), a, 3).id);
+  EXPECT_TRUE(store.add_claimed_trial(id, trial_for(4), a, 3).id);  // 1 counted + 2 in flight
+  ClaimedTrial full = store.add_claimed_trial(id, trial_for(5), a, 3);
+  EXPECT_FALSE(full.id);
+  EXPECT_TRUE(full.budget_full);
+  ClaimedTrial again = store.add_claimed_trial(id, trial_for(1), a, std::nullopt);
+  EXPECT_FALSE(again.id);
+  EXPECT_FALSE(again.budget_full) << "a configuration already there";
+  EXPECT_TRUE(store.add_claimed_trial(id, trial_for(5), a, std::nullopt).id);
+  EXPECT_EQ(store.trials_from_seq(id, 4).size(), 2u);
+}
+
+TEST_P(StoreTest, TheTrialsOfAGoneWorkerAreClaimedOnce) {
+  Store store(path_);
+  const std::int64_t id = store.create_study(study_named("s")).id;
+  const StudyLease a{"host-a", 1, 0}, b{"host-b", 2, 0}, c{"host-c", 3, 0};
+  auto alive = [](const StudyLease&) { return true; };
+  ASSERT_FALSE(store.join_study(id, a, alive));
+  ASSERT_FALSE(store.join_study(id, b, alive));
+  ASSERT_FALSE(store.join_study(id, c, alive));
+  const TrialId a1 = *store.add_claimed_trial(id, trial_for(1), a, std::nullopt).id;
+  const TrialId a2 = *store.add_claimed_trial(id, trial_for(2), a, std::nullopt).id;
+  const TrialId b1 = *store.add_claimed_trial(id, trial_for(3), b, std::nullopt).id;
+  store.finish_trial(a2.id, ok_with(2));
+  // Every worker alive: nothing to take over.
+  EXPECT_TRUE(store.claim_orphans(id, c, alive).empty());
+  // a is gone: c takes its trial in flight (not the finished one, not b's), then nobody else can.
+  auto all_but_a = [](const StudyLease& w) { return w.host != "host-a"; };
+  std::vector<TrialRecord> taken = store.claim_orphans(id, c, all_but_a);
+  ASSERT_EQ(taken.size(), 1u);
+  EXPECT_EQ(taken[0].id, a1.id);
+  EXPECT_TRUE(store.claim_orphans(id, b, all_but_a).empty());
+  EXPECT_EQ(store.study_workers(id).size(), 2u) << "a's row is removed";
+  // Trials without a claim (an earlier plain run's) are orphans too.
+  ASSERT_TRUE(store.add_trial(id, trial_for(4)));
+  taken = store.claim_orphans(id, b, alive);
+  ASSERT_EQ(taken.size(), 1u);
+  EXPECT_EQ(taken[0].seq, 4);
+  (void)b1;
 }
 
 }  // namespace

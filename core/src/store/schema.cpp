@@ -86,6 +86,21 @@ ALTER TABLE studies ADD COLUMN lease_pid INTEGER;
 ALTER TABLE studies ADD COLUMN lease_heartbeat REAL;
 )sql";
 
+// Version 4: several `cotune run --worker` on one study. Each live worker has a row (its host, pid
+// and heartbeat); a trial in flight names the worker that claimed it, so that the others know what
+// to take over when that worker is gone.
+const char* const kVersion4 = R"sql(
+CREATE TABLE study_workers (
+  study_id  INTEGER NOT NULL REFERENCES studies (id) ON DELETE CASCADE,
+  host      TEXT NOT NULL,
+  pid       INTEGER NOT NULL,
+  heartbeat REAL NOT NULL,
+  PRIMARY KEY (study_id, host, pid)
+);
+ALTER TABLE trials ADD COLUMN claim_host TEXT;
+ALTER TABLE trials ADD COLUMN claim_pid INTEGER;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
@@ -93,6 +108,7 @@ const std::vector<Migration>& migrations() {
       {1, "studies, trials and imported history", kVersion1},
       {2, "the recommended trial of a study", kVersion2},
       {3, "the run that holds a study", kVersion3},
+      {4, "the workers of a study and their claims", kVersion4},
   };
   return steps;
 }

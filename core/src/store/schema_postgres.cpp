@@ -88,6 +88,18 @@ ALTER TABLE studies ADD COLUMN lease_pid BIGINT;
 ALTER TABLE studies ADD COLUMN lease_heartbeat DOUBLE PRECISION;
 )sql";
 
+const char* const kVersion4 = R"sql(
+CREATE TABLE study_workers (
+  study_id  BIGINT NOT NULL REFERENCES studies (id) ON DELETE CASCADE,
+  host      TEXT NOT NULL,
+  pid       BIGINT NOT NULL,
+  heartbeat DOUBLE PRECISION NOT NULL,
+  PRIMARY KEY (study_id, host, pid)
+);
+ALTER TABLE trials ADD COLUMN claim_host TEXT;
+ALTER TABLE trials ADD COLUMN claim_pid BIGINT;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& postgres_migrations() {
@@ -95,6 +107,7 @@ const std::vector<Migration>& postgres_migrations() {
       {1, "studies, trials and imported history", kVersion1},
       {2, "the recommended trial of a study", kVersion2},
       {3, "the run that holds a study", kVersion3},
+      {4, "the workers of a study and their claims", kVersion4},
   };
   return steps;
 }

@@ -236,6 +236,11 @@ std::optional<StudyLease> Store::take_study_lease(std::int64_t study_id, const S
         return;
       }
     }
+    // Workers share the study (join_study): a plain run waits until none is left.
+    if (auto worker = store_detail::live_worker(impl_->db, study_id, holds)) {
+      held = worker;
+      return;
+    }
     auto u = impl_->db.prepare(
         "UPDATE studies SET lease_host = ?1, lease_pid = ?2, lease_heartbeat = ?3 WHERE id = ?4");
     u->bind(1, me.host);

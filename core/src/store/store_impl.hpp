@@ -90,6 +90,11 @@ auto run_transaction(Connection& impl, std::optional<sql::Access> access, F& bod
 // numbering a trial with the same seq). On SQLite, BEGIN IMMEDIATE already does that.
 bool claim_study(sql::Connection& db, std::int64_t study_id);
 
+// The first registered worker of the study that `holds` accepts; the rows of the others (gone) are
+// removed. Inside a write transaction.
+std::optional<StudyLease> live_worker(sql::Connection& db, std::int64_t study_id,
+                                      const std::function<bool(const StudyLease&)>& holds);
+
 // Column list and reader of a trial row, kept together so that they cannot drift apart.
 #define COTUNE_TRIAL_COLUMNS                                                                      \
   "id, study_id, seq, config_key, config_json, status, metrics_json, objective, predicted, "      \

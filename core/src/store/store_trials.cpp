@@ -69,46 +69,94 @@ std::vector<TrialRecord> collect_trials(sql::Statement& q, const std::string& pa
 
 }  // namespace
 
-std::optional<TrialId> Store::add_trial(std::int64_t study_id, const NewTrial& n) {
+namespace {
+
+// The insert of add_trial and add_claimed_trial, inside their transaction (the study is claimed):
+// nullopt when the study already has this configuration.
+std::optional<TrialId> insert_trial(sql::Connection& db, std::int64_t study_id, const NewTrial& n,
+                                    const StudyLease* claim) {
+  {
+    auto seen = db.prepare("SELECT 1 FROM trials WHERE study_id = ?1 AND config_key = ?2");
+    seen->bind(1, study_id);
+    seen->bind(2, n.config_key);
+    if (seen->step()) return std::nullopt;
+  }
+  std::int64_t seq;
+  {
+    auto next = db.prepare("SELECT COALESCE(MAX(seq), 0) + 1 FROM trials WHERE study_id = ?1");
+    next->bind(1, study_id);
+    next->step();
+    seq = next->int64(0);
+  }
+  double now = now_seconds();
+  bool running = n.status == TrialStatus::kRunning;
+  auto insert = db.prepare(
+      "INSERT INTO trials (study_id, seq, config_key, config_json, status, predicted, executor, attempts, "
+      "created_at, started_at, fingerprint_json, claim_host, claim_pid) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
+      "?9, ?10, ?11, ?12, ?13) RETURNING id");
+  insert->bind(1, study_id);
+  insert->bind(2, seq);
+  insert->bind(3, n.config_key);
+  insert->bind(4, n.config_json);
+  insert->bind(5, to_string(n.status));
+  insert->bind(6, n.predicted);
+  insert->bind(7, n.executor);
+  insert->bind(8, std::int64_t{running ? 1 : 0});
+  insert->bind(9, now);
+  insert->bind(10, running ? std::optional<double>(now) : std::nullopt);
+  insert->bind(11, n.fingerprint_json);
+  if (claim != nullptr) {
+    insert->bind(12, claim->host);
+    insert->bind(13, claim->pid);
+  } else {
+    insert->bind_null(12);
+    insert->bind_null(13);
+  }
+  insert->step();
+  return TrialId{insert->int64(0), seq};
+}
+
+void check_new_trial(const NewTrial& n) {
   if (is_finished(n.status))
     throw std::invalid_argument("Store::add_trial: a new trial is pending or running, not '" +
                                 std::string(to_string(n.status)) + "'");
+}
+
+}  // namespace
+
+std::optional<TrialId> Store::add_trial(std::int64_t study_id, const NewTrial& n) {
+  check_new_trial(n);
   return write([&]() -> std::optional<TrialId> {
     sql::Connection& db = impl_->db;
     if (!store_detail::claim_study(db, study_id))
       throw StoreError("store " + path_ + ": no study with id " + std::to_string(study_id));
-    {
-      auto seen = db.prepare("SELECT 1 FROM trials WHERE study_id = ?1 AND config_key = ?2");
-      seen->bind(1, study_id);
-      seen->bind(2, n.config_key);
-      if (seen->step()) return std::nullopt;
+    return insert_trial(db, study_id, n, nullptr);
+  });
+}
+
+ClaimedTrial Store::add_claimed_trial(std::int64_t study_id, const NewTrial& n, const StudyLease& claim,
+                                      std::optional<std::int64_t> limit) {
+  check_new_trial(n);
+  return write([&]() -> ClaimedTrial {
+    sql::Connection& db = impl_->db;
+    if (!store_detail::claim_study(db, study_id))
+      throw StoreError("store " + path_ + ": no study with id " + std::to_string(study_id));
+    ClaimedTrial out;
+    if (limit) {
+      // Counted (ok, failed, oom, timeout) and in flight: what the budget has given out. The study's
+      // row is claimed above, so no other worker adds a trial between this count and the insert.
+      auto q = db.prepare(
+          "SELECT COUNT(*) FROM trials WHERE study_id = ?1 AND status IN ('ok', 'failed', 'oom', 'timeout', "
+          "'pending', 'running')");
+      q->bind(1, study_id);
+      q->step();
+      if (q->int64(0) >= *limit) {
+        out.budget_full = true;
+        return out;
+      }
     }
-    std::int64_t seq;
-    {
-      auto next = db.prepare("SELECT COALESCE(MAX(seq), 0) + 1 FROM trials WHERE study_id = ?1");
-      next->bind(1, study_id);
-      next->step();
-      seq = next->int64(0);
-    }
-    double now = now_seconds();
-    bool running = n.status == TrialStatus::kRunning;
-    auto insert = db.prepare(
-        "INSERT INTO trials (study_id, seq, config_key, config_json, status, predicted, executor, attempts, "
-        "created_at, started_at, fingerprint_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) "
-        "RETURNING id");
-    insert->bind(1, study_id);
-    insert->bind(2, seq);
-    insert->bind(3, n.config_key);
-    insert->bind(4, n.config_json);
-    insert->bind(5, to_string(n.status));
-    insert->bind(6, n.predicted);
-    insert->bind(7, n.executor);
-    insert->bind(8, std::int64_t{running ? 1 : 0});
-    insert->bind(9, now);
-    insert->bind(10, running ? std::optional<double>(now) : std::nullopt);
-    insert->bind(11, n.fingerprint_json);
-    insert->step();
-    return TrialId{insert->int64(0), seq};
+    out.id = insert_trial(db, study_id, n, &claim);
+    return out;
   });
 }
 
@@ -219,6 +267,16 @@ std::unordered_set<std::string> Store::seen_config_keys(std::int64_t study_id) {
     std::unordered_set<std::string> keys;
     while (q->step()) keys.insert(q->text(0));
     return keys;
+  });
+}
+
+std::vector<TrialRecord> Store::trials_from_seq(std::int64_t study_id, std::int64_t from_seq) {
+  return read([&] {
+    auto q = impl_->db.prepare("SELECT " COTUNE_TRIAL_COLUMNS " FROM trials WHERE study_id = ?1 AND seq >= ?2 "
+                               "ORDER BY seq");
+    q->bind(1, study_id);
+    q->bind(2, from_seq);
+    return collect_trials(*q, path_);
   });
 }
 

@@ -97,6 +97,27 @@ class Store {
   void renew_study_lease(std::int64_t study_id, const StudyLease& me);
   // Gives the study back, if `me` holds it.
   void release_study_lease(std::int64_t study_id, const StudyLease& me);
+
+  // Workers: several `cotune run --worker` processes share one study instead of one holding it
+  // alone. join_study registers `me` (or renews its heartbeat) unless the exclusive lease is held by
+  // someone `holds` says still holds it: that holder is returned then and nothing changes. Likewise
+  // take_study_lease refuses (returns the worker) while a worker that `holds` accepts is registered;
+  // the rows of workers it finds gone are removed. Each is one transaction.
+  std::optional<StudyLease> join_study(std::int64_t study_id, const StudyLease& me,
+                                       const std::function<bool(const StudyLease& holder)>& holds);
+  void renew_worker(std::int64_t study_id, const StudyLease& me);  // heartbeat (re-registers when gone)
+  void leave_study(std::int64_t study_id, const StudyLease& me);
+  std::vector<StudyLease> study_workers(std::int64_t study_id);  // registered, live or not
+  // Records a trial claimed by the worker `claim`, in one transaction, when the study lacks this
+  // configuration and, with a `limit`, while the trials that count against the budget plus those in
+  // flight are fewer than `limit` (so that workers together never start more than the trial budget).
+  ClaimedTrial add_claimed_trial(std::int64_t study_id, const NewTrial& trial, const StudyLease& claim,
+                                 std::optional<std::int64_t> limit);
+  // The trials in flight whose claimant is not a registered worker that `holds` accepts (or that no
+  // worker claimed: an earlier plain run's), claimed for `me` and returned, ordered by seq. Removes
+  // the rows of workers found gone. One transaction: two workers never take over the same trial.
+  std::vector<TrialRecord> claim_orphans(std::int64_t study_id, const StudyLease& me,
+                                         const std::function<bool(const StudyLease& worker)>& holds);
   // Opaque state blobs, so that a study resumes where it stopped. Empty optional: never saved.
   void save_searcher_state(std::int64_t study_id, const std::vector<std::uint8_t>& state);
   std::optional<std::vector<std::uint8_t>> load_searcher_state(std::int64_t study_id);
@@ -117,6 +138,8 @@ class Store {
   std::optional<TrialRecord> best_trial(std::int64_t study_id);  // ok trial with the best objective
   std::unordered_set<std::string> seen_config_keys(std::int64_t study_id);
   std::int64_t trial_count(std::int64_t study_id);
+  // The trials numbered `from_seq` or later, ordered by seq: what a worker reads of the others' work.
+  std::vector<TrialRecord> trials_from_seq(std::int64_t study_id, std::int64_t from_seq);
 
   // --- history
   // Imported runs of earlier jobs for this workload (ordered by import, then source and row).

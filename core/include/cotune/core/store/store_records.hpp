@@ -120,6 +120,13 @@ struct TrialId {
   std::int64_t seq = 0;
 };
 
+// What Store::add_claimed_trial did: `id` when it recorded the trial; none when the configuration
+// is there already or, with `budget_full`, when the trial budget is taken by other trials.
+struct ClaimedTrial {
+  std::optional<TrialId> id;
+  bool budget_full = false;
+};
+
 // One run of an earlier job: imported from a log, or exported from the trials of a study.
 struct HistoryRow {
   std::int64_t id = 0;  // 0 for rows not (yet) in the history table
