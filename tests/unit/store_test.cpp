@@ -885,6 +885,9 @@ TEST_P(StoreTest, TheTrialsOfAGoneWorkerAreClaimedOnce) {
   std::vector<TrialRecord> taken = store.claim_orphans(id, c, all_but_a);
   ASSERT_EQ(taken.size(), 1u);
   EXPECT_EQ(taken[0].id, a1.id);
+  EXPECT_EQ(store.trial(a1.id)->claim_host, "host-c");
+  EXPECT_EQ(store.trial(a1.id)->claim_pid, 3);
+  EXPECT_EQ(store.trial(b1.id)->claim_host, "host-b");
   EXPECT_TRUE(store.claim_orphans(id, b, all_but_a).empty());
   EXPECT_EQ(store.study_workers(id).size(), 2u) << "a's row is removed";
   // Trials without a claim (an earlier plain run's) are orphans too.
@@ -892,7 +895,6 @@ TEST_P(StoreTest, TheTrialsOfAGoneWorkerAreClaimedOnce) {
   taken = store.claim_orphans(id, b, alive);
   ASSERT_EQ(taken.size(), 1u);
   EXPECT_EQ(taken[0].seq, 4);
-  (void)b1;
 }
 
 }  // namespace

@@ -99,7 +99,7 @@ std::optional<StudyLease> live_worker(sql::Connection& db, std::int64_t study_id
 #define COTUNE_TRIAL_COLUMNS                                                                      \
   "id, study_id, seq, config_key, config_json, status, metrics_json, objective, predicted, "      \
   "executor, external_id, attempts, error, log_path, created_at, started_at, finished_at, "       \
-  "fingerprint_json"
+  "fingerprint_json, claim_host, claim_pid"
 TrialRecord read_trial(const sql::Statement& row, const std::string& path);
 
 #define COTUNE_STUDY_COLUMNS                                                                      \

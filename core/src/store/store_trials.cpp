@@ -42,6 +42,8 @@ TrialRecord read_trial(const sql::Statement& row, const std::string& path) {
   t.started_at = row.opt_real(15);
   t.finished_at = row.opt_real(16);
   t.fingerprint_json = row.opt_text(17);
+  t.claim_host = row.opt_text(18);
+  t.claim_pid = row.opt_int64(19);
   return t;
 }
 

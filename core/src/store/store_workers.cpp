@@ -129,15 +129,18 @@ std::vector<TrialRecord> Store::claim_orphans(std::int64_t study_id, const Study
     }
     std::vector<TrialRecord> orphans;
     {
-      auto q = db.prepare("SELECT " COTUNE_TRIAL_COLUMNS ", claim_host, claim_pid FROM trials WHERE study_id = ?1 "
+      auto q = db.prepare("SELECT " COTUNE_TRIAL_COLUMNS " FROM trials WHERE study_id = ?1 "
                           "AND status IN ('pending', 'running') ORDER BY seq");
       q->bind(1, study_id);
       while (q->step()) {
-        if (!q->is_null(18) && !q->is_null(19)) {
-          auto it = live.find({q->text(18), q->int64(19)});
+        TrialRecord t = read_trial(*q, path_);
+        if (t.claim_host && t.claim_pid) {
+          auto it = live.find({*t.claim_host, *t.claim_pid});
           if (it != live.end() && it->second) continue;
         }
-        orphans.push_back(read_trial(*q, path_));
+        t.claim_host = me.host;
+        t.claim_pid = me.pid;
+        orphans.push_back(std::move(t));
       }
     }
     // Claimed in this transaction, which holds the study (claim_study): no other worker changes

@@ -112,6 +112,9 @@ struct TrialRecord {
   std::optional<double> started_at;
   std::optional<double> finished_at;
   std::optional<std::string> fingerprint_json;
+  // The worker (`cotune run --worker`) that claimed it, host and pid; none for a plain run's trial.
+  std::optional<std::string> claim_host;
+  std::optional<std::int64_t> claim_pid;
 };
 
 // The id and the per-study sequence number of a newly added trial.
