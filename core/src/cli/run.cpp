@@ -1,5 +1,6 @@
-// `cotune run STUDY.json [--store FILE] [--quiet]`: runs a study (or resumes it) to the end of its
-// budget, then prints the best configurations. Ctrl-C (SIGINT) or SIGTERM stops it cleanly (exit
+// `cotune run STUDY.json [--store FILE] [--worker] [--quiet]`: runs a study (or resumes it) to the
+// end of its budget, then prints the best configurations; with --worker, shares it with the other
+// workers on it. Ctrl-C (SIGINT) or SIGTERM stops it cleanly (exit
 // 130); running the same command again resumes it.
 #include <cotune/core/abi/call_watch.hpp>
 #include <cotune/core/errors.hpp>
@@ -224,6 +225,9 @@ int run(int argc, char** argv) {
   opts.add_options()("help,h", "show this help")("store", po::value(&store_path),
                                                   kStoreHelp)(
       "quiet,q", "no progress output, only the final table")(
+      "worker", "join the other workers on the study instead of holding it alone: several `cotune run --worker` "
+                "(on this host or others sharing a postgresql:// store) each claim and run trials, learn from "
+                "each other's, take over those of a worker that dies, and stop together at the budget")(
       "json", "at the end, write the run's outcome and the study as one JSON document instead of the table "
               "(docs/show-json.md); progress still goes to stderr");
   po::options_description hidden;
@@ -246,10 +250,12 @@ int run(int argc, char** argv) {
                  "configuration the predictor's denoised estimate ranks best. On a terminal a live\n"
                  "line shows the progress; otherwise one line per finished trial.\n"
                  "Ctrl-C stops cleanly (exit 130); the same command resumes the study. A plugin call\n"
-                 "past its deadline (\"deadlines\" in the study file) stops it with exit 3.\n";
+                 "past its deadline (\"deadlines\" in the study file) stops it with exit 3.\n"
+                 "One plain run holds a study at a time; with --worker any number share it (docs/store.md),\n"
+                 "and a plain run is refused while workers are live.\n";
     return 0;
   }
-  if (study_path.empty()) throw UserError("usage: cotune run STUDY.json [--store FILE] [--quiet] [--json]");
+  if (study_path.empty()) throw UserError("usage: cotune run STUDY.json [--store FILE] [--worker] [--quiet] [--json]");
 
   StudySpec spec = load_study_file(study_path);
   CallWatch::set_deadlines(spec.deadlines);
@@ -258,6 +264,7 @@ int run(int argc, char** argv) {
   options.display = vm.count("quiet")               ? RunOptions::Display::kQuiet
                     : isatty(fileno(stderr)) != 0 ? RunOptions::Display::kLive
                                                     : RunOptions::Display::kLines;
+  options.worker = vm.count("worker") > 0;
   options.stop = &g_stop_requests;
   options.heartbeat = &g_loop_heartbeat;
   RunResult result;

@@ -90,12 +90,25 @@ class StudyRun {
   // One run per study (Store::take_study_lease): refused with who holds it; a holder whose pid is
   // gone on this host, or whose heartbeat stopped, is taken over.
   void take_lease();
-  void renew_lease();  // at most every kLeaseRenewEvery
+  void renew_lease();  // at most every kLeaseRenewEvery (a worker: its heartbeat)
   void release_lease() noexcept;
+  // Whether the lease or worker `holder` still works on the study: its pid alive on this host, a
+  // recent heartbeat elsewhere.
+  bool holds(const StudyLease& holder) const;
   void restore();
   void restore_history();
   void restore_searcher(const std::vector<TrialRecord>& finished, const std::vector<double>& configs);
   void add_training(const double* config, const std::string& metrics_json, const TrainingRowOrigin& origin = {});
+
+  // worker mode (study_run_worker.cpp)
+  void join_study();  // instead of take_lease: refused with who holds the study alone
+  // The trials the other workers finished since the last look: to the surrogate, the budget and
+  // the searcher; and every configuration they have in flight into seen_.
+  void sync_others();
+  // The trials in flight of workers that are gone, taken over (at most every kOrphansEvery; now
+  // when `now`): re-attached or queued for resubmission, as resume does.
+  void adopt_orphans(bool now = false);
+  void adopt(TrialRecord& t, std::vector<double> config);  // one trial in flight of an earlier run or worker
 
   // the loop (study_run_loop.cpp)
   void install_observers();
@@ -151,6 +164,14 @@ class StudyRun {
   std::vector<RunningTrial> running_;
   std::deque<RunningTrial> resubmit_;     // interrupted trials waiting for a slot
   std::string best_config_;
+
+  // worker mode
+  bool worker_ = false;
+  std::int64_t sync_from_seq_ = 1;    // every trial before this seq is finished and accounted for
+  std::set<std::int64_t> accounted_;  // ... and these from it on (finished: ours and the others')
+  std::int64_t others_in_flight_ = 0;  // trials in flight at other workers, at the last sync
+  bool budget_full_ = false;           // the last proposal found the trial budget given out
+  std::chrono::steady_clock::time_point orphans_checked_;
 
   StudyLease lease_;  // this run, once it holds the study (pid 0 before)
   std::chrono::steady_clock::time_point lease_renewed_;

@@ -55,6 +55,10 @@ void StudyRun::loop() {
     handle_stop_requests();
     renew_lease();
     const size_t finished = poll_round();
+    if (worker_ && !stopping_ && !done_) {
+      adopt_orphans();
+      sync_others();
+    }
     const double elapsed = elapsed_s();
     if (!stopping_ && !done_) check_budget(elapsed);
     const size_t before = running_.size();
@@ -102,6 +106,12 @@ void StudyRun::fill_slots() {
     empty_rounds_ = 0;
     return;
   }
+  // A worker whose budget is in flight at the others waits for them: their trials may fail to
+  // count (and leave budget), or their worker may go (and leave trials to take over).
+  if (worker_ && (budget_full_ || others_in_flight_ > 0)) {
+    empty_rounds_ = 0;
+    return;
+  }
   if (++empty_rounds_ >= kMaxEmptyRounds) {
     done_ = true;
     reason_ = "the searcher has no unmeasured configuration left to propose";
@@ -126,6 +136,7 @@ std::vector<RunningTrial> StudyRun::propose(size_t n) {
   }
 
   std::vector<RunningTrial> fresh;
+  budget_full_ = false;
   for (size_t i = 0; i < got; ++i) {
     const double* config = out.data() + i * p;
     std::string key = space_->key(config);
@@ -146,8 +157,21 @@ std::vector<RunningTrial> StudyRun::propose(size_t n) {
     n.executor = executor_->info().name;
     n.fingerprint_json = fingerprint_json_;
     seen_.insert(key);
-    std::optional<TrialId> id = store_->add_trial(study_.id, n);
-    if (!id) continue;  // the store already has this configuration under another spelling
+    std::optional<TrialId> id;
+    if (worker_) {
+      // Claimed by this worker, and only while the trial budget is not given out (the others'
+      // trials in flight count).
+      ClaimedTrial claimed = store_->add_claimed_trial(study_.id, n, lease_, spec_.budget.trials);
+      if (claimed.budget_full) {
+        seen_.erase(key);
+        budget_full_ = true;
+        break;
+      }
+      id = claimed.id;
+    } else {
+      id = store_->add_trial(study_.id, n);
+    }
+    if (!id) continue;  // the store already has this configuration (another spelling, another worker)
     RunningTrial r;
     r.trial_id = id->id;
     r.seq = id->seq;
@@ -310,6 +334,7 @@ Observation StudyRun::commit(RunningTrial& r, const TrialResult& result) {
   }
   store_->finish_trial(r.trial_id, o);
   ++finished_this_run_;
+  if (worker_) accounted_.insert(r.seq);  // sync_others: ours, counted below
   if (unreported_objective_ >= kMaxUnreportedObjective)
     throw std::runtime_error(std::to_string(kMaxUnreportedObjective) + " trials in a row finished without reporting "
                              "the objective metric '" + unreported + "'; the study stops rather than spend its budget on measurements it cannot use (check what "

@@ -51,6 +51,7 @@ StudyRun::StudyRun(const StudySpec& spec, const RunOptions& options)
       options_(options),
       budget_(spec),
       progress_(options.display_out, progress_mode(options.display)),
+      worker_(options.worker),
       started_(std::chrono::steady_clock::now()) {
   install_observers();
 }
@@ -162,7 +163,11 @@ void StudyRun::load_components() {
         spec_.predictor.name, surrogate_predictor_options(spec_.predictor.options.dump(), spec_.file + ": /predictor/options"));
   });
   searcher_ = made_from_options(spec_, "/searcher/options", [&] {
-    return registry_.make_searcher(spec_.searcher.name, spec_.searcher.options.dump(), *space_, spec_.seed);
+    // Workers starting together would propose the same configurations from the same seed: each
+    // draws from its own (the study's seed mixed with its pid).
+    const std::uint64_t seed = worker_ ? spec_.seed ^ (static_cast<std::uint64_t>(::getpid()) * 0x9E3779B97F4A7C15ULL)
+                                       : spec_.seed;
+    return registry_.make_searcher(spec_.searcher.name, spec_.searcher.options.dump(), *space_, seed);
   });
   capacity_ = static_cast<size_t>(std::max<std::int64_t>(1, std::min<std::int64_t>(spec_.parallel, executor_->capacity())));
   launch_format_ = render_format_code(spec_.format);
@@ -235,15 +240,26 @@ bool alive(std::int64_t pid) { return pid > 0 && (::kill(static_cast<pid_t>(pid)
 
 }  // namespace
 
+bool StudyRun::holds(const StudyLease& holder) const {
+  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  if (now - holder.heartbeat > kLeaseStaleAfterS) return false;
+  return holder.host != host_name() || alive(holder.pid);
+}
+
 void StudyRun::take_lease() {
   const StudyLease me{host_name(), static_cast<std::int64_t>(::getpid()), 0};
-  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  const auto holder = store_->take_study_lease(study_.id, me, [&](const StudyLease& h) {
-    if (now - h.heartbeat > kLeaseStaleAfterS) return false;
-    return h.host != me.host || alive(h.pid);
-  });
+  const auto holder = store_->take_study_lease(study_.id, me, [&](const StudyLease& h) { return holds(h); });
   if (holder) {
+    const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     const double ago = std::max(0.0, now - holder->heartbeat);
+    const std::vector<StudyLease> workers = store_->study_workers(study_.id);
+    const bool worker = std::any_of(workers.begin(), workers.end(), [&](const StudyLease& w) {
+      return w.host == holder->host && w.pid == holder->pid;
+    });
+    if (worker)
+      throw UserError("study '" + spec_.name + "' is being run by workers (pid " + std::to_string(holder->pid) +
+                      " on " + holder->host + ", last heard from " + std::to_string(static_cast<long long>(ago)) +
+                      " s ago); join them with `cotune run --worker`, or wait until they have finished");
     throw UserError("study '" + spec_.name + "' is being run by pid " + std::to_string(holder->pid) + " on " +
                     holder->host + " (last heard from " + std::to_string(static_cast<long long>(ago)) +
                     " s ago); one run works on a study at a time: wait for it or stop it (Ctrl-C; its trials " +
@@ -253,16 +269,32 @@ void StudyRun::take_lease() {
   lease_renewed_ = std::chrono::steady_clock::now();
 }
 
+void StudyRun::join_study() {
+  const StudyLease me{host_name(), static_cast<std::int64_t>(::getpid()), 0};
+  const auto holder = store_->join_study(study_.id, me, [&](const StudyLease& h) { return holds(h); });
+  if (holder) {
+    const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    const double ago = std::max(0.0, now - holder->heartbeat);
+    throw UserError("study '" + spec_.name + "' is being run by pid " + std::to_string(holder->pid) + " on " +
+                    holder->host + " (last heard from " + std::to_string(static_cast<long long>(ago)) +
+                    " s ago), which holds it alone: workers join a study once no plain `cotune run` holds it");
+  }
+  lease_ = me;
+  lease_renewed_ = std::chrono::steady_clock::now();
+}
+
 void StudyRun::renew_lease() {
   if (lease_.pid == 0 || std::chrono::steady_clock::now() - lease_renewed_ < kLeaseRenewEvery) return;
-  store_->renew_study_lease(study_.id, lease_);
+  if (worker_) store_->renew_worker(study_.id, lease_);
+  else store_->renew_study_lease(study_.id, lease_);
   lease_renewed_ = std::chrono::steady_clock::now();
 }
 
 void StudyRun::release_lease() noexcept {
   if (lease_.pid == 0) return;
   try {
-    store_->release_study_lease(study_.id, lease_);
+    if (worker_) store_->leave_study(study_.id, lease_);
+    else store_->release_study_lease(study_.id, lease_);
   } catch (const std::exception&) {
     // the next run takes a lease over once its holder is gone
   }
@@ -285,7 +317,10 @@ void StudyRun::restore() {
   // a million trials spends seconds per pass). Finished records are moved, not copied.
   std::vector<TrialRecord> finished;
   std::vector<double> finished_configs;  // p values per record of `finished`
+  std::optional<std::int64_t> first_in_flight;  // worker mode: where sync_others starts reading
+  std::int64_t last_seq = 0;
   for (TrialRecord& t : trials) {
+    last_seq = t.seq;
     std::vector<double> config;
     try {
       config = space_->parse(t.config_json);
@@ -304,16 +339,18 @@ void StudyRun::restore() {
       finished.push_back(std::move(t));
       continue;
     }
-    RunningTrial r;
-    r.trial_id = t.id;
-    r.seq = t.seq;
-    r.config = std::move(config);
-    r.predicted = t.predicted;
-    if (executor_->can_attach() && t.external_id && !t.external_id->empty()) {
-      if (launch(r, &*t.external_id)) running_.push_back(std::move(r));
-    } else {
-      resubmit_.push_back(std::move(r));
+    // A worker takes over only the trials of workers that are gone (adopt_orphans), and accounts
+    // for the others' trials as they finish (sync_others).
+    if (worker_) {
+      if (!first_in_flight) first_in_flight = t.seq;
+      continue;
     }
+    adopt(t, std::move(config));
+  }
+  if (worker_) {
+    sync_from_seq_ = first_in_flight.value_or(last_seq + 1);
+    for (const TrialRecord& t : finished)
+      if (t.seq >= sync_from_seq_) accounted_.insert(t.seq);
   }
 
   std::vector<TrialRecord>().swap(trials);
@@ -342,6 +379,19 @@ void StudyRun::restore() {
   if (resuming)
     progress_.note("resuming study '" + spec_.name + "': " + std::to_string(finished.size()) + " finished, " +
                    std::to_string(running_.size() + resubmit_.size()) + " to resume");
+}
+
+void StudyRun::adopt(TrialRecord& t, std::vector<double> config) {
+  RunningTrial r;
+  r.trial_id = t.id;
+  r.seq = t.seq;
+  r.config = std::move(config);
+  r.predicted = t.predicted;
+  if (executor_->can_attach() && t.external_id && !t.external_id->empty()) {
+    if (launch(r, &*t.external_id)) running_.push_back(std::move(r));
+  } else {
+    resubmit_.push_back(std::move(r));
+  }
 }
 
 void StudyRun::restore_history() {
@@ -424,18 +474,27 @@ RunResult StudyRun::run() {
       if (counts_against_budget(t.status)) ++result.counted_trials;
     return result;
   }
-  take_lease();
+  if (worker_) join_study();
+  else take_lease();
   store_->set_study_status(study_.id, StudyStatus::kRunning);
   store_->set_study_environment(study_.id, fingerprint_json_);
+  // A worker leaving a study that others still work on leaves its status to them.
+  auto others_working = [&] {
+    if (!worker_) return false;
+    const std::vector<StudyLease> workers = store_->study_workers(study_.id);
+    return std::any_of(workers.begin(), workers.end(), [&](const StudyLease& w) { return holds(w); });
+  };
   try {
     restore();
+    if (worker_) adopt_orphans(true);
     loop();
   } catch (...) {
     release_lease();
     progress_.clear();
-    // Trials in flight keep their "running" record: the next run re-attaches or resubmits them.
+    // Trials in flight keep their "running" record: the next run re-attaches or resubmits them
+    // (another worker takes them over).
     try {
-      store_->set_study_status(study_.id, StudyStatus::kStopped);
+      if (!others_working()) store_->set_study_status(study_.id, StudyStatus::kStopped);
     } catch (const std::exception&) {
       // The original error says more than this one.
     }
@@ -443,7 +502,8 @@ RunResult StudyRun::run() {
   }
   progress_.clear();
   result.status = stopping_ ? StudyStatus::kStopped : StudyStatus::kFinished;
-  store_->set_study_status(study_.id, result.status);
+  if (worker_) release_lease();
+  if (!stopping_ || !others_working()) store_->set_study_status(study_.id, result.status);
   result.reason = reason_;
   result.interrupted = stopping_;
   result.counted_trials = budget_.counted();

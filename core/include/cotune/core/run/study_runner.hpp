@@ -31,6 +31,12 @@ struct RunOptions {
   // Advanced by every round of the study loop: a watchdog that sees it stand still after a stop
   // request knows a plugin call does not return (cotune run then exits; see cli/run.cpp).
   std::atomic<std::int64_t>* heartbeat = nullptr;
+  // Worker mode (`cotune run --worker`): instead of holding the study alone, join the other workers
+  // on it. Each worker proposes and runs its own trials, claimed in the store, learns from the
+  // trials the others finish, and takes over the trials of a worker that is gone; together they
+  // never start more trials than the budget. Refused while a plain run holds the study (and a
+  // plain run is refused while workers are live).
+  bool worker = false;
   // Called after each trial is committed (tests use it to interrupt at a chosen point).
   std::function<void(const TrialRecord&)> on_trial_committed;
 };

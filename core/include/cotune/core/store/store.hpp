@@ -87,7 +87,7 @@ class Store {
   // one of the study's trials.
   void set_study_recommended(std::int64_t study_id, std::int64_t trial_id);
 
-  // One study is run by one process at a time. take_study_lease gives the study to `me` unless
+  // One study is run by one process at a time (or shared by workers, below). take_study_lease gives the study to `me` unless
   // another holder has it and `holds(holder)` says it still does (the caller decides: its pid alive
   // on this host, a recent heartbeat elsewhere); that holder is returned then and nothing changes.
   // The check and the take are one transaction, so two runs starting together cannot both win.
