@@ -39,6 +39,8 @@ pid_t spawn(const std::vector<std::string>& args, const std::string& out) {
   std::fflush(stdout);
   pid_t pid = fork();
   if (pid == 0) {
+    // In the temporary directory: a database store writes its reports into the working directory.
+    if (chdir(g_dir.c_str()) != 0) _exit(127);
     if (!freopen(out.c_str(), "w", stdout) || !freopen((out + ".err").c_str(), "w", stderr)) _exit(127);
     std::vector<char*> argv{g_cotune.data()};
     std::vector<std::string> copy = args;
