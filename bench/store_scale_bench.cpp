@@ -2,11 +2,13 @@
 // `cotune run` takes to resume it (to its first new proposal and to its end), and how long a
 // predictor refit on its history takes (krr with the analytic prior, through the host's Surrogate).
 //
-//   build/bin/store_scale_bench [TRIALS] [--study FILE] [--count] [--keep]
+//   build/bin/store_scale_bench [TRIALS] [--study FILE] [--count] [--keep] [--postgres URL]
 //
 // TRIALS defaults to 1000000; `cotune` is looked up next to this program. --study replaces the
 // built-in study (an llm space; its budget is set to TRIALS + 3); --count only prints how many valid
-// configurations the study's space has; --keep leaves the store and study file in place.
+// configurations the study's space has; --keep leaves the store and study file in place. --postgres
+// also copies the study into that (empty) PostgreSQL database with `cotune store copy` and times the
+// same `cotune show` commands there (the server's own CPU is not in the CPU column).
 //
 // The study is created by `cotune run` itself (stopped with SIGINT after its first trial), then
 // filled with distinct valid configurations of its own space -- every one is enumerated, and a
@@ -192,14 +194,16 @@ int main(int argc, char** argv) {
   std::int64_t trials = 1000000;
   std::string given_study;
   bool count_only = false, keep = false;
+  std::string postgres;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--count") count_only = true;
     else if (a == "--keep") keep = true;
     else if (a == "--study" && i + 1 < argc) given_study = argv[++i];
+    else if (a == "--postgres" && i + 1 < argc) postgres = argv[++i];
     else if (!a.empty() && a[0] != '-') trials = std::atoll(a.c_str());
     else {
-      std::fprintf(stderr, "usage: store_scale_bench [TRIALS] [--study FILE] [--count] [--keep]\n");
+      std::fprintf(stderr, "usage: store_scale_bench [TRIALS] [--study FILE] [--count] [--keep] [--postgres URL]\n");
       return 2;
     }
   }
@@ -295,6 +299,13 @@ int main(int argc, char** argv) {
   timed_show({"show", "--store", store}, "cotune show (list of studies)");
   timed_show({"show", spec.name, "--store", store, "--limit", "20"}, "cotune show STUDY --limit 20");
   timed_show({"show", spec.name, "--store", store, "--limit", "0"}, "cotune show STUDY --limit 0 (every trial)");
+  if (!postgres.empty()) {
+    timed_show({"store", "copy", store, postgres}, "cotune store copy (SQLite -> PostgreSQL)");
+    timed_show({"show", "--store", postgres}, "PostgreSQL: cotune show (list of studies)");
+    timed_show({"show", spec.name, "--store", postgres, "--limit", "20"}, "PostgreSQL: cotune show STUDY --limit 20");
+    timed_show({"show", spec.name, "--store", postgres, "--limit", "0"},
+               "PostgreSQL: cotune show STUDY --limit 0 (every trial)");
+  }
 
   // 4. Resume: the time to its first new proposal (a new trial record), then to its end (3 new trials).
   auto start = Clock::now();
