@@ -44,6 +44,8 @@
 
 #include "store/sqlite.hpp"
 
+#include "spawn_cotune.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -70,18 +72,7 @@ const char* const kStudy = R"({
   "objective": {"metric": "tokens_per_s", "direction": "maximize"}, "parallel": 1, "seed": 1})";
 
 pid_t spawn(const std::vector<std::string>& args, const std::string& out) {
-  std::fflush(stdout);  // or the child would print this process's buffered lines again
-  pid_t pid = fork();
-  if (pid == 0) {
-    if (!freopen(out.c_str(), "w", stdout) || !freopen((out + ".err").c_str(), "w", stderr)) _exit(127);
-    std::vector<char*> argv{g_cotune.data()};
-    std::vector<std::string> copy = args;
-    for (std::string& a : copy) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(g_cotune.c_str(), argv.data());
-    _exit(127);
-  }
-  return pid;
+  return cotune_bench::spawn_cotune(g_cotune, args, out);
 }
 
 struct Reaped {

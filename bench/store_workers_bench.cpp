@@ -22,6 +22,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "spawn_cotune.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -36,20 +38,7 @@ const char* const kStudy = R"({
   "objective": {"metric": "tokens_per_s", "direction": "maximize"}, "parallel": 4, "seed": 1})";
 
 pid_t spawn(const std::vector<std::string>& args, const std::string& out) {
-  std::fflush(stdout);
-  pid_t pid = fork();
-  if (pid == 0) {
-    // In the temporary directory: a database store writes its reports into the working directory.
-    if (chdir(g_dir.c_str()) != 0) _exit(127);
-    if (!freopen(out.c_str(), "w", stdout) || !freopen((out + ".err").c_str(), "w", stderr)) _exit(127);
-    std::vector<char*> argv{g_cotune.data()};
-    std::vector<std::string> copy = args;
-    for (std::string& a : copy) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(g_cotune.c_str(), argv.data());
-    _exit(127);
-  }
-  return pid;
+  return cotune_bench::spawn_cotune(g_cotune, args, out, g_dir);
 }
 
 // Runs `workers` workers on a new study of `trials` in `store`; prints one row.
