@@ -1,6 +1,7 @@
 // `cotune run --worker` through the real command: several workers on one study, on PostgreSQL and
 // SQLite. Each trial is stored once and run once, the workers stop together at the budget, a worker
-// killed with -9 leaves its claimed trials to another, and a plain run and workers exclude each other.
+// killed with -9 leaves its claimed trials to another, a plain run and workers exclude each other,
+// and `show` lists the live workers and who runs each trial.
 #include <cotune/core/store/store.hpp>
 
 #include <gmock/gmock.h>
@@ -116,6 +117,46 @@ TEST_P(RunWorkers, FourWorkersRunEachOfTwoHundredTrialsOnce) {
   std::map<std::int64_t, int> by_worker;
   for (const TrialRecord& t : trials("shared")) ++by_worker[t.claim_pid.value_or(0)];
   for (pid_t w : workers) EXPECT_GT(by_worker[w], 0) << "worker " << w << " ran no trial";
+}
+
+TEST_P(RunWorkers, ShowListsTheLiveWorkersAndWhoRunsEachTrial) {
+  const std::string study = write_study("watched", 6, 2, "1");
+  std::vector<pid_t> workers;
+  for (int i = 0; i < 2; ++i)
+    workers.push_back(spawn({"run", study, "--store", store_, "--worker", "--quiet"}, "w" + std::to_string(i)));
+  // Until both workers have trials in flight.
+  std::set<std::int64_t> busy;
+  for (int i = 0; i < 2000 && busy.size() < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    busy.clear();
+    for (const TrialRecord& t : trials("watched"))
+      if (t.status == TrialStatus::kRunning && t.claim_pid) busy.insert(*t.claim_pid);
+  }
+  ASSERT_EQ(busy.size(), 2u) << err("w0") << err("w1");
+
+  EXPECT_EQ(wait(spawn({"show", "watched", "--store", store_, "--json"}, "j")), 0) << err("j");
+  const json doc = json::parse(read_file(dir_.file("outj")));
+  std::set<std::int64_t> listed;
+  for (const json& w : doc.at("study").at("workers")) {
+    listed.insert(w.at("pid").get<std::int64_t>());
+    EXPECT_LT(w.at("last_heard_s").get<double>(), 60);
+    EXPECT_GE(w.at("in_flight").get<std::int64_t>(), 1) << w.dump();
+  }
+  EXPECT_EQ(listed, std::set<std::int64_t>(workers.begin(), workers.end()));
+  for (const json& t : doc.at("trials")) {
+    if (t.at("status") != "running") continue;
+    EXPECT_THAT(t.at("worker").get<std::string>(), HasSubstr(":"));
+  }
+
+  EXPECT_EQ(wait(spawn({"show", "watched", "--store", store_}, "t")), 0) << err("t");
+  for (pid_t w : workers)
+    EXPECT_THAT(read_file(dir_.file("outt")), HasSubstr("worker pid " + std::to_string(w) + " on "));
+
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(wait(workers[i]), 0) << err("w" + std::to_string(i));
+  // Finished: the workers have unregistered.
+  EXPECT_EQ(wait(spawn({"show", "watched", "--store", store_, "--json"}, "j2")), 0) << err("j2");
+  EXPECT_TRUE(json::parse(read_file(dir_.file("outj2"))).at("study").at("workers").empty());
+  expect_every_trial_stored_once("watched", 6);
 }
 
 TEST_P(RunWorkers, TheClaimedTrialsOfAKilledWorkerAreTakenOver) {

@@ -79,6 +79,9 @@ void show_study(Store& store, const std::string& name, std::int64_t limit) {
     }
     std::printf("\n");
   }
+  for (const report::WorkerStatus& w : report::worker_statuses(store, study->id, trials))
+    std::printf("worker pid %lld on %s: last heard %.0f s ago, %lld trial(s) in flight\n", static_cast<long long>(w.pid),
+                w.host.c_str(), w.last_heard_s, static_cast<long long>(w.in_flight));
 
   const std::string& metric = spec.objectives.front().metric;
   // The latest `limit` trials (all when 0); the best table below still covers every trial.

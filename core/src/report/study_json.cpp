@@ -4,6 +4,8 @@
 #include <cotune/core/run/study_report.hpp>
 #include <cotune/core/run/study_setup.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <map>
 #include <optional>
 #include <vector>
@@ -32,6 +34,18 @@ std::string objective_metric(const StudyRecord& s) {
       objectives[0]["metric"].is_string())
     return objectives[0]["metric"].get<std::string>();
   return "objective";
+}
+
+std::vector<WorkerStatus> worker_statuses(Store& store, std::int64_t study_id, const std::vector<TrialRecord>& trials) {
+  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  std::vector<WorkerStatus> out;
+  for (const StudyLease& w : store.study_workers(study_id)) {
+    WorkerStatus s{w.host, w.pid, std::max(0.0, now - w.heartbeat), 0};
+    for (const TrialRecord& t : trials)
+      if (!is_finished(t.status) && t.claim_host == w.host && t.claim_pid == w.pid) ++s.in_flight;
+    out.push_back(std::move(s));
+  }
+  return out;
 }
 
 nlohmann::json studies_json(Store& store) {
@@ -64,8 +78,13 @@ nlohmann::json study_json(Store& store, const std::string& name, std::int64_t li
                     {"metrics", json_or_null(t.metrics_json)},
                     {"objective", t.objective ? nlohmann::json(*t.objective) : nlohmann::json(nullptr)},
                     {"predicted", t.predicted ? nlohmann::json(*t.predicted) : nlohmann::json(nullptr)},
-                    {"note", t.error ? nlohmann::json(*t.error) : nlohmann::json(nullptr)}});
+                    {"note", t.error ? nlohmann::json(*t.error) : nlohmann::json(nullptr)},
+                    {"worker", t.claim_pid ? nlohmann::json(t.claim_host.value_or("") + ":" + std::to_string(*t.claim_pid))
+                                           : nlohmann::json(nullptr)}});
   }
+  nlohmann::json workers = nlohmann::json::array();
+  for (const WorkerStatus& w : worker_statuses(store, study->id, trials))
+    workers.push_back({{"host", w.host}, {"pid", w.pid}, {"last_heard_s", w.last_heard_s}, {"in_flight", w.in_flight}});
   nlohmann::json best = nlohmann::json::array();
   for (const RankedTrial& r : best_trials(trials, spec.objectives, kBestTrialsListed)) best.push_back(r.trial.seq);
   nlohmann::json doc = {{"schema_version", kStudyJsonSchemaVersion},
@@ -79,7 +98,8 @@ nlohmann::json study_json(Store& store, const std::string& name, std::int64_t li
                           {"searcher", spec.searcher.name},
                           {"executor", spec.executor.name},
                           {"parallel", spec.parallel},
-                          {"objectives", spec.objectives_json()}}},
+                          {"objectives", spec.objectives_json()},
+                          {"workers", workers}}},
                         {"trials_total", trials.size()},
                         {"trials", rows},
                         {"best", best}};

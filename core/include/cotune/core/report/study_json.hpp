@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace cotune::core::report {
 
@@ -29,6 +30,16 @@ nlohmann::json studies_json(Store& store);
 // {"schema_version", "store", "study": {...}, "trials_total", "trials": [...], "best": [seq...]}:
 // the latest `limit` trials (0: all). Throws UserError when the store has no such study.
 nlohmann::json study_json(Store& store, const std::string& name, std::int64_t limit);
+
+// A worker registered on a study (`cotune run --worker`), as `show` and `serve` present it. A worker
+// that exits unregisters; one that died stays until another worker takes over its trials.
+struct WorkerStatus {
+  std::string host;
+  std::int64_t pid = 0;
+  double last_heard_s = 0;     // since its last heartbeat
+  std::int64_t in_flight = 0;  // trials it claimed that have not finished
+};
+std::vector<WorkerStatus> worker_statuses(Store& store, std::int64_t study_id, const std::vector<TrialRecord>& trials);
 
 // The first objective's metric of a stored study ("objective" when it names none).
 std::string objective_metric(const StudyRecord& study);
