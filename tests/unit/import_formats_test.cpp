@@ -240,6 +240,11 @@ TEST_F(ImportFormats, MegatronArgumentNamesBecomeTheSchemasColumns) {
   EXPECT_EQ(cells_from_settings({{"moe_token_dispatcher_type", "alltoall"}, {"moe_enable_deepep", "True"}})
                 .at("moe_dispatcher"),
             "flex");
+  // The gradient buffer's dtype: Megatron-LM's switch, and Megatron-Core's / Bridge's field.
+  EXPECT_EQ(cells_from_settings({{"grad_reduce_in_bf16", "True"}}).at("grad_reduce"), "bf16");
+  EXPECT_EQ(cells_from_settings({{"grad_reduce_in_bf16", "False"}}).count("grad_reduce"), 0u);
+  EXPECT_EQ(cells_from_settings({{"grad_reduce_in_fp32", "False"}}).at("grad_reduce"), "bf16");
+  EXPECT_EQ(cells_from_settings({{"grad_reduce_in_fp32", "True"}}).at("grad_reduce"), "fp32");
 }
 
 TEST_F(ImportFormats, AnUnknownFormatOrABadSettingIsABadUsage) {

@@ -113,6 +113,29 @@ TEST_F(LlmPhysics, ZeroStagesShardWhatTheFrameworksShard) {
   EXPECT_NEAR(z3.weights, z0.weights / 8, 1);
 }
 
+TEST_F(LlmPhysics, Bf16GradientReductionHalvesTheBufferAndTheBytesReduced) {
+  // Megatron-LM keeps fp32 main gradients with bf16 unless --grad-reduce-in-bf16 (Megatron-Bridge's
+  // perf recipes: grad_reduce_in_fp32 = False): 2 bytes a parameter instead of 4, in the buffer and
+  // in the data-parallel reduce-scatter. Nothing else moves.
+  const json config = {{"dp", 8}, {"zero", 1}};
+  const Run fp32 = simulate(kLlama7b, {{"global_batch", 64}}, "h100-sxm", 8, config);
+  const Run bf16 = simulate(kLlama7b, {{"global_batch", 64}, {"grad_reduce", "bf16"}}, "h100-sxm", 8, config);
+  EXPECT_NEAR(bf16.memory.gradients, fp32.memory.gradients / 2, 1);
+  EXPECT_DOUBLE_EQ(bf16.memory.weights, fp32.memory.weights);
+  EXPECT_DOUBLE_EQ(bf16.memory.optimizer, fp32.memory.optimizer);
+  EXPECT_DOUBLE_EQ(bf16.memory.activations, fp32.memory.activations);
+  double b32 = 0, b16 = 0;
+  ASSERT_GT(fp32.ops("dp_grad_reducescatter", &b32), 0);
+  ASSERT_GT(bf16.ops("dp_grad_reducescatter", &b16), 0);
+  EXPECT_DOUBLE_EQ(b16, b32 / 2);
+  EXPECT_DOUBLE_EQ(bf16.r.compute_s, fp32.r.compute_s);
+  // FSDP reduce-scatters each layer's gradients in the same dtype.
+  const json fsdp = {{"dp", 8}, {"zero", 3}};
+  ASSERT_GT(simulate(kLlama7b, {{"global_batch", 64}}, "h100-sxm", 8, fsdp).ops("fsdp_reducescatter", &b32), 0);
+  simulate(kLlama7b, {{"global_batch", 64}, {"grad_reduce", "bf16"}}, "h100-sxm", 8, fsdp).ops("fsdp_reducescatter", &b16);
+  EXPECT_DOUBLE_EQ(b16, b32 / 2);
+}
+
 TEST_F(LlmPhysics, ContextParallelismCostsAtShortSequencesAndPaysAtLongOnes) {
   // 64 GPUs, a fixed number of tokens per GPU. At 4k tokens a ring of 8 chunks of 512 tokens runs
   // small attention kernels and exchanges keys and values it cannot hide: cp 8 is slower than cp 1.

@@ -67,7 +67,7 @@ const char* const kBandwidthColumns[] = {"nvlink_GBps", "network_GBps", "island_
 
 const char* const kTrainingColumns[] = {"global_batch", "dtype",   "attention", "kernels",
                                         "dropout",      "overlap_grad_reduce", "overlap_moe_comm", "moe_dispatcher",
-                                        "peft"};
+                                        "grad_reduce",  "peft"};
 
 // Configuration columns a configuration JSON may leave out (their default is the space's rule).
 const char* const kOptionalConfig[] = {"etp", "first_stage_layers", "last_stage_layers"};
@@ -275,6 +275,7 @@ LlmCsvRow llm_row_from_cells(const CsvCellLookup& cell) {
     if (r.has("overlap_grad_reduce")) training["overlap_grad_reduce"] = r.boolean("overlap_grad_reduce", true);
     if (r.has("overlap_moe_comm")) training["overlap_moe_comm"] = r.boolean("overlap_moe_comm", false);
     if (r.has("moe_dispatcher")) training["moe_dispatcher"] = r.text("moe_dispatcher");
+    if (r.has("grad_reduce")) training["grad_reduce"] = r.text("grad_reduce");
     if (r.has("peft")) training["peft"] = r.text("peft");
     if (r.has("kernels")) training["kernels"] = r.text("kernels");
     row.workload = {{"model", model}, {"training", training}, {"cluster", cluster}};

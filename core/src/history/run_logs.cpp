@@ -565,6 +565,12 @@ std::map<std::string, std::string> cells_from_settings(const std::map<std::strin
                                                                (*v == "alltoall" || *v == "flex"))
     c["moe_dispatcher"] = *v;
   if (const std::string* v = get("moe_enable_deepep"); v && truthy(*v)) c["moe_dispatcher"] = "flex";
+  // The gradient buffer's dtype: Megatron-LM's --grad-reduce-in-bf16, Megatron-Core's and
+  // Megatron-Bridge's grad_reduce_in_fp32 (DDP and mixed-precision configs).
+  if (!c.count("grad_reduce")) {
+    if (const std::string* v = get("grad_reduce_in_bf16"); v && truthy(*v)) c["grad_reduce"] = "bf16";
+    if (const std::string* v = get("grad_reduce_in_fp32"); v) c["grad_reduce"] = truthy(*v) ? "fp32" : "bf16";
+  }
   if (const std::string* v = get("padded_vocab_size"); v && !c.count("vocab")) c["vocab"] = *v;
   if (const std::string* v = get("vocab_size"); v && !c.count("vocab")) c["vocab"] = *v;
   if (const std::string* g = get("group_query_attention"); g && truthy(*g) && get("num_query_groups") && !c.count("kv_heads"))

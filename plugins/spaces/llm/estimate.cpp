@@ -195,7 +195,7 @@ cotune_memory rank_memory(const Workload& w, const Config& c, const Shape& s, co
   mem.weights = sharded(kWeightBytes, c.zero >= 3);
   // LoRA trains adapters of a few million parameters: no gradient buffer or optimizer state for the
   // frozen base worth counting.
-  mem.gradients = w.training.lora ? 0 : sharded(kGradBytes, c.zero >= 2);
+  mem.gradients = w.training.lora ? 0 : sharded(grad_bytes(w.training), c.zero >= 2);
   mem.optimizer = w.training.lora ? 0 : sharded(kOptimizerBytes, c.zero >= 1);
 
   const double layers = r.layers + r.mtp_layers;

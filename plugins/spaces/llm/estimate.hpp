@@ -15,9 +15,10 @@
 
 namespace cotune_llm {
 
-// Bytes per parameter of mixed-precision Adam: bf16 weights, fp32 main gradients, fp32 master
-// weights plus the two moments.
+// Bytes per parameter of mixed-precision Adam: bf16 weights, fp32 main gradients (bf16 with
+// training.grad_reduce bf16: grad_bytes), fp32 master weights plus the two moments.
 constexpr double kWeightBytes = 2, kGradBytes = 4, kOptimizerBytes = 12;
+inline double grad_bytes(const Training& t) { return t.grad_reduce == GradReduce::kBf16 ? 2 : kGradBytes; }
 // Workspace that every GPU holds: cuBLAS and NCCL buffers, the CUDA context, allocator slack.
 constexpr double kWorkspaceBytes = 1.5 * 1073741824.0;
 

@@ -56,17 +56,17 @@ void fsdp_gather(TraceBuilder& B, const Config& c, const Shape& s, const Counts&
 }
 
 // ... and reduce-scatters each layer's gradients as soon as they are ready; the last one waits.
-void fsdp_reduce(TraceBuilder& B, const Config& c, const Shape& s, const Counts& n, bool frozen) {
+void fsdp_reduce(TraceBuilder& B, const Workload& w, const Config& c, const Shape& s, const Counts& n, bool frozen) {
   if (c.zero < 3 || frozen) return;
   const double dense = (n.attention * s.attention_params + n.dense_mlp * s.dense_mlp_params +
                         n.moe_mlp * s.moe_dense_params) / std::max(1.0, n.attention);
   const double grad_stride = c.tp, grad_ranks = c.dp * c.cp;
   B.collective(BW, kShardStream, "fsdp_reducescatter", COTUNE_COLL_REDUCE_SCATTER, COTUNE_GROUP_DP,
-               dense * kGradBytes, grad_stride, grad_ranks, n.attention - 1);
+               dense * grad_bytes(w.training), grad_stride, grad_ranks, n.attention - 1);
   if (n.moe_mlp > 0)
     B.collective(BW, kShardStream, "fsdp_expert_reducescatter", COTUNE_COLL_REDUCE_SCATTER, COTUNE_GROUP_DP,
-                 s.expert_params * kGradBytes, c.etp * c.ep, s.expert_replicas, n.moe_mlp);
-  B.collective(BW, 0, "fsdp_reducescatter_last", COTUNE_COLL_REDUCE_SCATTER, COTUNE_GROUP_DP, dense * kGradBytes,
+                 s.expert_params * grad_bytes(w.training), c.etp * c.ep, s.expert_replicas, n.moe_mlp);
+  B.collective(BW, 0, "fsdp_reducescatter_last", COTUNE_COLL_REDUCE_SCATTER, COTUNE_GROUP_DP, dense * grad_bytes(w.training),
                grad_stride, grad_ranks, 1);
 }
 
@@ -200,24 +200,24 @@ void step_phase(TraceBuilder& B, const Workload& w, const Config& c, const Shape
   }
   if (c.zero == 0) {
     synced = B.collective(S, grad_stream, "dp_grad_allreduce", COTUNE_COLL_ALL_REDUCE, COTUNE_GROUP_DP,
-                          p.dense * kGradBytes, grad_stride, grad_ranks, 1);
+                          p.dense * grad_bytes(w.training), grad_stride, grad_ranks, 1);
     synced = B.collective(S, grad_stream, "dp_expert_grad_allreduce", COTUNE_COLL_ALL_REDUCE, COTUNE_GROUP_DP,
-                          p.expert * kGradBytes, expert_stride, expert_ranks, 1, synced);
+                          p.expert * grad_bytes(w.training), expert_stride, expert_ranks, 1, synced);
   } else {
     if (c.zero <= 2) {
       synced = B.collective(S, grad_stream, "dp_grad_reducescatter", COTUNE_COLL_REDUCE_SCATTER, COTUNE_GROUP_DP,
-                            p.dense * kGradBytes, grad_stride, grad_ranks, 1);
+                            p.dense * grad_bytes(w.training), grad_stride, grad_ranks, 1);
       synced = B.collective(S, grad_stream, "dp_expert_grad_reducescatter", COTUNE_COLL_REDUCE_SCATTER,
-                            COTUNE_GROUP_DP, p.expert * kGradBytes, expert_stride, expert_ranks, 1, synced);
+                            COTUNE_GROUP_DP, p.expert * grad_bytes(w.training), expert_stride, expert_ranks, 1, synced);
     }
     optimizer_params = p.dense / grad_ranks + p.expert / expert_ranks;
   }
   if (c.pp > 1 && m.tie_embeddings && (r.embedding || r.output))  // first and last stage share the embedding's gradient
     B.collective(S, 0, "embedding_grad_allreduce", COTUNE_COLL_ALL_REDUCE, COTUNE_GROUP_PP,
-                 s.embedding_params * kGradBytes, c.tp * c.cp * c.dp * (c.pp - 1), 2, 1);
+                 s.embedding_params * grad_bytes(w.training), c.tp * c.cp * c.dp * (c.pp - 1), 2, 1);
   // Gradient clipping reads every gradient once; Adam reads fp32 master weights, both moments and
   // the gradient, writes them back and the bf16 copy (multi-tensor kernels, a few per layer).
-  B.memory(S, "grad_norm", optimizer_params * kGradBytes, 1, COTUNE_OP_OPTIMIZER, 2 + n.attention);
+  B.memory(S, "grad_norm", optimizer_params * grad_bytes(w.training), 1, COTUNE_OP_OPTIMIZER, 2 + n.attention);
   const int32_t opt = B.memory(S, "adam", optimizer_params * 30, 1, COTUNE_OP_OPTIMIZER, 2 + 2 * n.attention);
   B.depend(opt, synced);
   if (c.zero == 1 || c.zero == 2) {
@@ -275,7 +275,7 @@ void lower_config(const Workload& w, const Config& c, const cotune_hardware& hw,
   moe_mlp_backward(B, w, c, d, n.moe_mlp);
   dense_mlp_backward(B, w, c, d, n.dense_mlp);
   attention_backward(B, w, c, d, n.attention);
-  fsdp_reduce(B, c, s, n, w.training.lora);
+  fsdp_reduce(B, w, c, s, n, w.training.lora);
   if (n.embedding) B.memory(BW, "embedding_grad", d.T * d.h * kAct * 3, 1, 0, 2);
 
   // ---- once per step: gradient synchronisation, optimizer, parameter gather

@@ -83,13 +83,19 @@ Training parse_training(const json& j) {
       if (d == "alltoall") t.moe_dispatcher = MoeDispatcher::kAllToAll;
       else if (d == "flex") t.moe_dispatcher = MoeDispatcher::kFlex;
       else throw std::invalid_argument(at + ": expected alltoall or flex, got '" + d + "'");
+    } else if (k == "grad_reduce") {
+      const std::string g = text(v, at);
+      if (g == "fp32") t.grad_reduce = GradReduce::kFp32;
+      else if (g == "bf16") t.grad_reduce = GradReduce::kBf16;
+      else throw std::invalid_argument(at + ": expected fp32 or bf16, got '" + g + "'");
     } else if (k == "peft") {
       const std::string p = text(v, at);
       if (p == "lora") t.lora = true;
       else if (p != "none") throw std::invalid_argument(at + ": expected none or lora, got '" + p + "'");
     } else {
       throw std::invalid_argument(at + ": unknown training field (expected global_batch, dtype, optimizer, attention, "
-                                  "kernels, dropout, overlap_grad_reduce, overlap_moe_comm, moe_dispatcher, peft)");
+                                  "kernels, dropout, overlap_grad_reduce, overlap_moe_comm, moe_dispatcher, grad_reduce, "
+                                  "peft)");
     }
   }
   return t;

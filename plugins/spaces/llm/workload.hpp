@@ -32,6 +32,12 @@ enum class Kernels { kFused, kCompiled, kEager };
 //    over NVLink there (Megatron-LM's flex dispatcher with DeepEP or HybridEP, TorchTitan's deepep).
 enum class MoeDispatcher { kAllToAll, kFlex };
 
+// The dtype of the gradient buffer that backward accumulates into and the data-parallel reduction
+// sends: fp32 (Megatron-LM's default with bf16, --accumulate-allreduce-grads-in-fp32; DeepSpeed's;
+// TorchTitan's mixed_precision_reduce) or bf16 (--grad-reduce-in-bf16; Megatron-Bridge's perf
+// recipes, grad_reduce_in_fp32 = False): half the buffer and half the bytes reduced.
+enum class GradReduce { kFp32, kBf16 };
+
 struct Training {
   double global_batch = 0;        // sequences per step
   int32_t dtype = COTUNE_DTYPE_BF16;  // of the GEMMs (bf16, fp16, fp8 or fp4)
@@ -43,6 +49,7 @@ struct Training {
   // --overlap-moe-expert-parallel-comm: one micro-batch's forward merged with another's backward).
   bool overlap_moe_comm = false;
   MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;
+  GradReduce grad_reduce = GradReduce::kFp32;
   bool lora = false;  // parameter-efficient fine-tuning: the base weights are frozen (no weight
                       // gradients, gradient buffers, optimizer state or gradient sync for them)
 };
