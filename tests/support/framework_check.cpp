@@ -1861,16 +1861,50 @@ struct NemoScript {
   std::map<std::string, json> fields;
 };
 
+// nemo_recipe_fields.md: a preset named by string through get_mixed_precision_config returns the
+// MixedPrecisionConfig, whose grad_reduce_in_fp32 the perf recipes set to False (bf16 gradients).
+constexpr const char* kMixedPrecisionImport = "from megatron.bridge.training.mixed_precision import get_mixed_precision_config";
+const std::map<std::string, std::string>& mixed_precision_fields() {
+  static const std::map<std::string, std::string> f = {{"cfg.mixed_precision.grad_reduce_in_fp32", "bool"}};
+  return f;
+}
+
 CheckResult parse_nemo(const FrameworkData& data, const std::string& text, NemoScript* out) {
   static const std::regex assign_re("    (cfg(\\.[A-Za-z_][A-Za-z0-9_]*)+) = (.+)");
+  static const std::regex preset_call_re("get_mixed_precision_config\\(\"([a-z0-9_]+)\"\\)");
   enum { kBefore, kBody, kAfter } state = kBefore;
+  bool imported = false, precision_object = false;
   int n = 0;
   for (const std::string& line : lines_of(text)) {
     const std::string t = trim(line), at = "line " + std::to_string(++n) + ": ";
-    std::smatch m;
+    std::smatch m, call;
+    std::string value;
     if (t.empty()) continue;
     if (t[0] == '#') {
       out->comments.push_back(t);
+    } else if (state == kBefore && line == kMixedPrecisionImport) {
+      imported = true;
+    } else if (state == kBody && std::regex_match(line, m, assign_re) && m[1].str() == "cfg.mixed_precision" &&
+               std::regex_match(value = m[3].str(), call, preset_call_re)) {
+      if (!imported) return fail("format", at + "get_mixed_precision_config is called but not imported");
+      if (!data.nemo_presets().count(call[1].str()))
+        return fail("choices", at + "get_mixed_precision_config(\"" + call[1].str() + "\"): not a mixed-precision preset");
+      if (!out->fields.emplace("cfg.mixed_precision", call[1].str()).second)
+        return fail("duplicate", at + "cfg.mixed_precision is set twice");
+      precision_object = true;
+    } else if (state == kBody && std::regex_match(line, m, assign_re) && mixed_precision_fields().count(m[1].str())) {
+      const std::string path = m[1].str();
+      if (!precision_object)
+        return fail("format", at + path + " needs cfg.mixed_precision to be a MixedPrecisionConfig (a preset string "
+                                          "has no fields: get_mixed_precision_config)");
+      json v;
+      try {
+        v = parse_literal(m[3].str(), LiteralParser::Syntax::kPython);
+      } catch (const std::invalid_argument& e) {
+        return fail("format", at + e.what());
+      }
+      if (!v.is_boolean()) return fail("type", at + path + ": expected bool");
+      if (!out->fields.emplace(path, v).second) return fail("duplicate", at + path + " is set twice");
     } else if (state == kBefore && line == "def apply_cotune(cfg):") {
       state = kBody;
     } else if (state == kBody && line == "    return cfg") {

@@ -273,6 +273,43 @@ TEST_F(LlmSpaceTest, FlexDispatcherIsExportedWhereTheFrameworkHasIt) {
   }
 }
 
+TEST_F(LlmSpaceTest, Bf16GradientReductionIsExportedWhereTheFrameworkHasIt) {
+  const json w = {{"model", {{"preset", "llama3-8b"}}},
+                  {"training", {{"global_batch", 128}, {"grad_reduce", "bf16"}}},
+                  {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 2}}}};
+  auto s = make(w, {{"tp", {1, 2}}, {"sp", {true, false}}, {"zero", {1}}});
+  const auto c = config(*s, {{"tp", 2}, {"sp", true}, {"zero", 1}});
+  EXPECT_THAT(s->render(c.data(), COTUNE_RENDER_MEGATRON), HasSubstr("--grad-reduce-in-bf16"));
+  // The preset's grad_reduce_in_fp32 overrides the ddp config's: it is set on the preset's object.
+  s->set_target("nemo");
+  const std::string nemo = s->render(c.data(), COTUNE_RENDER_NEMO);
+  EXPECT_THAT(nemo, HasSubstr("from megatron.bridge.training.mixed_precision import get_mixed_precision_config\n"));
+  EXPECT_THAT(nemo, HasSubstr("    cfg.mixed_precision = get_mixed_precision_config(\"bf16_mixed\")\n"
+                              "    cfg.mixed_precision.grad_reduce_in_fp32 = False\n"));
+  s->set_target("deepspeed");
+  const auto c1 = config(*s, {{"tp", 1}, {"sp", false}, {"zero", 1}});
+  const json ds = json::parse(s->render(c1.data(), COTUNE_RENDER_DEEPSPEED));
+  EXPECT_EQ(ds.at("communication_data_type"), "bf16");
+  EXPECT_EQ(ds.at("data_types").at("grad_accum_dtype"), "bf16");
+  // TorchTitan reduces in float32 only.
+  for (const char* target : {"torchtitan@v0.1.0", "torchtitan@v0.2.2", "torchtitan"}) {
+    try {
+      s->set_target(target);
+      ADD_FAILURE() << target << " accepted bf16 gradient reduction";
+    } catch (const std::exception& e) {
+      EXPECT_THAT(e.what(), HasSubstr("cannot run it: grad_reduce bf16")) << target;
+    }
+  }
+  // Without it, nothing changes: the preset by name, no flag.
+  auto plain = make({{"model", {{"preset", "llama3-8b"}}}, {"training", {{"global_batch", 128}}},
+                     {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 2}}}},
+                    {{"tp", {2}}, {"sp", {true}}, {"zero", {1}}});
+  const auto pc = config(*plain, {{"tp", 2}, {"sp", true}, {"zero", 1}});
+  EXPECT_THAT(plain->render(pc.data(), COTUNE_RENDER_MEGATRON), Not(HasSubstr("grad-reduce-in-bf16")));
+  plain->set_target("nemo");
+  EXPECT_THAT(plain->render(pc.data(), COTUNE_RENDER_NEMO), HasSubstr("    cfg.mixed_precision = \"bf16_mixed\"\n"));
+}
+
 TEST_F(LlmSpaceTest, CoDesignOverGpuTypesAndCounts) {
   json w = {{"model", {{"preset", "llama3-8b"}}},
             {"training", {{"global_batch", 256}}},

@@ -22,6 +22,10 @@ std::string render_deepspeed(const Workload& w, const Config& c, const Target& t
   j["gradient_clipping"] = 1.0;
   if (w.training.dtype == COTUNE_DTYPE_FP16) j["fp16"] = {{"enabled", true}};
   else j["bf16"] = {{"enabled", true}};
+  if (w.training.grad_reduce == GradReduce::kBf16) {  // reduced and accumulated in bf16, not fp32
+    j["communication_data_type"] = "bf16";
+    j["data_types"] = {{"grad_accum_dtype", "bf16"}};
+  }
   nlohmann::ordered_json zero;
   zero["stage"] = c.zero;
   zero["overlap_comm"] = w.training.overlap_grad_reduce;

@@ -158,6 +158,8 @@ std::string render_megatron(const Workload& w, const Config& c, const Target& t,
   } else if (w.training.overlap_grad_reduce) {
     a.add("--overlap-grad-reduce");
   }
+  // With --bf16 Megatron-LM accumulates and reduces gradients in fp32 unless told otherwise (M53).
+  if (w.training.grad_reduce == GradReduce::kBf16) a.add("--grad-reduce-in-bf16");
   if (w.model.moe()) {
     if (w.training.moe_dispatcher == MoeDispatcher::kFlex) {
       a.add("--moe-token-dispatcher-type", std::string("flex"));

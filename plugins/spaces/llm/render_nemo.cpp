@@ -110,7 +110,15 @@ std::string render_nemo(const Workload& w, const Config& c, const Target& t, con
   if (fsdp) field("ddp.data_parallel_sharding_strategy", py_str(c.zero == 2 ? "optim_grads" : "optim_grads_params"));
   field("ddp.overlap_grad_reduce", py_bool(w.training.overlap_grad_reduce && c.zero >= 1));
   field("ddp.overlap_param_gather", py_bool(w.training.overlap_grad_reduce && c.zero >= 1));
-  field("mixed_precision", py_str(precision_preset(w, hw)));
+  // The preset's grad_reduce_in_fp32 (True) overrides the ddp config's, so bf16 gradient buffers
+  // are set on the preset's object, as Megatron-Bridge's perf recipes do.
+  const bool bf16_grads = w.training.grad_reduce == GradReduce::kBf16;
+  if (bf16_grads) {
+    field("mixed_precision", "get_mixed_precision_config(" + py_str(precision_preset(w, hw)) + ")");
+    field("mixed_precision.grad_reduce_in_fp32", py_bool(false));
+  } else {
+    field("mixed_precision", py_str(precision_preset(w, hw)));
+  }
 
   double nodes = 1, per_node = 1;
   std::string out = "# " + t.label() + ": recipe overrides for " + render_detail::world(c, hw, &nodes, &per_node) + "\n";
@@ -118,6 +126,7 @@ std::string render_nemo(const Workload& w, const Config& c, const Target& t, con
   out += "# cfg = apply_cotune(" +
          (recipe ? std::string(recipe) : "<your model's " + std::string(w.training.lora ? "_peft_" : "_pretrain_") + " recipe>") +
          "()); the model cotune modelled: " + num(m.layers) + " layers, hidden " + num(m.hidden) + "\n";
+  if (bf16_grads) out += "from megatron.bridge.training.mixed_precision import get_mixed_precision_config\n\n";
   out += "def apply_cotune(cfg):\n";
   for (const auto& [path, value] : set) out += "    cfg." + path + " = " + value + "\n";
   return out + "    return cfg\n";

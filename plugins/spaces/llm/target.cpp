@@ -231,6 +231,8 @@ std::string workload_refusal(const Workload& w, const Target& t) {
     return t.label() + " cannot run it: peft lora (TorchTitan trains every weight)";
   if ((t.framework == Framework::kTorchtitan || t.framework == Framework::kDeepspeed) && w.training.overlap_moe_comm)
     return t.label() + " cannot run it: overlap_moe_comm (Megatron-LM's --overlap-moe-expert-parallel-comm)";
+  if (t.framework == Framework::kTorchtitan && w.training.grad_reduce == GradReduce::kBf16)
+    return t.label() + " cannot run it: grad_reduce bf16 (TorchTitan's training.mixed_precision_reduce is float32 only)";
   if (w.training.moe_dispatcher == MoeDispatcher::kFlex && w.model.moe()) {
     if (t.framework == Framework::kDeepspeed)
       return t.label() + " cannot run it: moe_dispatcher flex (DeepEP or HybridEP: Megatron-LM, NeMo, TorchTitan)";
