@@ -150,6 +150,11 @@ PublishedRow read_row(const CsvTable& t, const CsvRecord& rec) {
   c["kernels"] = kernels_of(cell("kernels"), cell("source_repo"),
                             cell("notes") + " " + cell("dtype_detail") + " " + cell("model_variant"));
   c["dropout"] = "false";
+  // Megatron-Bridge's performance summary runs its perf recipes, whose precision sets
+  // grad_reduce_in_fp32 = False (frameworks/nemo_recipe_fields.md): bf16 gradient buffers.
+  if (lower(cell("source_repo")).find("megatron-bridge") != std::string::npos &&
+      lower(cell("source_path")).find("performance-summary") != std::string::npos)
+    c["grad_reduce"] = "bf16";
   double fsdp = 0;
   if (!c.count("zero")) c["zero"] = number(cell("fsdp"), &fsdp) && fsdp > 0 ? "3" : "1";
   double tp = 1;

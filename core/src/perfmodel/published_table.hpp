@@ -16,6 +16,8 @@
 //    PyTorch-native trainers by source_repo (TorchTitan, llm-foundry/Composer, torchtune, Hugging
 //    Face, ...) or `compiled` where the row's notes say torch.compile was on, else `fused`
 //    (Megatron-LM, NeMo, Megatron-Bridge: Transformer Engine);
+//  - gradient buffers in bf16 (training.grad_reduce) for Megatron-Bridge's performance summary, whose
+//    perf recipes set grad_reduce_in_fp32 = False; fp32 elsewhere (Megatron-LM's default with bf16);
 //  - recompute written as activation checkpointing yes/no is full/none; unstated on a TorchTitan
 //    row is TorchTitan's default, selective (its per-operator policy);
 //  - unstated micro_batch, vpp or recompute are left to the caller (the recipe tuned them).
