@@ -159,6 +159,34 @@ TEST_P(RunWorkers, ShowListsTheLiveWorkersAndWhoRunsEachTrial) {
   expect_every_trial_stored_once("watched", 6);
 }
 
+TEST_P(RunWorkers, WorkersThatJoinLateDrawTheirOwnConfigurations) {
+  // The first worker has saved nothing a later one may take as its own: a joining worker that
+  // restored the first one's random stream proposes what the first proposes next, is refused by
+  // the store, and with trials that finish at once (the simulator) gave up as if the space were
+  // exhausted ("no unmeasured configuration left").
+  json doc = {{"name", "late"},
+              {"workload", json::parse(R"({"model": {"preset": "llama3-70b"}, "training": {"global_batch": 1024},
+                                           "cluster": {"gpu": "h100-sxm", "nodes": 64, "gpus_per_node": 8}})")},
+              {"searcher", "random"},
+              {"executor", {{"name", "sim"}, {"options", {{"noise", 0.05}}}}},
+              {"objective", {{"metric", "tokens_per_s"}, {"direction", "maximize"}}},
+              {"budget", {{"trials", 120}}},
+              {"parallel", 4},
+              {"seed", 1}};
+  const std::string study = dir_.file("late.json");
+  std::ofstream(study) << doc.dump(2);
+  std::vector<pid_t> workers{spawn({"run", study, "--store", store_, "--worker"}, "0")};
+  for (int i = 0; i < 3000 && testing::count_finished(trials("late")) < 8; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  for (int i = 1; i < 4; ++i) workers.push_back(spawn({"run", study, "--store", store_, "--worker"}, std::to_string(i)));
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(wait(workers[i]), 0) << err(std::to_string(i));
+  expect_every_trial_stored_once("late", 120);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_THAT(read_file(dir_.file("out" + std::to_string(i))), HasSubstr("the trial budget (120) is spent"))
+        << "worker " << i;
+  }
+}
+
 TEST_P(RunWorkers, TheClaimedTrialsOfAKilledWorkerAreTakenOver) {
   const std::string study = write_study("killed", 8, 3, "1");
   const pid_t victim = spawn({"run", study, "--store", store_, "--worker", "--quiet"}, "v");

@@ -171,7 +171,9 @@ class StudyRun {
   std::set<std::int64_t> accounted_;  // ... and these from it on (finished: ours and the others')
   std::int64_t others_in_flight_ = 0;  // trials in flight at other workers, at the last sync
   bool budget_full_ = false;           // the last proposal found the trial budget given out
+  bool taken_by_others_ = false;       // ... or a configuration another worker had just claimed
   std::chrono::steady_clock::time_point orphans_checked_;
+  size_t workers_ = 1;  // workers registered on the study, at the last look for orphans
 
   StudyLease lease_;  // this run, once it holds the study (pid 0 before)
   std::chrono::steady_clock::time_point lease_renewed_;

@@ -93,7 +93,9 @@ void StudyRun::fill_slots() {
     if (launch(r, nullptr)) running_.push_back(std::move(r));
     --free;
   }
-  free = std::min(free, budget_.startable(static_cast<std::int64_t>(running_.size())));
+  // A worker counts the others' trials in flight too: while they hold the rest of the budget, a
+  // proposal could only be refused by the store, and each costs a refit and a searcher call.
+  free = std::min(free, budget_.startable(static_cast<std::int64_t>(running_.size()) + (worker_ ? others_in_flight_ : 0)));
   if (free <= 0) {
     record_starts();
     return;
@@ -108,7 +110,9 @@ void StudyRun::fill_slots() {
   }
   // A worker whose budget is in flight at the others waits for them: their trials may fail to
   // count (and leave budget), or their worker may go (and leave trials to take over).
-  if (worker_ && (budget_full_ || others_in_flight_ > 0)) {
+  // Nor is the space exhausted when the store refused what this worker proposed because the others
+  // had just claimed it: they are ahead of the last sync.
+  if (worker_ && (budget_full_ || others_in_flight_ > 0 || taken_by_others_)) {
     empty_rounds_ = 0;
     return;
   }
@@ -137,6 +141,7 @@ std::vector<RunningTrial> StudyRun::propose(size_t n) {
 
   std::vector<RunningTrial> fresh;
   budget_full_ = false;
+  taken_by_others_ = false;
   for (size_t i = 0; i < got; ++i) {
     const double* config = out.data() + i * p;
     std::string key = space_->key(config);
@@ -171,7 +176,10 @@ std::vector<RunningTrial> StudyRun::propose(size_t n) {
     } else {
       id = store_->add_trial(study_.id, n);
     }
-    if (!id) continue;  // the store already has this configuration (another spelling, another worker)
+    if (!id) {  // the store already has this configuration (another spelling, another worker)
+      taken_by_others_ = true;
+      continue;
+    }
     RunningTrial r;
     r.trial_id = id->id;
     r.seq = id->seq;
@@ -399,7 +407,7 @@ void StudyRun::observe(const std::vector<Observation>& batch) {
 }
 
 void StudyRun::save_searcher_state() {
-  if (!searcher_->can_save()) return;
+  if (!searcher_->can_save() || worker_) return;  // workers do not restore one (restore_searcher)
   SearcherState state{observed_, searcher_->save()};
   store_->save_searcher_state(study_.id, encode_searcher_state(state));
 }
@@ -454,10 +462,11 @@ void StudyRun::refit(bool every_row) {
   // A refit costs more as the data grows (krr's leave-one-out search, an MLP's epochs), while one more
   // row changes the fit less. So refit at every new row while the data is small, and once it has grown
   // by 1/32 (about 3 %) beyond that: the amortised cost per proposal stays flat as history grows.
+  // With W workers on the study each one learns every trial, so each waits for W times as many new
+  // rows: together they refit about as often as one run alone would, not W times as often.
   const size_t rows = train_values_.size();
-  if (every_row ? rows == fitted_on_
-                : fitted_on_ != SIZE_MAX && rows < fitted_on_ + std::max<size_t>(1, fitted_on_ / 32))
-    return;
+  const size_t step = std::max<size_t>(1, fitted_on_ / 32) * (worker_ ? workers_ : 1);
+  if (every_row ? rows == fitted_on_ : fitted_on_ != SIZE_MAX && rows < fitted_on_ + step) return;
   surrogate_->fit(train_configs_.data(), train_values_.size(), train_values_.data());
   fitted_on_ = train_values_.size();
   std::string state = surrogate_->save_state();

@@ -424,7 +424,9 @@ void StudyRun::restore_history() {
 
 void StudyRun::restore_searcher(const std::vector<TrialRecord>& finished, const std::vector<double>& configs) {
   const size_t p = space_->num_params();
-  if (searcher_->can_save()) {
+  // A worker's searcher is its own (its own seed): a saved state is another process's, whose random
+  // stream it would repeat, proposing what that process proposes next. It learns every trial instead.
+  if (searcher_->can_save() && !worker_) {
     if (auto blob = store_->load_searcher_state(study_.id)) {
       try {
         SearcherState state = decode_searcher_state(*blob);

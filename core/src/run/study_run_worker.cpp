@@ -82,6 +82,7 @@ void StudyRun::adopt_orphans(bool now) {
   const auto at = std::chrono::steady_clock::now();
   if (!now && at - orphans_checked_ < kOrphansEvery) return;
   orphans_checked_ = at;
+  workers_ = std::max<size_t>(1, store_->study_workers(study_.id).size());
   std::vector<TrialRecord> orphans =
       store_->claim_orphans(study_.id, lease_, [&](const StudyLease& w) { return holds(w); });
   for (TrialRecord& t : orphans) {
