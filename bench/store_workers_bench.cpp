@@ -4,8 +4,9 @@
 //
 //   build/bin/store_workers_bench POSTGRES_URL [TRIALS]
 //
-// TRIALS defaults to 400. Each measurement is a new study (a fresh name) in the given database; the
-// SQLite file goes into a temporary directory. `cotune` is looked up next to this program. The
+// TRIALS defaults to 400. Each measurement is a new study (a fresh name, a workload of its own: no
+// row learns from another's trials as history) in the given database; the SQLite file goes into a
+// temporary directory. `cotune` is looked up next to this program. The
 // time is from starting the workers to the last one's exit; the CPU is the workers' user + system.
 #include <signal.h>
 #include <stdlib.h>
@@ -47,6 +48,10 @@ bool measure(const std::string& label, const std::string& store, int workers, lo
   const std::string name = "bench-" + std::to_string(round) + "-" + std::to_string(::getpid());
   doc["name"] = name;
   doc["budget"] = {{"trials", trials}};
+  // A workload of its own (the price is part of the workload, not of its speed): the trials of an
+  // earlier row would otherwise be this study's history and seed its predictor, so that each row
+  // refits on more rows than the one before.
+  doc["workload"]["cluster"]["price_per_gpu_hour"] = 2.0 + 0.01 * round + 1e-5 * (::getpid() % 1000);
   const std::string file = g_dir + "/" + name + ".json";
   std::ofstream(file) << doc.dump(2);
   const auto start = Clock::now();
