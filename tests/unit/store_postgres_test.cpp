@@ -30,7 +30,8 @@ using testing::PostgresCluster;
 TEST(StoreLocation, PostgresUrlsAreToldFromFilePaths) {
   EXPECT_TRUE(is_postgres_url("postgresql://u@h/db"));
   EXPECT_TRUE(is_postgres_url("postgres://h/db"));
-  EXPECT_FALSE(is_postgres_url("PostgreSQL://h/db"));  // libpq reads lower-case schemes only
+  EXPECT_TRUE(is_postgres_url("PostgreSQL://h/db"));  // schemes are case-insensitive (RFC 3986) ...
+  EXPECT_EQ(connection_url("PostgreSQL://u@h/DB"), "postgresql://u@h/DB");  // ... libpq reads lower case
   EXPECT_FALSE(is_postgres_url("cotune.db"));
   EXPECT_FALSE(is_postgres_url("/data/postgresql/cotune.db"));
   EXPECT_FALSE(is_postgres_url("postgresql:/h/db"));
@@ -49,6 +50,34 @@ TEST(StoreLocation, RedactionHidesEveryPasswordAndKeepsTheRest) {
   EXPECT_EQ(redact_store_location("postgresql:///db?host=/tmp"), "postgresql:///db?host=/tmp");
   EXPECT_EQ(redact_store_location("runs/cotune.db"), "runs/cotune.db");
   EXPECT_EQ(redact_store_location("user:pw@file.db"), "user:pw@file.db");  // a file name, not a URL
+  // A mistyped or foreign scheme's password is hidden too: it is printed in the error that says so.
+  EXPECT_EQ(redact_store_location("postgressql://alice:s3cret@h/db"), "postgressql://alice:***@h/db");
+  EXPECT_EQ(redact_store_location("mysql://h/db?password=x"), "mysql://h/db?password=***");
+}
+
+TEST(StoreLocation, AMistypedUrlIsRefusedNotTakenForAFileName) {
+  EXPECT_EQ(check_store_location("postgresql://u@h/db"), "");
+  EXPECT_EQ(check_store_location("PostgreSQL://u@h/db"), "");
+  EXPECT_EQ(check_store_location("runs/cotune.db"), "");
+  EXPECT_EQ(check_store_location("/data/postgres/cotune.db"), "");
+  const std::string scheme = check_store_location("postgressql://alice:s3cret@h/db");
+  EXPECT_THAT(scheme, HasSubstr("'postgressql://' is not a store URL"));
+  EXPECT_THAT(scheme, HasSubstr("postgressql://alice:***@h/db"));
+  EXPECT_THAT(scheme, Not(HasSubstr("s3cret")));
+  for (const char* typo : {"postgres:team", "postgresql:/h/db", "postgresq:team", "Postgres:team"})
+    EXPECT_THAT(check_store_location(typo), HasSubstr("looks like a PostgreSQL URL but is not one")) << typo;
+}
+
+TEST(StoreLocation, CommandsToRunAgainLeaveThePasswordOut) {
+  bool left_out = false;
+  EXPECT_EQ(store_location_for_command("postgresql://u:pw@h/db?password=x&sslmode=require", &left_out),
+            "postgresql://u@h/db?sslmode=require");
+  EXPECT_TRUE(left_out);
+  EXPECT_EQ(store_location_for_command("postgresql://u@h/db?password=x", &left_out), "postgresql://u@h/db");
+  EXPECT_TRUE(left_out);
+  EXPECT_EQ(store_location_for_command("postgresql://u@h/db?sslmode=require", &left_out),
+            "postgresql://u@h/db?sslmode=require");
+  EXPECT_FALSE(left_out);
 }
 
 TEST(StoreLocation, FilesOfADatabaseStoreGoToTheWorkingDirectory) {

@@ -182,7 +182,12 @@ void print_summary(const StudySpec& spec, const RunResult& result, const std::st
   std::vector<TrialRecord>().swap(trials);  // the report reads the study itself: not twice in memory
   std::string abs_store = store_location_for_display(store_path);
   std::printf("\nstore: %s\n", abs_store.c_str());
-  const std::string name = shell_word(spec.name), store_word = shell_word(abs_store);
+  bool password_left_out = false;
+  const std::string name = shell_word(spec.name),
+                    store_word = shell_word(store_location_for_command(store_path, &password_left_out));
+  if (password_left_out)
+    std::printf("(the commands below leave the store's password out: give it by PGPASSWORD, a password file "
+                "(PGPASSFILE) or COTUNE_STORE)\n");
   std::printf("details: cotune show %s --store %s\n", name.c_str(), store_word.c_str());
   if (!best.empty()) {
     const std::string target = spec.launch_target().empty() ? "json" : spec.launch_target();

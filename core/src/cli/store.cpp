@@ -26,12 +26,12 @@ int copy(const std::string& from, const std::string& to) {
   Store source(from, source_options);
   Store destination(to);
   StoreCopyCounts c = copy_store(source, destination);
-  std::printf("copied %s -> %s: studies %lld new, %lld with trials added, %lld already there; %lld trials added; "
-              "history rows %lld new, %lld already there\n",
+  std::printf("copied %s -> %s: studies %lld new, %lld brought up to date, %lld already there; %lld trials added, "
+              "%lld finished since an earlier copy; history rows %lld new, %lld already there\n",
               source.path().c_str(), destination.path().c_str(), static_cast<long long>(c.studies_created),
               static_cast<long long>(c.studies_updated), static_cast<long long>(c.studies_unchanged),
-              static_cast<long long>(c.trials_added), static_cast<long long>(c.history.inserted),
-              static_cast<long long>(c.history.duplicates));
+              static_cast<long long>(c.trials_added), static_cast<long long>(c.trials_updated),
+              static_cast<long long>(c.history.inserted), static_cast<long long>(c.history.duplicates));
   return 0;
 }
 
@@ -57,14 +57,15 @@ int run(int argc, char** argv) {
               << "Copies every study (its trials, searcher and predictor state, recommended trial) and all\n"
                  "imported history from the store SRC into the store DST. Each is an SQLite file or a\n"
                  "PostgreSQL URL (postgresql://user@host:port/dbname). Running it again changes nothing;\n"
-                 "a study DST already holds gets only the trials it lacks. A study of the same name with a\n"
+                 "a study DST already holds gets the trials it lacks, and the results of those it holds in\n"
+                 "flight (a study copied while it ran) that have finished since. A study of the same name with a\n"
                  "different study file in DST stops the copy before anything is written. Each study is\n"
                  "copied in one transaction.\n\n"
               << opts;
     return 0;
   }
   if (words.empty()) throw UserError(kUsage);
-  if (words[0] != "copy") throw UserError("cotune store: unknown action '" + words[0] + "' (" + kUsage + ")");
+  if (words[0] != "copy") throw UserError("unknown action '" + words[0] + "' (" + kUsage + ")");
   if (words.size() != 3) throw UserError(kUsage);
   return copy(words[1], words[2]);
 }

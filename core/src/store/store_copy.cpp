@@ -102,21 +102,45 @@ StudyRestoreCounts Store::restore_study(const StudyDump& dump) {
     }
     // The trials it lacks, by configuration; each keeps its seq unless that is taken here.
     std::map<std::string, std::int64_t> here;  // config key -> trial id
+    std::set<std::int64_t> unfinished_here;    // trial ids still in flight here
     std::set<std::int64_t> seqs;
     std::int64_t last_seq = 0;
     {
-      auto q = db.prepare("SELECT id, config_key, seq FROM trials WHERE study_id = ?1");
+      auto q = db.prepare("SELECT id, config_key, seq, status FROM trials WHERE study_id = ?1");
       q->bind(1, id);
       while (q->step()) {
         here[q->text(1)] = q->int64(0);
         seqs.insert(q->int64(2));
         last_seq = std::max(last_seq, q->int64(2));
+        const std::optional<TrialStatus> status = trial_status_from_string(q->text(3));
+        if (status && !is_finished(*status)) unfinished_here.insert(q->int64(0));
       }
     }
     std::map<std::int64_t, std::int64_t> new_id;  // source trial id -> id here
     for (const TrialRecord& t : dump.trials) {
       if (auto it = here.find(t.config_key); it != here.end()) {
         new_id[t.id] = it->second;
+        // Copied while it ran (a study copied mid-run): the source has its result now.
+        if (is_finished(t.status) && unfinished_here.count(it->second)) {
+          auto u = db.prepare(
+              "UPDATE trials SET status = ?1, metrics_json = ?2, objective = ?3, external_id = ?4, attempts = ?5, "
+              "error = ?6, log_path = ?7, started_at = ?8, finished_at = ?9, claim_host = ?10, claim_pid = ?11 "
+              "WHERE id = ?12");
+          u->bind(1, to_string(t.status));
+          u->bind(2, t.metrics_json);
+          u->bind(3, t.objective);
+          u->bind(4, t.external_id);
+          u->bind(5, t.attempts);
+          u->bind(6, t.error);
+          u->bind(7, t.log_path);
+          u->bind(8, t.started_at);
+          u->bind(9, t.finished_at);
+          u->bind(10, t.claim_host);
+          u->bind(11, t.claim_pid);
+          u->bind(12, it->second);
+          u->step();
+          ++counts.trials_updated;
+        }
         continue;
       }
       const std::int64_t seq = seqs.count(t.seq) ? last_seq + 1 : t.seq;
@@ -124,8 +148,9 @@ StudyRestoreCounts Store::restore_study(const StudyDump& dump) {
       last_seq = std::max(last_seq, seq);
       auto q = db.prepare(
           "INSERT INTO trials (study_id, seq, config_key, config_json, status, metrics_json, objective, predicted, "
-          "executor, external_id, attempts, error, log_path, created_at, started_at, finished_at, fingerprint_json) "
-          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17) RETURNING id");
+          "executor, external_id, attempts, error, log_path, created_at, started_at, finished_at, fingerprint_json, "
+          "claim_host, claim_pid) "
+          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19) RETURNING id");
       q->bind(1, id);
       q->bind(2, seq);
       q->bind(3, t.config_key);
@@ -143,10 +168,22 @@ StudyRestoreCounts Store::restore_study(const StudyDump& dump) {
       q->bind(15, t.started_at);
       q->bind(16, t.finished_at);
       q->bind(17, t.fingerprint_json);
+      q->bind(18, t.claim_host);
+      q->bind(19, t.claim_pid);
       q->step();
       new_id[t.id] = q->int64(0);
       here[t.config_key] = new_id[t.id];
       ++counts.trials_added;
+    }
+    // A study copied while it ran, that has stopped or finished in the source since.
+    if (!counts.created && s.status != StudyStatus::kRunning) {
+      auto q = db.prepare("UPDATE studies SET status = ?1, updated_at = ?2 WHERE id = ?3 AND status = ?4");
+      q->bind(1, to_string(s.status));
+      q->bind(2, s.updated_at);
+      q->bind(3, id);
+      q->bind(4, to_string(StudyStatus::kRunning));
+      q->step();
+      counts.status_updated = db.changes() > 0;
     }
     // What the study here lacks of the rest: its recommendation and saved state.
     if (!recommended && s.recommended_trial_id && new_id.count(*s.recommended_trial_id)) {
@@ -183,9 +220,10 @@ StoreCopyCounts copy_store(Store& source, Store& destination) {
   for (const StudySummary& s : studies) {
     StudyRestoreCounts c = destination.restore_study(source.dump_study(s.study.id));
     if (c.created) ++counts.studies_created;
-    else if (c.trials_added > 0) ++counts.studies_updated;
+    else if (c.trials_added > 0 || c.trials_updated > 0 || c.status_updated) ++counts.studies_updated;
     else ++counts.studies_unchanged;
     counts.trials_added += c.trials_added;
+    counts.trials_updated += c.trials_updated;
   }
   for (const auto& [key, space] : source.workloads()) {
     ImportCounts c = destination.import_history(source.history_for(key, space), ImportTime::kKeep);

@@ -13,10 +13,22 @@ bool starts_with_nocase(std::string_view s, std::string_view prefix) {
                     [](char p, char c) { return p == std::tolower(static_cast<unsigned char>(c)); });
 }
 
-// The schemes as libpq reads them (case-sensitive, like its own check).
-size_t scheme_end(std::string_view location) {
+// Where a URL's scheme ends ("scheme://"), for any scheme RFC 3986 allows: 0 for no URL.
+size_t url_scheme_end(std::string_view location) {
+  const size_t sep = location.find("://");
+  if (sep == std::string_view::npos || sep == 0 || !std::isalpha(static_cast<unsigned char>(location[0]))) return 0;
+  for (size_t i = 1; i < sep; ++i) {
+    const char c = location[i];
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '+' && c != '-' && c != '.') return 0;
+  }
+  return sep + 3;
+}
+
+// The PostgreSQL schemes, in any case (RFC 3986: schemes are case-insensitive; libpq wants them in
+// lower case, connection_url() gives them so).
+size_t postgres_scheme_end(std::string_view location) {
   for (std::string_view scheme : {"postgresql://", "postgres://"})
-    if (location.substr(0, scheme.size()) == scheme) return scheme.size();
+    if (starts_with_nocase(location, scheme)) return scheme.size();
   return 0;
 }
 
@@ -24,10 +36,38 @@ constexpr std::string_view kHidden = "***";
 
 }  // namespace
 
-bool is_postgres_url(std::string_view location) { return scheme_end(location) != 0; }
+bool is_postgres_url(std::string_view location) { return postgres_scheme_end(location) != 0; }
 
-std::string redact_store_location(std::string_view location) {
-  const size_t start = scheme_end(location);
+std::string connection_url(std::string_view location) {
+  std::string out(location);
+  const size_t end = postgres_scheme_end(location);
+  std::transform(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(end), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+std::string check_store_location(std::string_view location) {
+  const std::string shown = redact_store_location(location);
+  const std::string expected = " (a PostgreSQL database is postgresql://user@host:port/dbname, or postgres://...; "
+                               "anything else is the path of an SQLite file)";
+  if (is_postgres_url(location)) return "";
+  if (url_scheme_end(location) != 0)
+    return "store " + shown + ": '" + std::string(location.substr(0, location.find("://"))) +
+           "://' is not a store URL" + expected;
+  // "postgres:db", "postgresql:/host/db", "postgresq:db": a URL mistyped, not a file name meant.
+  const size_t colon = location.find(':');
+  std::error_code ec;
+  if (colon != std::string_view::npos && starts_with_nocase(location, "postgres") &&
+      !std::filesystem::exists(std::string(location), ec))
+    return "store " + shown + ": looks like a PostgreSQL URL but is not one" + expected;
+  return "";
+}
+
+namespace {
+
+// The URL with its password replaced by kHidden, or left out (`drop`: user@host, no password=).
+std::string without_password(std::string_view location, bool drop) {
+  const size_t start = url_scheme_end(location);
   if (start == 0) return std::string(location);
   std::string out(location.substr(0, start));
   // The user information ends at an '@'; its password follows the first ':'. libpq takes the first
@@ -40,7 +80,7 @@ std::string redact_store_location(std::string_view location) {
     std::string_view user_info = location.substr(start, at - start);
     size_t colon = user_info.find(':');
     out += user_info.substr(0, colon);
-    if (colon != std::string_view::npos) out += ":" + std::string(kHidden);
+    if (colon != std::string_view::npos && !drop) out += ":" + std::string(kHidden);
     out += '@';
     rest = at + 1;
   }
@@ -48,20 +88,36 @@ std::string redact_store_location(std::string_view location) {
   const size_t query = location.find('?', rest);
   out += location.substr(rest, query == std::string_view::npos ? std::string_view::npos : query - rest);
   if (query == std::string_view::npos) return out;
-  out += '?';
   std::string_view params = location.substr(query + 1);
-  bool first = true;
+  std::string kept;
   while (true) {
     const size_t amp = params.find('&');
     std::string_view param = params.substr(0, amp);
-    if (!first) out += '&';
-    first = false;
-    if (starts_with_nocase(param, "password=")) out += std::string(param.substr(0, 9)) + std::string(kHidden);
-    else out += param;
+    const bool password = starts_with_nocase(param, "password=");
+    if (!(password && drop)) {
+      kept += kept.empty() ? "" : "&";
+      kept += password ? std::string(param.substr(0, 9)) + std::string(kHidden) : std::string(param);
+    }
     if (amp == std::string_view::npos) break;
     params.remove_prefix(amp + 1);
   }
+  if (!kept.empty() || !drop) out += "?" + kept;
   return out;
+}
+
+}  // namespace
+
+std::string redact_store_location(std::string_view location) {
+  // Any URL, a mistyped scheme's too: a password in it is hidden wherever it is printed.
+  return without_password(location, false);
+}
+
+std::string store_location_for_command(const std::string& location, bool* password_left_out) {
+  const std::string shown = store_location_for_display(location);
+  if (!is_postgres_url(location)) return shown;
+  std::string bare = without_password(location, true);
+  if (password_left_out != nullptr) *password_left_out = bare != location;
+  return bare;
 }
 
 std::string store_files_directory(const std::string& location) {

@@ -48,9 +48,11 @@ std::unique_ptr<sqlite::Database> open_sqlite(const std::string& path, const Sto
 
 Store::Store(const std::string& location, const Options& options) : path_(redact_store_location(location)) {
   if (!(options.busy_timeout_s >= 0)) throw StoreError("store " + path_ + ": busy timeout must be >= 0");
+  if (std::string why = check_store_location(location); !why.empty()) throw StoreError(why);
   const bool postgres = is_postgres_url(location);
   if (postgres)
-    impl_ = std::make_unique<Impl>(std::make_unique<postgres::Connection>(location, options.busy_timeout_s), options);
+    impl_ = std::make_unique<Impl>(std::make_unique<postgres::Connection>(connection_url(location), options.busy_timeout_s),
+                                   options);
   else
     impl_ = std::make_unique<Impl>(open_sqlite(location, options), options);
   sql::Connection& db = impl_->db;

@@ -17,9 +17,10 @@ namespace cotune::core {
 
 struct StoreCopyCounts {
   std::int64_t studies_created = 0;
-  std::int64_t studies_updated = 0;    // already there, trials added
-  std::int64_t studies_unchanged = 0;  // already there with every trial
+  std::int64_t studies_updated = 0;    // already there, trials added or brought up to date
+  std::int64_t studies_unchanged = 0;  // already there with every trial as the source has it
   std::int64_t trials_added = 0;
+  std::int64_t trials_updated = 0;     // in flight in the destination, finished in the source
   ImportCounts history;  // rows inserted, rows already there
 };
 

@@ -8,12 +8,20 @@
 
 namespace cotune::core {
 
-// True for a postgresql:// or postgres:// URL (lower case, as libpq reads them); anything else is a
-// file path.
+// True for a postgresql:// or postgres:// URL (the scheme in any case); anything else is a file path.
 bool is_postgres_url(std::string_view location);
 
-// The location as it may be printed: a URL's password (`user:PASSWORD@host`, `?password=PASSWORD`)
-// replaced by "***"; a file path unchanged. Every message, log line and report that names a store
+// A PostgreSQL URL as libpq reads it: the scheme in lower case.
+std::string connection_url(std::string_view location);
+
+// Why a location is neither a PostgreSQL URL nor meant as a file path, or "" when it is fine: another
+// scheme ("postgressql://..."), or a mistyped PostgreSQL URL ("postgres:db", "postgresql:/h/db") that
+// names no existing file. Opening a store refuses these instead of creating an SQLite file of that
+// name. The message shows the location redacted.
+std::string check_store_location(std::string_view location);
+
+// The location as it may be printed: a URL's password (`user:PASSWORD@host`, `?password=PASSWORD`),
+// of any scheme, replaced by "***"; a file path unchanged. Every message, log line and report that names a store
 // uses this (Store::path() is already redacted).
 std::string redact_store_location(std::string_view location);
 
@@ -25,6 +33,12 @@ std::string store_files_directory(const std::string& location);
 // The location as it is printed for the user to pass again: an absolute, normalised file path, or
 // the redacted URL.
 std::string store_location_for_display(const std::string& location);
+
+// The location as a command printed for the user to run may name it: an absolute file path, or the
+// URL without its password (a "***" pasted back would be sent as the password). Sets
+// *password_left_out when one was dropped: the command then needs PGPASSWORD, a password file or
+// COTUNE_STORE.
+std::string store_location_for_command(const std::string& location, bool* password_left_out = nullptr);
 
 }  // namespace cotune::core
 

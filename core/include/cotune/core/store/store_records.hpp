@@ -166,6 +166,8 @@ struct StudyDump {
 struct StudyRestoreCounts {
   bool created = false;
   std::int64_t trials_added = 0;
+  std::int64_t trials_updated = 0;  // in flight here, finished in the source: its result taken
+  bool status_updated = false;      // running here, stopped or finished in the source
 };
 
 }  // namespace cotune::core
