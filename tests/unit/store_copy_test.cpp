@@ -67,6 +67,14 @@ void fill(Store& store) {
       o.error = tp == 3 ? std::optional<std::string>("out of memory") : std::nullopt;
       store.finish_trial(t, o);
     }
+    // One trial a worker claimed and ran: which worker goes with it.
+    const std::int64_t claimed = store.add_claimed_trial(id, trial_for(6), StudyLease{"node-7", 4242, 0}, std::nullopt).id->id;
+    store.update_trial_started(claimed, "job-6");
+    TrialOutcome six;
+    six.status = TrialStatus::kOk;
+    six.objective = 200;
+    six.metrics_json = json{{"tokens_per_s", 6}}.dump();
+    store.finish_trial(claimed, six);
     store.save_searcher_state(id, {1, 0, 255, 7});
     store.set_study_recommended(id, store.trials(id)[1].id);
   }
@@ -97,7 +105,7 @@ std::string contents(Store& store) {
       trials.push_back({t.seq, t.config_key, t.config_json, to_string(t.status), t.metrics_json.value_or("-"),
                         t.objective.value_or(-1), t.predicted.value_or(-1), t.executor, t.external_id.value_or("-"),
                         t.attempts, t.error.value_or("-"), t.created_at, t.started_at.value_or(-1),
-                        t.finished_at.value_or(-1)});
+                        t.finished_at.value_or(-1), t.claim_host.value_or("-"), t.claim_pid.value_or(-1)});
       if (d.study.recommended_trial_id == t.id) recommended = t.config_key;
     }
     out.push_back({d.study.name, d.study.study_hash, d.study.study_json, to_string(d.study.status),
@@ -125,14 +133,14 @@ TEST_F(StoreCopy, SqliteToPostgresToSqliteKeepsEveryStudyTrialAndHistoryRow) {
   Store pg(url_);
   StoreCopyCounts there = copy_store(source, pg);
   EXPECT_EQ(there.studies_created, 2);
-  EXPECT_EQ(there.trials_added, 10);
+  EXPECT_EQ(there.trials_added, 12);
   EXPECT_EQ(there.history.inserted, 20);
   Store back(dir_.file("back.db"));
   copy_store(pg, back);
   const std::string expected = contents(source);
   EXPECT_EQ(contents(pg), expected);
   EXPECT_EQ(contents(back), expected);
-  EXPECT_EQ(pg.best_trial(pg.find_study("alpha")->id)->config_key, trial_for(4).config_key);
+  EXPECT_EQ(pg.best_trial(pg.find_study("alpha")->id)->config_key, trial_for(6).config_key);
 }
 
 TEST_F(StoreCopy, CopyingTwiceChangesNothingAndANewerSourceAddsOnlyWhatIsMissing) {
@@ -153,7 +161,39 @@ TEST_F(StoreCopy, CopyingTwiceChangesNothingAndANewerSourceAddsOnlyWhatIsMissing
   StoreCopyCounts more = copy_store(source, pg);
   EXPECT_EQ(more.studies_updated, 1);
   EXPECT_EQ(more.trials_added, 1);
-  EXPECT_EQ(pg.trial_count(pg.find_study("alpha")->id), 6);
+  EXPECT_EQ(pg.trial_count(pg.find_study("alpha")->id), 7);
+}
+
+TEST_F(StoreCopy, ACopyTakenWhileAStudyRanCatchesUpWhenCopiedAgain) {
+  // alpha's tp 5 trial is still pending when the first copy is taken, and the study running; then
+  // it runs to the end in the source. Copied again, the destination has it as the source does, and
+  // the study finished.
+  Store source(dir_.file("source.db"));
+  fill(source);
+  Store pg(url_);
+  copy_store(source, pg);
+  const std::int64_t alpha = source.find_study("alpha")->id;
+  TrialRecord pending = source.trials(alpha)[4];
+  ASSERT_EQ(pending.status, TrialStatus::kPending);
+  source.update_trial_started(pending.id, "job-5");
+  TrialOutcome o;
+  o.status = TrialStatus::kOk;
+  o.objective = 500;
+  o.metrics_json = json{{"tokens_per_s", 5}}.dump();
+  source.finish_trial(pending.id, o);
+  source.set_study_status(alpha, StudyStatus::kFinished);
+  ASSERT_NE(contents(pg), contents(source));
+
+  StoreCopyCounts again = copy_store(source, pg);
+  EXPECT_EQ(again.trials_added, 0);
+  EXPECT_EQ(again.trials_updated, 1);
+  EXPECT_EQ(again.studies_updated, 1);
+  EXPECT_EQ(contents(pg), contents(source));
+  EXPECT_EQ(pg.find_study("alpha")->status, StudyStatus::kFinished);
+  // And once more: nothing left to bring up to date.
+  StoreCopyCounts third = copy_store(source, pg);
+  EXPECT_EQ(third.trials_updated, 0);
+  EXPECT_EQ(third.studies_unchanged, 2);
 }
 
 TEST_F(StoreCopy, ANameTakenByAnotherStudyFileStopsTheCopyBeforeItWrites) {
@@ -225,7 +265,7 @@ TEST_F(StoreCli, StoreCopyBothWaysAndTwice) {
   EXPECT_THAT(out(), HasSubstr("studies 1 new"));
   EXPECT_THAT(out(), Not(HasSubstr(PostgresCluster::kPassword)));
   ASSERT_EQ(run({"store", "copy", file, url_}), 0) << err();
-  EXPECT_THAT(out(), HasSubstr("studies 0 new, 0 with trials added, 1 already there; 0 trials added"));
+  EXPECT_THAT(out(), HasSubstr("studies 0 new, 0 brought up to date, 1 already there; 0 trials added, 0 finished since an earlier copy"));
   const std::string back = dir_.file("back.db");
   ASSERT_EQ(run({"store", "copy", url_, back}), 0) << err();
   Store a(file), b(back);
