@@ -119,7 +119,7 @@ TEST_P(RunWorkers, FourWorkersRunEachOfTwoHundredTrialsOnce) {
   for (pid_t w : workers) EXPECT_GT(by_worker[w], 0) << "worker " << w << " ran no trial";
 }
 
-TEST_P(RunWorkers, ShowListsTheLiveWorkersAndWhoRunsEachTrial) {
+TEST_P(RunWorkers, ShowAndReportReadWhileWorkersWrite) {
   const std::string study = write_study("watched", 6, 2, "1");
   std::vector<pid_t> workers;
   for (int i = 0; i < 2; ++i)
@@ -151,6 +151,9 @@ TEST_P(RunWorkers, ShowListsTheLiveWorkersAndWhoRunsEachTrial) {
   EXPECT_EQ(wait(spawn({"show", "watched", "--store", store_}, "t")), 0) << err("t");
   for (pid_t w : workers)
     EXPECT_THAT(read_file(dir_.file("outt")), HasSubstr("worker pid " + std::to_string(w) + " on "));
+  // The report reads the same store while they write.
+  EXPECT_EQ(wait(spawn({"report", "watched", "--store", store_, "--output", dir_.file("live.html")}, "r")), 0) << err("r");
+  EXPECT_THAT(read_file(dir_.file("live.html")), HasSubstr("watched"));
 
   for (int i = 0; i < 2; ++i) EXPECT_EQ(wait(workers[i]), 0) << err("w" + std::to_string(i));
   // Finished: the workers have unregistered.
