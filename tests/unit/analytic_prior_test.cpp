@@ -221,6 +221,51 @@ TEST_F(AnalyticPrior, RooflinePriorNeedsASpaceThatLowers) {
   EXPECT_NE(s.prior_note().find("does not lower"), std::string::npos) << s.prior_note();
 }
 
+TEST_F(AnalyticPrior, AnotherProcessTakesTheFitWhole) {
+  // What a worker saves after a refit (the predictor's state, the in-study constants, the rows it
+  // learnt) another worker's surrogate takes instead of fitting: it then predicts what the first
+  // does, to the last bit.
+  nlohmann::json machine = nlohmann::json::parse(kWorkload);
+  machine["cluster"]["calibration"] = {{"h100-sxm", {{"gemm_efficiency_max", 0.5}}}};
+  auto real = registry_.make_space("llm", machine.dump());
+  constexpr size_t kTrain = 12;
+  std::vector<double> y(kTrain);
+  for (size_t i = 0; i < kTrain; ++i) {
+    cotune_sim_result r{};
+    r.struct_size = sizeof r;
+    perf::simulate(real->lower(config(i)), &r);
+    y[i] = r.step_time_s;
+  }
+  Surrogate first(*space_, *predictor_, "step_time_s", Prior::kAnalytic, config(0));
+  first.calibrate_prior(true);
+  first.fit(configs_.data(), kTrain, y.data());
+  const std::string state = first.save_state(kTrain);
+  ASSERT_FALSE(state.empty());
+
+  auto their_predictor = registry_.make_predictor("krr", surrogate_predictor_options("{}", "test"));
+  Surrogate second(*space_, *their_predictor, "step_time_s", Prior::kAnalytic, config(0));
+  EXPECT_EQ(second.state_rows(state), kTrain);
+  ASSERT_TRUE(second.load_state(state));
+  EXPECT_EQ(second.prior_constants(), first.prior_constants());
+  EXPECT_FALSE(second.prior_constants().empty());
+  std::vector<double> a(n_ - kTrain), b(n_ - kTrain), sa(n_ - kTrain), sb(n_ - kTrain);
+  first.predict(config(kTrain), n_ - kTrain, a.data(), sa.data());
+  second.predict(config(kTrain), n_ - kTrain, b.data(), sb.data());
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(sa, sb);
+
+  // What it cannot take it refuses, unchanged: another format, another metric, the roofline
+  // prior (whose rates are not saved).
+  Surrogate other_metric(*space_, *their_predictor, "tokens_per_s", Prior::kAnalytic, config(0));
+  EXPECT_FALSE(other_metric.state_rows(state));
+  EXPECT_FALSE(other_metric.load_state(state));
+  EXPECT_FALSE(second.state_rows("not a state"));
+  Surrogate roofline(*space_, *their_predictor, "step_time_s", Prior::kRoofline, config(0));
+  roofline.fit(configs_.data(), kTrain, y.data());
+  EXPECT_TRUE(roofline.save_state(kTrain).empty());
+  EXPECT_FALSE(roofline.state_rows(state));
+}
+
 }  // namespace
 }  // namespace cotune::core
 

@@ -188,6 +188,13 @@ TEST_P(RunWorkers, WorkersThatJoinLateDrawTheirOwnConfigurations) {
     EXPECT_THAT(read_file(dir_.file("out" + std::to_string(i))), HasSubstr("the trial budget (120) is spent"))
         << "worker " << i;
   }
+  // The last fit is in the store for the others to take (AnalyticPrior.AnotherProcessTakesTheFitWhole).
+  Store store(store_);
+  const auto state = store.load_predictor_state(store.find_study("late")->id);
+  ASSERT_TRUE(state.has_value());
+  const std::string text(state->begin(), state->end());
+  EXPECT_EQ(text.rfind("cotune-surrogate-state 1\n", 0), 0u) << text.substr(0, 80);
+  EXPECT_THAT(text, HasSubstr("\"predictor\":\"org.cotune.predictor.krr\""));
 }
 
 TEST_P(RunWorkers, TheClaimedTrialsOfAKilledWorkerAreTakenOver) {

@@ -335,9 +335,72 @@ void Surrogate::refit_constants(const std::vector<double>& configs, const std::v
   }
 }
 
-std::string Surrogate::save_state() const {
-  if (!fitted_predictor_ || !predictor_.can_save()) return {};
-  return predictor_.save();
+namespace {
+
+// save_state(): this line, a JSON header, a newline, then the predictor's own bytes.
+constexpr std::string_view kStateMagic = "cotune-surrogate-state 1\n";
+
+// The header and the predictor's bytes of a blob; false when it is not one.
+bool split_state(std::string_view blob, json* header, std::string_view* bytes) {
+  if (blob.substr(0, kStateMagic.size()) != kStateMagic) return false;
+  blob.remove_prefix(kStateMagic.size());
+  const size_t eol = blob.find('\n');
+  if (eol == std::string_view::npos) return false;
+  *header = json::parse(blob.substr(0, eol), nullptr, false);
+  if (!header->is_object()) return false;
+  *bytes = blob.substr(eol + 1);
+  return true;
+}
+
+}  // namespace
+
+std::string Surrogate::save_state(size_t trained_on) const {
+  if (cost_ || fitted_rows_ == 0 || (fitted_predictor_ && !predictor_.can_save())) return {};
+  json constants = json::object();
+  for (const auto& [gpu, c] : constants_json_) constants[gpu] = c;
+  const json header = {{"trained_on", trained_on},   {"fitted_rows", fitted_rows_},
+                       {"width", width_},            {"predictor", predictor_.info().id},
+                       {"metric", metric_},          {"fitted_predictor", fitted_predictor_},
+                       {"constant", constant_},      {"constants", constants}};
+  return std::string(kStateMagic) + header.dump() + "\n" + (fitted_predictor_ ? predictor_.save() : std::string());
+}
+
+std::optional<size_t> Surrogate::state_rows(std::string_view blob) const {
+  json h;
+  std::string_view bytes;
+  if (cost_ || !split_state(blob, &h, &bytes)) return std::nullopt;
+  const bool same = h.value("width", size_t{0}) == width_ && h.value("predictor", std::string()) == predictor_.info().id &&
+                    h.value("metric", std::string()) == metric_ && h.contains("trained_on") &&
+                    h["trained_on"].is_number_unsigned();
+  if (!same) return std::nullopt;
+  return h["trained_on"].get<size_t>();
+}
+
+bool Surrogate::load_state(std::string_view blob) {
+  if (!state_rows(blob)) return false;
+  json h;
+  std::string_view bytes;
+  split_state(blob, &h, &bytes);
+  try {
+    std::map<std::string, perf::ConstantSet> constants;
+    std::map<std::string, json> constants_json;
+    for (const auto& [gpu, c] : h.at("constants").items()) {
+      constants[gpu] = perf::ConstantSet(c);
+      constants_json[gpu] = c;
+    }
+    const bool fitted_predictor = h.at("fitted_predictor").get<bool>();
+    if (fitted_predictor) predictor_.load(bytes);
+    constants_ = std::move(constants);
+    constants_json_ = std::move(constants_json);
+    fitted_predictor_ = fitted_predictor;
+    fitted_rows_ = h.at("fitted_rows").get<size_t>();
+    constant_ = h.at("constant").get<double>();
+  } catch (const std::exception& e) {
+    log(COTUNE_LOG_WARN, "study", std::string("a saved predictor state could not be taken (") + e.what() + "); fitting instead");
+    return false;
+  }
+  version_ = next_version();
+  return true;
 }
 
 }  // namespace cotune::core

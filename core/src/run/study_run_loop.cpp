@@ -467,9 +467,28 @@ void StudyRun::refit(bool every_row) {
   const size_t rows = train_values_.size();
   const size_t step = std::max<size_t>(1, fitted_on_ / 32) * (worker_ ? workers_ : 1);
   if (every_row ? rows == fitted_on_ : fitted_on_ != SIZE_MAX && rows < fitted_on_ + step) return;
+  // A worker takes the fit another worker saved, when it is newer than its own and short of this
+  // worker's trials by no more than a lone run's fit falls behind (a round of `parallel` trials, or
+  // the 1/32 above): the trials are the same study's, so it is the fit this worker would make,
+  // without the cost.
+  if (worker_ && !every_row) {
+    if (auto blob = store_->load_predictor_state(study_.id)) {
+      const std::string_view state(reinterpret_cast<const char*>(blob->data()), blob->size());
+      const std::optional<size_t> theirs = surrogate_->state_rows(state);
+      const size_t behind = std::max<size_t>({1, capacity_, rows / 32});
+      if (theirs && (fitted_on_ == SIZE_MAX || *theirs > fitted_on_) && *theirs + behind >= rows &&
+          surrogate_->load_state(state)) {
+        log(COTUNE_LOG_DEBUG, "study",
+            "took the predictor fitted on " + std::to_string(*theirs) + " trials (this worker has " +
+                std::to_string(rows) + ")");
+        fitted_on_ = rows;
+        return;
+      }
+    }
+  }
   surrogate_->fit(train_configs_.data(), train_values_.size(), train_values_.data());
   fitted_on_ = train_values_.size();
-  std::string state = surrogate_->save_state();
+  std::string state = surrogate_->save_state(fitted_on_);
   if (!state.empty()) store_->save_predictor_state(study_.id, std::vector<std::uint8_t>(state.begin(), state.end()));
 }
 

@@ -98,8 +98,17 @@ class Surrogate {
   // At most this many measured configurations are calibrated on (a seeded sample beyond).
   static constexpr size_t kMaxCalibrationRows = 256;
 
-  // The predictor's own state, when it has one to save (empty when nothing is fitted).
-  std::string save_state() const;
+  // The fit as one blob, for other processes on the same study (workers) to take instead of fitting
+  // again: the predictor's own state, the prior's in-study constants, the constant target, and
+  // `trained_on` (the training rows given to fit()). Empty when there is nothing to take: nothing
+  // fitted, a predictor that cannot save, or the roofline prior (its rates are not saved).
+  std::string save_state(size_t trained_on) const;
+  // The training rows a blob of save_state() was fitted on; nullopt when this surrogate cannot take
+  // it (another format, predictor or feature width).
+  std::optional<size_t> state_rows(std::string_view blob) const;
+  // Takes the fit a blob of save_state() holds, as fit() would have left it; false (and nothing
+  // changed) when state_rows() says it cannot.
+  bool load_state(std::string_view blob);
 
  private:
   // The roofline terms of n configurations (rows of perf::kRooflineTerms), and which lowered.
