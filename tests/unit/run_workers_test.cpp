@@ -2,6 +2,7 @@
 // SQLite. Each trial is stored once and run once, the workers stop together at the budget, a worker
 // killed with -9 leaves its claimed trials to another, a plain run and workers exclude each other,
 // and `show` lists the live workers and who runs each trial.
+#include <cotune/core/report/live_server.hpp>
 #include <cotune/core/store/store.hpp>
 
 #include <gmock/gmock.h>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "support/cli_process.hpp"
+#include "support/http_client.hpp"
 #include "support/postgres_cluster.hpp"
 
 namespace cotune::core {
@@ -119,8 +121,8 @@ TEST_P(RunWorkers, FourWorkersRunEachOfTwoHundredTrialsOnce) {
   for (pid_t w : workers) EXPECT_GT(by_worker[w], 0) << "worker " << w << " ran no trial";
 }
 
-TEST_P(RunWorkers, ShowAndReportReadWhileWorkersWrite) {
-  const std::string study = write_study("watched", 6, 2, "1");
+TEST_P(RunWorkers, ShowServeAndReportReadWhileWorkersWrite) {
+  const std::string study = write_study("watched", 6, 2, "2");
   std::vector<pid_t> workers;
   for (int i = 0; i < 2; ++i)
     workers.push_back(spawn({"run", study, "--store", store_, "--worker", "--quiet"}, "w" + std::to_string(i)));
@@ -134,6 +136,22 @@ TEST_P(RunWorkers, ShowAndReportReadWhileWorkersWrite) {
   }
   ASSERT_EQ(busy.size(), 2u) << err("w0") << err("w1");
 
+  // The live server answers the same document while they write.
+  {
+    report::LiveServerOptions o;
+    o.store_path = store_;
+    o.port = 0;
+    report::LiveServer server(o);
+    std::thread thread([&] { server.run(); });
+    const testing::Reply reply = testing::get(server.port(), "/api/studies/watched");
+    server.stop();
+    thread.join();
+    ASSERT_EQ(reply.status, 200) << reply.body;
+    const json served_doc = json::parse(reply.body);  // kept: a range over a temporary's member dangles
+    std::set<std::int64_t> served;
+    for (const json& w : served_doc.at("study").at("workers")) served.insert(w.at("pid").get<std::int64_t>());
+    EXPECT_EQ(served, std::set<std::int64_t>(workers.begin(), workers.end()));
+  }
   EXPECT_EQ(wait(spawn({"show", "watched", "--store", store_, "--json"}, "j")), 0) << err("j");
   const json doc = json::parse(read_file(dir_.file("outj")));
   std::set<std::int64_t> listed;

@@ -5,10 +5,7 @@
 #include <cotune/core/report/live_server.hpp>
 #include <cotune/core/store/store.hpp>
 
-#include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/write.hpp>
-#include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <gtest/gtest.h>
 
@@ -19,6 +16,7 @@
 #include <thread>
 
 #include "support/cli_process.hpp"
+#include "support/http_client.hpp"
 #include "unit/report_study_fixture.hpp"
 
 namespace cotune::core::report {
@@ -27,34 +25,9 @@ namespace fs = std::filesystem;
 namespace http = boost::beast::http;
 using tcp = boost::asio::ip::tcp;
 
-struct Reply {
-  int status = 0;
-  std::string body;
-  http::response<http::string_body> message;
-};
-
-// Sends `raw` bytes as they are (so that odd targets reach the server untouched) and reads one reply.
-Reply exchange(std::uint16_t port, const std::string& raw, bool head = false) {
-  boost::asio::io_context ioc;
-  tcp::socket socket(ioc);
-  socket.connect(tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), port));
-  boost::asio::write(socket, boost::asio::buffer(raw));
-  boost::beast::flat_buffer buffer;
-  Reply r;
-  http::response_parser<http::string_body> parser;
-  parser.body_limit(64 << 20);
-  parser.skip(head);  // a reply to HEAD has headers only
-  http::read(socket, buffer, parser);
-  r.message = parser.release();
-  r.status = static_cast<int>(r.message.result_int());
-  r.body = r.message.body();
-  return r;
-}
-
-Reply get(std::uint16_t port, const std::string& target, const std::string& method = "GET") {
-  return exchange(port, method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
-                  method == "HEAD");
-}
+using testing::exchange;
+using testing::get;
+using testing::Reply;
 
 class Serve : public ::testing::Test {
  protected:
