@@ -47,19 +47,18 @@ std::string connection_url(std::string_view location) {
 }
 
 std::string check_store_location(std::string_view location) {
-  const std::string shown = redact_store_location(location);
-  const std::string expected = " (a PostgreSQL database is postgresql://user@host:port/dbname, or postgres://...; "
-                               "anything else is the path of an SQLite file)";
   if (is_postgres_url(location)) return "";
+  constexpr std::string_view kExpected =
+      " (a PostgreSQL database is postgresql://user@host:port/dbname, or postgres://...; anything else is the "
+      "path of an SQLite file)";
   if (url_scheme_end(location) != 0)
-    return "store " + shown + ": '" + std::string(location.substr(0, location.find("://"))) +
-           "://' is not a store URL" + expected;
+    return "store " + redact_store_location(location) + ": '" + std::string(location.substr(0, location.find("://"))) +
+           "://' is not a store URL" + std::string(kExpected);
   // "postgres:db", "postgresql:/host/db", "postgresq:db": a URL mistyped, not a file name meant.
-  const size_t colon = location.find(':');
   std::error_code ec;
-  if (colon != std::string_view::npos && starts_with_nocase(location, "postgres") &&
+  if (location.find(':') != std::string_view::npos && starts_with_nocase(location, "postgres") &&
       !std::filesystem::exists(std::string(location), ec))
-    return "store " + shown + ": looks like a PostgreSQL URL but is not one" + expected;
+    return "store " + std::string(location) + ": looks like a PostgreSQL URL but is not one" + std::string(kExpected);
   return "";
 }
 
@@ -113,8 +112,8 @@ std::string redact_store_location(std::string_view location) {
 }
 
 std::string store_location_for_command(const std::string& location, bool* password_left_out) {
-  const std::string shown = store_location_for_display(location);
-  if (!is_postgres_url(location)) return shown;
+  if (password_left_out != nullptr) *password_left_out = false;
+  if (!is_postgres_url(location)) return store_location_for_display(location);
   std::string bare = without_password(location, true);
   if (password_left_out != nullptr) *password_left_out = bare != location;
   return bare;
