@@ -2,6 +2,7 @@
 // errors, and parameters. One file per component kind: space.cpp, predictor.cpp, searcher.cpp,
 // executor.cpp.
 #include <cotune/core/abi/components.hpp>
+#include <cotune/core/abi/isolation.hpp>
 #include <cotune/core/errors.hpp>
 
 #include <cmath>
@@ -13,6 +14,8 @@
 namespace cotune::core {
 
 using namespace abi_detail;
+
+const void* ComponentRef::api() const { return isolated ? isolated->api() : component->api; }
 
 const char* kind_name(int32_t kind) {
   switch (kind) {

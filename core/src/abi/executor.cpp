@@ -1,6 +1,7 @@
 // The host-side wrapper of an executor and its jobs (see components.hpp).
 #include <cotune/core/abi/call_watch.hpp>
 #include <cotune/core/abi/components.hpp>
+#include <cotune/core/abi/isolation.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/registry.hpp>
 
@@ -18,10 +19,12 @@ using namespace abi_detail;
 // ---- Executor ------------------------------------------------------------------------------------
 
 Executor::Executor(ComponentRef ref, std::string_view options_json)
-    : ref_(std::move(ref)), api_(static_cast<const cotune_executor_api*>(ref_.component->api)) {
+    : ref_(std::move(ref)), api_(static_cast<const cotune_executor_api*>(ref_.api())) {
   {
     CallWatch::Scope watch(CallKind::kExecutor, ref_.info.id, "create");
-    throw_if_error(api_->create(host_services(), str(options_json), &inst_), ref_.info.id);
+    throw_if_error(ref_.isolated ? ref_.isolated->create_executor(str(options_json), &inst_)
+                                 : api_->create(host_services(), str(options_json), &inst_),
+                   ref_.info.id);
   }
   if (inst_ == nullptr) throw PluginError(COTUNE_ERR_INTERNAL, ref_.info.id + ": create returned no instance");
 }

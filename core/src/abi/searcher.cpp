@@ -1,6 +1,7 @@
 // The host-side wrapper of a searcher (see components.hpp).
 #include <cotune/core/abi/call_watch.hpp>
 #include <cotune/core/abi/components.hpp>
+#include <cotune/core/abi/isolation.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/registry.hpp>
 
@@ -15,11 +16,14 @@ using namespace abi_detail;
 // ---- Searcher ------------------------------------------------------------------------------------
 
 Searcher::Searcher(ComponentRef ref, std::string_view options_json, const Space& space, uint64_t seed)
-    : ref_(std::move(ref)), api_(static_cast<const cotune_searcher_api*>(ref_.component->api)) {
+    : ref_(std::move(ref)), api_(static_cast<const cotune_searcher_api*>(ref_.api())) {
   {
     CallWatch::Scope watch(CallKind::kSearcher, ref_.info.id, "create");
-    throw_if_error(api_->create(host_services(), str(options_json), space.raw_params(), space.num_params(), seed, &inst_),
-                   ref_.info.id);
+    throw_if_error(
+        ref_.isolated
+            ? ref_.isolated->create_searcher(str(options_json), space.raw_params(), space.num_params(), seed, &inst_)
+            : api_->create(host_services(), str(options_json), space.raw_params(), space.num_params(), seed, &inst_),
+        ref_.info.id);
   }
   if (inst_ == nullptr) throw PluginError(COTUNE_ERR_INTERNAL, ref_.info.id + ": create returned no instance");
 }

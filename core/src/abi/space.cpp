@@ -1,6 +1,7 @@
 // The host-side wrapper of a search space (see components.hpp).
 #include <cotune/core/abi/call_watch.hpp>
 #include <cotune/core/abi/components.hpp>
+#include <cotune/core/abi/isolation.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/registry.hpp>
 
@@ -21,11 +22,13 @@ using namespace abi_detail;
 // ---- Space ---------------------------------------------------------------------------------------
 
 Space::Space(ComponentRef ref, std::string_view workload_json, std::string_view options_json)
-    : ref_(std::move(ref)), api_(static_cast<const cotune_space_api*>(ref_.component->api)) {
+    : ref_(std::move(ref)), api_(static_cast<const cotune_space_api*>(ref_.api())) {
   const std::string& who = ref_.info.id;
   {
     CallWatch::Scope watch(CallKind::kSpace, ref_.info.id, "create");
-    throw_if_error(api_->create(host_services(), str(workload_json), str(options_json), &inst_), who);
+    throw_if_error(ref_.isolated ? ref_.isolated->create_space(str(workload_json), str(options_json), &inst_)
+                                 : api_->create(host_services(), str(workload_json), str(options_json), &inst_),
+                   who);
   }
   if (inst_ == nullptr) throw PluginError(COTUNE_ERR_INTERNAL, who + ": create returned no instance");
   lower_ = optional_fn(api_, &cotune_space_api::lower);

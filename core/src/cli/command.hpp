@@ -27,6 +27,10 @@ std::vector<Command> commands();
 // The store a command uses without --store: $COTUNE_STORE when set and not empty, else ./cotune.db.
 // A store is a file path (SQLite) or a postgresql:// URL (store_location.hpp); Store decides which.
 std::string default_store_path();
+
+// `cotune __plugin-host ...`: the child process of a plugin run with "isolation": "process"
+// (plugin_host.cpp). Dispatched before the commands, and not listed among them.
+int plugin_host_main(int argc, char** argv);
 inline constexpr const char* kStoreHelp =
     "the study store: an SQLite file, or postgresql://user@host:port/dbname (default: $COTUNE_STORE, else "
     "./cotune.db)";

@@ -52,6 +52,7 @@ int main(int argc, char** argv) {
     cotune::cli::usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
+  if (std::strcmp(argv[1], "__plugin-host") == 0) return cotune::cli::plugin_host_main(argc, argv);
   if (std::strcmp(argv[1], "--version") == 0) {
     std::printf("cotune %s (ABI %d.%d)\n", COTUNE_VERSION, COTUNE_ABI_MAJOR, COTUNE_ABI_MINOR);
     return 0;

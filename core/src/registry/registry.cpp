@@ -106,22 +106,31 @@ const ComponentRef& Registry::find(int32_t kind, std::string_view name) const {
   throw UserError(msg);
 }
 
+namespace {
+ComponentRef isolated_if(const ComponentRef& ref, Isolation isolation) {
+  return isolation == Isolation::kProcess ? isolate(ref) : ref;
+}
+}  // namespace
+
 std::unique_ptr<Space> Registry::make_space(std::string_view name, std::string_view workload_json,
-                                            std::string_view options_json) const {
-  return std::make_unique<Space>(find(COTUNE_KIND_SPACE, name), workload_json, options_json);
+                                            std::string_view options_json, Isolation isolation) const {
+  return std::make_unique<Space>(isolated_if(find(COTUNE_KIND_SPACE, name), isolation), workload_json, options_json);
 }
 
-std::unique_ptr<Predictor> Registry::make_predictor(std::string_view name, std::string_view options_json) const {
-  return std::make_unique<Predictor>(find(COTUNE_KIND_PREDICTOR, name), options_json);
+std::unique_ptr<Predictor> Registry::make_predictor(std::string_view name, std::string_view options_json,
+                                                    Isolation isolation) const {
+  return std::make_unique<Predictor>(isolated_if(find(COTUNE_KIND_PREDICTOR, name), isolation), options_json);
 }
 
 std::unique_ptr<Searcher> Registry::make_searcher(std::string_view name, std::string_view options_json,
-                                                  const Space& space, uint64_t seed) const {
-  return std::make_unique<Searcher>(find(COTUNE_KIND_SEARCHER, name), options_json, space, seed);
+                                                  const Space& space, uint64_t seed, Isolation isolation) const {
+  return std::make_unique<Searcher>(isolated_if(find(COTUNE_KIND_SEARCHER, name), isolation), options_json, space,
+                                    seed);
 }
 
-std::unique_ptr<Executor> Registry::make_executor(std::string_view name, std::string_view options_json) const {
-  return std::make_unique<Executor>(find(COTUNE_KIND_EXECUTOR, name), options_json);
+std::unique_ptr<Executor> Registry::make_executor(std::string_view name, std::string_view options_json,
+                                                  Isolation isolation) const {
+  return std::make_unique<Executor>(isolated_if(find(COTUNE_KIND_EXECUTOR, name), isolation), options_json);
 }
 
 }  // namespace cotune::core

@@ -151,7 +151,7 @@ void StudyRun::load_components() {
   load_study_plugins(registry_, spec_);
   space_ = make_study_space(registry_, spec_);
   executor_ = made_from_options(spec_, "/executor/options", [&] {
-    return registry_.make_executor(spec_.executor.name, spec_.executor.options.dump());
+    return registry_.make_executor(spec_.executor.name, spec_.executor.options.dump(), spec_.executor.isolation);
   });
   if (executor_->needs_trace() && !space_->can_lower())
     throw UserError(spec_.file + ": /executor: the executor '" + executor_->info().name +
@@ -160,14 +160,16 @@ void StudyRun::load_components() {
   check_metric_names();
   predictor_ = made_from_options(spec_, "/predictor/options", [&] {
     return registry_.make_predictor(
-        spec_.predictor.name, surrogate_predictor_options(spec_.predictor.options.dump(), spec_.file + ": /predictor/options"));
+        spec_.predictor.name, surrogate_predictor_options(spec_.predictor.options.dump(), spec_.file + ": /predictor/options"),
+        spec_.predictor.isolation);
   });
   searcher_ = made_from_options(spec_, "/searcher/options", [&] {
     // Workers starting together would propose the same configurations from the same seed: each
     // draws from its own (the study's seed mixed with its pid).
     const std::uint64_t seed = worker_ ? spec_.seed ^ (static_cast<std::uint64_t>(::getpid()) * 0x9E3779B97F4A7C15ULL)
                                        : spec_.seed;
-    return registry_.make_searcher(spec_.searcher.name, spec_.searcher.options.dump(), *space_, seed);
+    return registry_.make_searcher(spec_.searcher.name, spec_.searcher.options.dump(), *space_, seed,
+                                   spec_.searcher.isolation);
   });
   capacity_ = static_cast<size_t>(std::max<std::int64_t>(1, std::min<std::int64_t>(spec_.parallel, executor_->capacity())));
   launch_format_ = render_format_code(spec_.format);

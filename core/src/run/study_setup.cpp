@@ -30,7 +30,7 @@ void load_study_plugins(Registry& registry, const StudySpec& spec) {
 std::unique_ptr<Space> make_study_space(const Registry& registry, const StudySpec& spec) {
   std::unique_ptr<Space> space;
   try {
-    space = registry.make_space(spec.space.name, spec.workload.dump(), spec.space.options.dump());
+    space = registry.make_space(spec.space.name, spec.workload.dump(), spec.space.options.dump(), spec.space.isolation);
   } catch (const PluginError& e) {
     // The space names the field inside the workload or its options; say which file that was.
     if (e.code() != COTUNE_ERR_INVALID_ARGUMENT) throw;

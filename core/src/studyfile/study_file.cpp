@@ -24,6 +24,8 @@ const std::vector<std::pair<std::string_view, RenderFormat>> kFormats = {
     {"megatron", RenderFormat::kMegatron}, {"torchtitan", RenderFormat::kTorchtitan}, {"nemo", RenderFormat::kNemo},
     {"deepspeed", RenderFormat::kDeepspeed}, {"torchrec", RenderFormat::kTorchrec},   {"json", RenderFormat::kJson}};
 const std::vector<std::pair<std::string_view, OnStop>> kOnStop = {{"cancel", OnStop::kCancel}, {"wait", OnStop::kWait}};
+const std::vector<std::pair<std::string_view, Isolation>> kIsolation = {{"none", Isolation::kNone},
+                                                                        {"process", Isolation::kProcess}};
 
 template <class E>
 std::string_view word_of(const std::vector<std::pair<std::string_view, E>>& table, E value) {
@@ -38,9 +40,10 @@ std::string resolve(const std::string& base_dir, const std::string& path) {
   return (fs::path(base_dir) / p).lexically_normal().string();
 }
 
-// A component: an object {name, options[, extra...]} or just its name as a string.
+// A component: an object {name, options, isolation[, extra...]} or just its name as a string.
 void read_component(const JsonChecker& c, const json& doc, std::string_view key, ComponentSpec& out,
-                    const std::vector<std::string>& known = {"name", "options"}) {
+                    std::vector<std::string> known = {}) {
+  known.insert(known.begin(), {"name", "options", "isolation"});
   const json* v = JsonChecker::member(doc, key);
   if (!v) return;
   std::string pointer = child_pointer("", key);
@@ -55,6 +58,8 @@ void read_component(const JsonChecker& c, const json& doc, std::string_view key,
     c.object(*options, child_pointer(pointer, "options"));
     out.options = *options;
   }
+  if (const json* isolation = JsonChecker::member(*v, "isolation"))
+    out.isolation = c.one_of(*isolation, child_pointer(pointer, "isolation"), kIsolation);
 }
 
 Constraint read_constraint(const JsonChecker& c, const json& v, const std::string& pointer) {
@@ -259,7 +264,7 @@ StudySpec parse_study_file(std::string_view text, const std::string& label, cons
   }
   read_workload(c, doc, label, base_dir, s);
   read_component(c, doc, "space", s.space);
-  read_component(c, doc, "predictor", s.predictor, {"name", "options", "prior", "calibrate"});
+  read_component(c, doc, "predictor", s.predictor, {"prior", "calibrate"});
   if (const json* p = JsonChecker::member(doc, "predictor"); p && p->is_object()) {
     if (const json* prior = JsonChecker::member(*p, "prior")) s.predictor.prior = c.one_of(*prior, "/predictor/prior", kPriors);
     if (const json* cal = JsonChecker::member(*p, "calibrate")) {
@@ -299,9 +304,12 @@ StudySpec parse_study_file(std::string_view text, const std::string& label, cons
   if (const json* x = JsonChecker::member(doc, "on_stop")) s.on_stop = c.one_of(*x, "/on_stop", kOnStop);
   if (const json* x = JsonChecker::member(doc, "deadlines")) s.deadlines = read_deadlines(c, *x);
 
-  // The hash covers what the study means: a workload given by path counts by its contents.
+  // The hash covers what the study means: a workload given by path counts by its contents. Where a
+  // plugin runs (its isolation) changes nothing a trial measures, so it is left out.
   json hashed = doc;
   hashed["workload"] = s.workload;
+  for (const char* component : {"space", "predictor", "searcher", "executor"})
+    if (hashed.contains(component) && hashed[component].is_object()) hashed[component].erase("isolation");
   s.hash = sha256_hex(canonical_json(hashed));
   return s;
 }

@@ -4,6 +4,7 @@
 #define COTUNE_CORE_REGISTRY_HPP_
 
 #include <cotune/core/abi/components.hpp>
+#include <cotune/core/abi/isolation.hpp>
 
 #include <memory>
 #include <string>
@@ -40,12 +41,17 @@ class Registry {
   const ComponentRef& find(int32_t kind, std::string_view name) const;
   const ComponentRef* try_find(int32_t kind, std::string_view name) const;
 
+  // With Isolation::kProcess, every call of the instance runs in a child process (isolation.hpp).
   std::unique_ptr<Space> make_space(std::string_view name, std::string_view workload_json,
-                                    std::string_view options_json = "{}") const;
-  std::unique_ptr<Predictor> make_predictor(std::string_view name, std::string_view options_json = "{}") const;
+                                    std::string_view options_json = "{}",
+                                    Isolation isolation = Isolation::kNone) const;
+  std::unique_ptr<Predictor> make_predictor(std::string_view name, std::string_view options_json = "{}",
+                                            Isolation isolation = Isolation::kNone) const;
   std::unique_ptr<Searcher> make_searcher(std::string_view name, std::string_view options_json,
-                                          const Space& space, uint64_t seed) const;
-  std::unique_ptr<Executor> make_executor(std::string_view name, std::string_view options_json = "{}") const;
+                                          const Space& space, uint64_t seed,
+                                          Isolation isolation = Isolation::kNone) const;
+  std::unique_ptr<Executor> make_executor(std::string_view name, std::string_view options_json = "{}",
+                                          Isolation isolation = Isolation::kNone) const;
 
  private:
   std::vector<ComponentRef> components_;

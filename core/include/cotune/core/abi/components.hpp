@@ -16,7 +16,8 @@
 
 namespace cotune::core {
 
-class PluginLibrary;  // a loaded shared library (plugin_library.hpp)
+class PluginLibrary;      // a loaded shared library (plugin_library.hpp)
+class IsolatedComponent;  // its calls forwarded to child processes (isolation.hpp)
 
 // A component found in a loaded library: what `cotune plugins` lists.
 struct ComponentInfo {
@@ -32,6 +33,10 @@ struct ComponentRef {
   std::shared_ptr<const PluginLibrary> library;
   const cotune_component* component = nullptr;  // inside `library`'s static storage
   ComponentInfo info;
+  // Set for "isolation": "process": the wrappers call its table instead of the component's.
+  std::shared_ptr<const IsolatedComponent> isolated;
+
+  const void* api() const;  // the table the wrappers call
 };
 
 const char* kind_name(int32_t kind);  // "space", "predictor", "searcher", "executor"

@@ -6,6 +6,7 @@
 #define COTUNE_CORE_STUDYFILE_STUDY_FILE_HPP_
 
 #include <cotune/core/abi/call_watch.hpp>
+#include <cotune/core/abi/isolation.hpp>
 #include <cotune/core/store/store_records.hpp>
 
 #include <nlohmann/json.hpp>
@@ -18,10 +19,12 @@
 
 namespace cotune::core {
 
-// A plugin component chosen by name, with its options (passed to the plugin as JSON).
+// A plugin component chosen by name, with its options (passed to the plugin as JSON), run in the
+// host's process or, with "isolation": "process", in a child process of its own.
 struct ComponentSpec {
   std::string name;
   nlohmann::json options = nlohmann::json::object();
+  Isolation isolation = Isolation::kNone;
 };
 
 // What the predictor learns the residual over: the performance model's estimate (analytic), a cost
