@@ -3,10 +3,13 @@
 // (GPU x dtype x dense/MoE): rows simulated, refused (with the reason counted), predicted out of
 // memory, MAPE, median APE and signed mean error of the step time, and Kendall's tau of throughput
 // within each model/GPU/dtype group, and the MAPE after calibrating on 5 % and on 20 % of each
-// table's rows, judged on the rest (mean of 5 seeded draws; docs/benchmarks/perfmodel.md).
+// table's rows, judged on the rest (mean of 5 seeded draws; docs/benchmarks/perfmodel.md). Last,
+// the configurations published more than once (the same row but its software version): how far
+// their measurements spread, the error floor of any answer that does not know the version.
 //   build/bin/perfmodel_accuracy_bench [DATA_DIR] [--rows] [--table NAME]
 #include <cotune/core/registry.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -88,6 +91,61 @@ void old_tables(const cotune::core::Registry& registry, const std::string& dir) 
 
 }  // namespace
 
+// Rows that publish the same configuration (model, GPU, dtype, every cell) measured with
+// different software versions: the spread of their step times, and the MAPE of the best answer
+// that cannot tell them apart (each group's median) next to the model's on the same rows.
+void print_repeats(const Scored& everything) {
+  struct Group {
+    std::string slice;
+    std::vector<double> measured, predicted;
+  };
+  std::map<std::string, Group> groups;
+  for (size_t i = 0; i < everything.rows.size(); ++i) {
+    const PublishedRow& r = *everything.rows[i];
+    const RowPrediction& p = everything.predictions[i];
+    if (!p.refused.empty() || p.measured_step_s <= 0) continue;
+    std::string key = r.model + "|" + r.gpu + "|" + r.dtype;
+    for (const auto& [column, value] : r.cells) key += "|" + column + "=" + value;
+    Group& g = groups[key];
+    g.slice = r.moe ? "moe" : "dense";
+    g.measured.push_back(p.measured_step_s);
+    g.predicted.push_back(p.step_s);
+  }
+  struct Sum {
+    int groups = 0, rows = 0;
+    std::vector<double> spreads;
+    double floor = 0, model = 0;
+  };
+  std::map<std::string, Sum> by;
+  for (auto& [key, g] : groups) {
+    if (g.measured.size() < 2) continue;
+    std::vector<double> sorted = g.measured;
+    std::sort(sorted.begin(), sorted.end());
+    const size_t n = sorted.size();
+    const double median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+    for (const std::string& slice : {g.slice, std::string("**all**")}) {
+      Sum& s = by[slice];
+      ++s.groups;
+      s.spreads.push_back(sorted.back() / sorted.front() - 1);
+      for (size_t i = 0; i < n; ++i) {
+        ++s.rows;
+        s.floor += std::fabs(median / g.measured[i] - 1);
+        s.model += std::fabs(g.predicted[i] / g.measured[i] - 1);
+      }
+    }
+  }
+  std::printf("\n## Configurations published more than once (another software version)\n\n"
+              "| slice | configurations | rows | median spread | largest spread | MAPE of the best version-blind answer | "
+              "the model's MAPE on these rows |\n|---|---:|---:|---:|---:|---:|---:|\n");
+  for (auto& [slice, s] : by) {
+    std::sort(s.spreads.begin(), s.spreads.end());
+    const size_t n = s.spreads.size();
+    const double median = n % 2 ? s.spreads[n / 2] : (s.spreads[n / 2 - 1] + s.spreads[n / 2]) / 2;
+    std::printf("| %s | %d | %d | %s | %s | %s | %s |\n", slice.c_str(), s.groups, s.rows, pct(median).c_str(),
+                pct(s.spreads.back()).c_str(), pct(s.floor / s.rows).c_str(), pct(s.model / s.rows).c_str());
+  }
+}
+
 int main(int argc, char** argv) {
   try {
     std::string dir = COTUNE_SHARED_DIR "/data";
@@ -149,6 +207,7 @@ int main(int argc, char** argv) {
       for (size_t i = 0; i < s.rows.size(); ++i) everything.add(s.rows[i], s.predictions[i]);
     }
     print_line("**all**", cotune::core::perf::accuracy_of(everything.rows, everything.predictions));
+    print_repeats(everything);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
