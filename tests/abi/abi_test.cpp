@@ -91,6 +91,14 @@ TEST(Abi, RefusalsNameTheReason) {
   EXPECT_NE(refusal("zerosize").find("plugin descriptor struct_size 0"), std::string::npos);
   EXPECT_NE(refusal("nullapi").find("NULL function table"), std::string::npos);
   EXPECT_NE(refusal("missingfn").find("has no predict function"), std::string::npos);
+  {
+    Registry reg;
+    EXPECT_FALSE(reg.load_file(std::string(COTUNE_ABI_FIXTURE_DIR) + "/libcotune-space-abipartialtable.so"));
+    EXPECT_NE(reg.problems().back().reason.find("offers part of a table schema: table_schema, table_read and "
+                                                "table_write come together"),
+              std::string::npos)
+        << reg.problems().back().reason;
+  }
   EXPECT_NE(refusal("badutf8").find("not valid UTF-8"), std::string::npos);
   EXPECT_NE(refusal("dupinside").find("appears twice"), std::string::npos);
   EXPECT_NE(refusal("hugecount").find("components (limit 256)"), std::string::npos);

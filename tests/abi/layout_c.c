@@ -158,7 +158,7 @@ int main(void) {
   OFFSET(cotune_param, default_value, 80);
   OFFSET(cotune_param, unit, 88);
   OFFSET(cotune_param, help, 104);
-  SIZE(cotune_space_api, 112);
+  SIZE(cotune_space_api, 136);
   OFFSET(cotune_space_api, struct_size, 0);
   OFFSET(cotune_space_api, create, 8);
   OFFSET(cotune_space_api, destroy, 16);
@@ -173,6 +173,9 @@ int main(void) {
   OFFSET(cotune_space_api, parse, 88);
   OFFSET(cotune_space_api, set_target, 96);
   OFFSET(cotune_space_api, metrics, 104);
+  OFFSET(cotune_space_api, table_schema, 112);
+  OFFSET(cotune_space_api, table_read, 120);
+  OFFSET(cotune_space_api, table_write, 128);
   SIZE(cotune_predictor_api, 64);
   OFFSET(cotune_predictor_api, struct_size, 0);
   OFFSET(cotune_predictor_api, create, 8);

@@ -72,6 +72,15 @@ void check_required_functions(const std::string& path, const ComponentInfo& info
       if (!a->sample) missing("sample");
       if (!a->describe_features) missing("describe_features");
       if (!a->featurize) missing("featurize");
+      // 1.4: a table schema comes whole or not at all (a reader without its writer would import
+      // runs that export-history then cannot write).
+      auto has = [&](size_t end) { return api_struct_size(api) >= end; };
+      const bool schema = has(COTUNE_STRUCT_SIZE(cotune_space_api, table_schema)) && a->table_schema != nullptr;
+      const bool read = has(COTUNE_STRUCT_SIZE(cotune_space_api, table_read)) && a->table_read != nullptr;
+      const bool write = has(COTUNE_STRUCT_SIZE(cotune_space_api, table_write)) && a->table_write != nullptr;
+      if ((schema || read || write) && !(schema && read && write))
+        refuse(path, "component '" + info.id + "' (space) offers part of a table schema: table_schema, table_read "
+                     "and table_write come together");
       break;
     }
     case COTUNE_KIND_PREDICTOR: {

@@ -41,7 +41,7 @@ extern "C" {
 /* ---------------------------------------------------------------------------------------------- */
 
 #define COTUNE_ABI_MAJOR 1
-#define COTUNE_ABI_MINOR 3
+#define COTUNE_ABI_MINOR 4
 
 /* Size of a struct up to and including `last_field`: what a writer stores in struct_size. */
 #define COTUNE_STRUCT_SIZE(type, last_field) \
@@ -459,8 +459,40 @@ typedef struct cotune_space_api {
    * study's first trial the host checks the metrics its objectives and constraints name: one that
    * is not in the list but close to a name in it is refused as a typo, with that name suggested. */
   cotune_error* (*metrics)(cotune_space_instance* space, const cotune_sink* out);
+
+  /* 1.4, optional, all three or none (NULL: the space has no table schema): how one row of a table
+   * of runs (a CSV: column name -> cell text) says a workload and a configuration of this space, and
+   * back. `cotune simulate --batch`, `import`, `export-history` and `predictor eval` read and write
+   * the runs of any space that offers them (docs/ABI.md, "Table schema"). They take no instance: a
+   * row says its own workload. All three write JSON to `out`. */
+
+  /* The schema: {"columns": [...], "config_columns": [...], "reads": [...]}. `columns`: every column
+   * table_write may write, in the order a table lists them; `config_columns`: those of them that say
+   * the configuration (the rest say the workload); `reads`: further names table_read accepts (other
+   * spellings tables use, "workload_json"). */
+  cotune_error* (*table_schema)(const cotune_host* host, const cotune_sink* out);
+
+  /* One row into {"workload": {...}, "config": {...}, "options": {...}, "devices": N}. `row_json` is
+   * a JSON object of column -> cell text, empty cells left out; columns the schema does not read are
+   * ignored. `config` is a configuration as parse() reads it, `options` the space options under which
+   * the row's values are in the domain (the host merges those of a workload's rows), `devices` the
+   * GPUs the run used (per-GPU metrics are converted with it). A row that must give its workload
+   * whole gives it in the column "workload_json" (a workload, docs/workloads.md) with the
+   * configuration's columns. A cell that cannot be read is INVALID_ARGUMENT naming the column and what
+   * was expected ("column tp: expected a whole number, got 'x'"). */
+  cotune_error* (*table_read)(const cotune_host* host, cotune_str row_json, const cotune_sink* out);
+
+  /* The inverse, for a workload and a configuration as render() writes it in JSON:
+   * {"cells": {column: text}, "inexact": "...", "read_back": {...} or null}. `inexact` is empty when
+   * reading the cells back gives the same workload, else says what is lost (the host then writes the
+   * configuration's cells with the workload whole in "workload_json"); `read_back` is the workload
+   * reading the cells back gives (null when the columns cannot say it). An empty `config_json` asks
+   * for the workload's cells alone (runs of a study find the history imported for its workload
+   * through `read_back`). */
+  cotune_error* (*table_write)(const cotune_host* host, cotune_str workload_json, cotune_str config_json,
+                               const cotune_sink* out);
 } cotune_space_api;
-COTUNE_ASSERT_LAST_FIELD(cotune_space_api, metrics);
+COTUNE_ASSERT_LAST_FIELD(cotune_space_api, table_write);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Predictors                                                                                     */

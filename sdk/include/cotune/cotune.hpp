@@ -16,6 +16,10 @@
 //     // optional: void parse(std::string_view config_json, double* out_config);
 //     // optional: void set_target(std::string_view target);  // "megatron@core_v0.19.0"
 //     // optional: std::vector<std::string> metrics();            // what its trials are measured in
+//     // optional, all three (static: a row says its own workload; JSON text in and out, cotune.h):
+//     //   static std::string table_schema();
+//     //   static std::string table_read(std::string_view row_json);
+//     //   static std::string table_write(std::string_view workload_json, std::string_view config_json);
 //   };
 //   COTUNE_PLUGIN(cotune::space<MySpace>({"org.example.space.mine", "mine", "My model.", "1.0.0"}))
 //
@@ -193,6 +197,10 @@ template <class, class = void> struct has_space_metrics : std::false_type {};
 template <class T> struct has_space_metrics<T, std::void_t<decltype(std::declval<T&>().metrics())>> : std::true_type {};
 template <class, class = void> struct has_executor_metrics : std::false_type {};
 template <class T> struct has_executor_metrics<T, std::void_t<decltype(std::declval<T&>().metrics(std::declval<const cotune_trial&>()))>> : std::true_type {};
+template <class, class = void> struct has_table : std::false_type {};
+template <class T>
+struct has_table<T, std::void_t<decltype(T::table_schema()), decltype(T::table_read(std::string_view())),
+                                decltype(T::table_write(std::string_view(), std::string_view()))>> : std::true_type {};
 template <class, class = void> struct has_describe_fit : std::false_type {};
 template <class T> struct has_describe_fit<T, std::void_t<decltype(std::declval<T&>().describe_fit())>> : std::true_type {};
 }  // namespace detail
@@ -463,10 +471,34 @@ struct SpaceAdapter {
       return nullptr;
     }
   }
+  static cotune_error* table_schema(const cotune_host*, const cotune_sink* out) {
+    if constexpr (has_table<T>::value) {
+      return guarded([&] { write(out, T::table_schema()); });
+    } else {
+      (void)out;
+      return nullptr;
+    }
+  }
+  static cotune_error* table_read(const cotune_host*, cotune_str row, const cotune_sink* out) {
+    if constexpr (has_table<T>::value) {
+      return guarded([&] { write(out, T::table_read(view(row))); });
+    } else {
+      (void)row, (void)out;
+      return nullptr;
+    }
+  }
+  static cotune_error* table_write(const cotune_host*, cotune_str workload, cotune_str config, const cotune_sink* out) {
+    if constexpr (has_table<T>::value) {
+      return guarded([&] { write(out, T::table_write(view(workload), view(config))); });
+    } else {
+      (void)workload, (void)config, (void)out;
+      return nullptr;
+    }
+  }
   static const cotune_space_api* api() {
     static const cotune_space_api a = [] {
       cotune_space_api t{};
-      t.struct_size = COTUNE_STRUCT_SIZE(cotune_space_api, metrics);
+      t.struct_size = COTUNE_STRUCT_SIZE(cotune_space_api, table_write);
       t.create = &create;
       t.destroy = &destroy;
       t.describe = &describe;
@@ -480,6 +512,9 @@ struct SpaceAdapter {
       t.parse = has_parse<T>::value ? &parse : nullptr;
       t.set_target = has_set_target<T>::value ? &set_target : nullptr;
       t.metrics = has_space_metrics<T>::value ? &metrics : nullptr;
+      t.table_schema = has_table<T>::value ? &table_schema : nullptr;
+      t.table_read = has_table<T>::value ? &table_read : nullptr;
+      t.table_write = has_table<T>::value ? &table_write : nullptr;
       return t;
     }();
     return &a;
