@@ -5,7 +5,7 @@
 #include <cotune/core/history/csv.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/history/history_io.hpp>
-#include <cotune/core/history/llm_runs.hpp>
+#include <cotune/core/history/table_runs.hpp>
 #include <cotune/core/registry.hpp>
 
 #include <nlohmann/json.hpp>
@@ -30,6 +30,11 @@ const Registry& registry() {
     return reg;
   }();
   return r;
+}
+
+const TableSchema& schema() {
+  static const TableSchema s = TableSchema::of(registry(), "llm");
+  return s;
 }
 
 // Writing a table and reading it back gives the same table. (A one-column table cannot round-trip
@@ -76,9 +81,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const CsvRecord& r : table.rows) FUZZ_CHECK(r.fields.size() == table.header.size() && r.line >= 2);
   check_round_trip(table);
 
-  LlmRuns runs;
+  TableRuns runs;
   try {
-    runs = read_llm_runs(table, mapping, registry());
+    runs = read_table_runs(table, mapping, registry(), schema());
   } catch (const UserError& e) {
     FUZZ_CHECK(e.what()[0] != '\0');
     return 0;
@@ -86,11 +91,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Every row is either read or rejected with a reason, once.
   FUZZ_CHECK(runs.runs.size() + runs.rejected.size() == table.rows.size());
   for (const RejectedRow& r : runs.rejected) FUZZ_CHECK(r.line >= 2 && !r.reason.empty());
-  for (const LlmRun& r : runs.runs) {
+  for (const TableRun& r : runs.runs) {
     FUZZ_CHECK(r.space != nullptr && r.config.size() == r.space->num_params());
     FUZZ_CHECK(!r.workload_key.empty() && !r.config_json.empty());
   }
-  const std::vector<HistoryRow> rows = history_rows(runs.runs, "runs.csv");
+  const std::vector<HistoryRow> rows = history_rows(runs.runs, "runs.csv", "llm");
   FUZZ_CHECK(rows.size() == runs.runs.size());
   // What the store keeps must read back as JSON objects.
   for (const HistoryRow& h : rows) {

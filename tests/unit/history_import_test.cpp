@@ -3,8 +3,8 @@
 #include <cotune/core/studyfile/canonical_json.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/history/history_io.hpp>
-#include <cotune/core/history/llm_csv_row.hpp>
-#include <cotune/core/history/llm_runs.hpp>
+#include <cotune/core/abi/table_schema.hpp>
+#include <cotune/core/history/table_runs.hpp>
 #include <cotune/core/registry.hpp>
 #include <cotune/core/store/store.hpp>
 
@@ -54,6 +54,12 @@ const Registry& registry() {
     return reg;
   }();
   return r;
+}
+
+// The llm space's table schema, through the ABI as the commands use it.
+const TableSchema& schema() {
+  static const TableSchema s = TableSchema::of(registry(), "llm");
+  return s;
 }
 
 CsvTable table_of(const std::string& text, const std::string& source = "runs.csv") {
@@ -129,55 +135,120 @@ TEST(Csv, BadFilesAreUserErrors) {
   }
 }
 
-TEST(LlmCsvRow, DefaultsAndInverse) {
+TEST(LlmTableSchema, DefaultsAndInverse) {
   std::map<std::string, std::string> cells = {{"hidden", "1024"}, {"layers", "8"}, {"heads", "16"},
                                               {"global_batch", "64"}, {"dp", "4"}, {"tp", "2"}};
-  auto lookup = [&](const std::string& c) -> const std::string* {
-    auto it = cells.find(c);
-    return it == cells.end() ? nullptr : &it->second;
-  };
-  const LlmCsvRow row = llm_row_from_cells(lookup);
+  const TableRow row = schema().read(cells);
   EXPECT_EQ(row.workload["model"]["vocab"], 51200);
   EXPECT_EQ(row.workload["model"]["seq_len"], 2048);
   EXPECT_EQ(row.workload["cluster"]["gpu"], "h100-sxm");
   EXPECT_EQ(row.workload["cluster"]["nodes"], 1);
   EXPECT_EQ(row.config["gpus"], 8);
   EXPECT_EQ(row.config["recompute"], "none");
-  std::string inexact;
-  const auto back = llm_cells_from_json(row.workload, row.config, &inexact);
-  EXPECT_EQ(inexact, "");
-  EXPECT_EQ(back.at("tp"), "2");
-  EXPECT_EQ(back.at("gpus"), "8");
+  EXPECT_EQ(row.devices, 8);
+  EXPECT_EQ(row.options["tp"], json::array({2}));
+  const TableCells back = schema().write(row.workload, &row.config);
+  EXPECT_EQ(back.inexact, "");
+  EXPECT_EQ(back.cells.at("tp"), "2");
+  EXPECT_EQ(back.cells.at("gpus"), "8");
+  ASSERT_TRUE(back.read_back.has_value());
+  EXPECT_EQ(*back.read_back, row.workload);
 
   // A model preset has its column: the cells say the same workload.
   json preset = row.workload;
   preset["model"] = {{"preset", "llama3-8b"}};
-  const auto preset_cells = llm_cells_from_json(preset, row.config, &inexact);
-  EXPECT_EQ(inexact, "");
-  EXPECT_EQ(preset_cells.at("preset"), "llama3-8b");
-  // A field without a column is named.
+  const TableCells preset_cells = schema().write(preset, &row.config);
+  EXPECT_EQ(preset_cells.inexact, "");
+  EXPECT_EQ(preset_cells.cells.at("preset"), "llama3-8b");
+  // A field without a column is named, and nothing reads back.
   json priced = row.workload;
   priced["cluster"]["price_per_gpu_hour"] = 2.5;
-  EXPECT_NO_THROW(llm_cells_from_json(priced, row.config, &inexact));
-  EXPECT_EQ(inexact, "no column for workload/cluster/price_per_gpu_hour");
+  const TableCells priced_cells = schema().write(priced, &row.config);
+  EXPECT_EQ(priced_cells.inexact, "no column for workload/cluster/price_per_gpu_hour");
+  EXPECT_FALSE(priced_cells.read_back.has_value());
+  // The workload alone: its cells without the configuration's, gpus from the cluster's nodes.
+  const TableCells alone = schema().write(row.workload, nullptr);
+  EXPECT_EQ(alone.cells.count("tp"), 0u);
+  EXPECT_EQ(alone.cells.at("gpus"), "8");
 
   cells["tp"] = "two";
   try {
-    llm_row_from_cells(lookup);
+    schema().read(cells);
     FAIL();
   } catch (const std::invalid_argument& e) {
     EXPECT_STREQ(e.what(), "column tp: expected a number, got 'two'");
   }
+  // The schema names its columns, the configuration's among them, and other names it reads.
+  EXPECT_TRUE(schema().reads("hidden"));
+  EXPECT_TRUE(schema().reads("moe_ffn_hidden"));
+  EXPECT_TRUE(schema().reads("workload_json"));
+  EXPECT_FALSE(schema().reads("loss"));
+  EXPECT_NE(std::find(schema().config_columns().begin(), schema().config_columns().end(), "micro_batch"),
+            schema().config_columns().end());
+}
+
+TEST(RecsysTableSchema, ReadsWritesAndReadsBack) {
+  Registry reg;
+  ASSERT_TRUE(reg.load_file(COTUNE_PLUGIN_DIR "/libcotune-space-recsys.so"));
+  const TableSchema recsys = TableSchema::of(reg, "recsys");
+  EXPECT_TRUE(recsys.reads("large_table_sharding"));
+  EXPECT_FALSE(recsys.reads("hidden"));
+  const std::map<std::string, std::string> cells = {{"preset", "criteo-terabyte"}, {"global_batch", "65536"},
+                                                    {"gpus", "16"}, {"large_table_sharding", "row_wise"},
+                                                    {"offload", "false"}, {"batch_per_gpu", "4096"}};
+  const TableRow row = recsys.read(cells);
+  EXPECT_EQ(row.workload["model"], json({{"preset", "criteo-terabyte"}}));
+  EXPECT_EQ(row.workload["cluster"]["nodes"], 2);  // 16 GPUs of 8 per node
+  EXPECT_EQ(row.config["large_table_sharding"], "row_wise");
+  EXPECT_EQ(row.config["offload"], false);
+  EXPECT_EQ(row.devices, 16);
+  // The space itself reads the row's configuration under the row's options.
+  auto space = reg.make_space("recsys", row.workload.dump(), row.options.dump());
+  const std::vector<double> config = space->parse(row.config.dump());
+  EXPECT_EQ(space->explain(config.data()), "");
+  const json rendered = json::parse(space->render(config.data(), COTUNE_RENDER_JSON));
+  const TableCells back = recsys.write(row.workload, &rendered);
+  EXPECT_EQ(back.inexact, "");
+  EXPECT_EQ(back.cells.at("large_table_sharding"), "row_wise");
+  EXPECT_EQ(back.cells.at("gpus"), "16");
+  EXPECT_EQ(recsys.read(back.cells).workload, row.workload);
+  // A model of its own has no column: the host then writes the workload whole.
+  json own = row.workload;
+  own["model"] = {{"tables", json::array({{{"name", "t"}, {"rows", 1000}, {"dim", 16}}})},
+                  {"dense_features", 4}, {"bottom_mlp", {16}}, {"top_mlp", {1}}};
+  const TableCells whole = recsys.write(own, &rendered);
+  EXPECT_THAT(whole.inexact, HasSubstr("no column for workload/model/"));
+  std::map<std::string, std::string> json_row = {{"workload_json", own.dump()}, {"gpus", "16"}};
+  EXPECT_EQ(recsys.read(json_row).workload, own);
+  try {
+    recsys.read({{"preset", "criteo-terabyte"}, {"global_batch", "many"}, {"gpus", "16"}});
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "column global_batch: expected a number, got 'many'");
+  }
+}
+
+TEST(LlmTableSchema, ASpaceWithoutOneIsRefusedByName) {
+  Registry reg;
+  reg.load_file(COTUNE_PLUGIN_DIR "/libcotune-space-recsys.so");
+  reg.load_file(COTUNE_PLUGIN_DIR "/libcotune-space-llm.so");
+  EXPECT_TRUE(TableSchema::find(reg, "llm").has_value());
+  EXPECT_FALSE(TableSchema::find(reg, "nosuch").has_value());
+  try {
+    TableSchema::of(reg, "nosuch");
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("--space 'nosuch': no loaded space has that name"));
+  }
 }
 
 TEST_F(HistoryImport, MappedColumnsAndUnits) {
-  const LlmRuns runs = read_llm_runs(table_of(kMapped), {{"tensor parallelism", "tp"}, {"iteration time (ms)", "step_time_ms"}},
-                                     registry());
+  const TableRuns runs = read_table_runs(table_of(kMapped), {{"tensor parallelism", "tp"}, {"iteration time (ms)", "step_time_ms"}}, registry(), schema());
   ASSERT_TRUE(runs.rejected.empty()) << runs.rejected.front().reason;
   ASSERT_EQ(runs.runs.size(), 2u);
   ASSERT_EQ(runs.warnings.size(), 1u);
   EXPECT_THAT(runs.warnings[0], HasSubstr("'cluster_name'"));
-  const LlmRun& a = runs.runs[0];
+  const TableRun& a = runs.runs[0];
   EXPECT_EQ(a.line, 2u);
   EXPECT_DOUBLE_EQ(a.metrics["step_time_s"].get<double>(), 0.25);
   EXPECT_DOUBLE_EQ(a.metrics["tokens_per_s"].get<double>(), 8000.0);  // per GPU x 8 GPUs
@@ -194,14 +265,13 @@ TEST_F(HistoryImport, MappedColumnsAndUnits) {
 
 TEST_F(HistoryImport, HeaderProblemsAreUserErrors) {
   try {
-    read_llm_runs(table_of(kMapped), {{"tensor paralelism", "tp"}}, registry());
+    read_table_runs(table_of(kMapped), {{"tensor paralelism", "tp"}}, registry(), schema());
     FAIL();
   } catch (const UserError& e) {
     EXPECT_THAT(e.what(), HasSubstr("has no column 'tensor paralelism'"));
   }
   try {
-    read_llm_runs(table_of("hidden,layers,heads,global_batch,gpus,step_time_s,step_time_ms\n1024,8,16,64,8,1,1000\n"), {},
-                  registry());
+    read_table_runs(table_of("hidden,layers,heads,global_batch,gpus,step_time_s,step_time_ms\n1024,8,16,64,8,1,1000\n"), {}, registry(), schema());
     FAIL();
   } catch (const UserError& e) {
     EXPECT_THAT(e.what(), HasSubstr("'step_time_s' and 'step_time_ms' both give the metric 'step_time_s'"));
@@ -218,7 +288,7 @@ TEST_F(HistoryImport, BadRowsAreRejectedWithTheirLine) {
       "1024,8,16,64,8,2,false,fast,ok\n"    // line 6: bad metric
       "1024,8,16,64,8,2,false,250,lost\n"   // line 7: unknown status
       "1024,8,16,64,8,4,false,,oom\n";      // line 8: good, an oom run without a time
-  const LlmRuns runs = read_llm_runs(table_of(csv), {}, registry());
+  const TableRuns runs = read_table_runs(table_of(csv), {}, registry(), schema());
   ASSERT_EQ(runs.runs.size(), 2u);
   EXPECT_EQ(runs.runs[1].status, TrialStatus::kOom);
   EXPECT_FALSE(runs.runs[1].metrics.contains("step_time_s"));
@@ -236,12 +306,11 @@ TEST_F(HistoryImport, BadRowsAreRejectedWithTheirLine) {
 }
 
 TEST_F(HistoryImport, ReimportChangesNothingAndExportRoundTrips) {
-  const LlmRuns runs = read_llm_runs(table_of(kMapped), {{"tensor parallelism", "tp"}, {"iteration time (ms)", "step_time_ms"}},
-                                     registry());
+  const TableRuns runs = read_table_runs(table_of(kMapped), {{"tensor parallelism", "tp"}, {"iteration time (ms)", "step_time_ms"}}, registry(), schema());
   Store store(path("a.db"));
-  ImportCounts first = store.import_history(history_rows(runs.runs, "runs.csv"));
+  ImportCounts first = store.import_history(history_rows(runs.runs, "runs.csv", "llm"));
   EXPECT_EQ(first.inserted, 2);
-  ImportCounts again = store.import_history(history_rows(runs.runs, "runs.csv"));
+  ImportCounts again = store.import_history(history_rows(runs.runs, "runs.csv", "llm"));
   EXPECT_EQ(again.inserted, 0);
   EXPECT_EQ(again.duplicates, 2);
   const std::string key = runs.runs[0].workload_key;
@@ -249,9 +318,9 @@ TEST_F(HistoryImport, ReimportChangesNothingAndExportRoundTrips) {
 
   std::ostringstream csv;
   std::vector<std::string> warnings;
-  EXPECT_EQ(write_history_csv(csv, store.export_history(key, "llm"), store, &warnings), 2u);
+  EXPECT_EQ(write_history_csv(csv, store.export_history(key, "llm"), store, schema(), &warnings), 2u);
   EXPECT_TRUE(warnings.empty());
-  const LlmRuns back = read_llm_runs(table_of(csv.str(), "exported.csv"), {}, registry());
+  const TableRuns back = read_table_runs(table_of(csv.str(), "exported.csv"), {}, registry(), schema());
   ASSERT_TRUE(back.rejected.empty()) << back.rejected.front().reason;
   ASSERT_EQ(back.runs.size(), 2u);
   for (size_t i = 0; i < 2; ++i) {
@@ -287,9 +356,20 @@ TEST_F(HistoryImport, CommandsEndToEnd) {
   EXPECT_EQ(keys_a, keys_b);
   EXPECT_EQ(b.history_for(keys_a[0].first, "llm").size(), 2u);
 
-  CliRun bad = cli("import " + runs + " --space recsys --store " + db);
+  CliRun bad = cli("import " + runs + " --space nosuch --store " + db);
   EXPECT_EQ(bad.status, 2);
-  EXPECT_THAT(bad.out, HasSubstr("only the llm space has a CSV schema"));
+  EXPECT_THAT(bad.out, HasSubstr("--space 'nosuch': no loaded space has that name"));
+  // A space without a table schema (the test grid) is refused by name, before the store is touched.
+  CliRun none = cli("import " + runs + " --space testgrid --store " + path("none.db") +
+                    " --format csv 2>&1; COTUNE_PLUGIN_PATH=" COTUNE_BINARY_DIR "/lib/cotune/test-plugins " +
+                    COTUNE_CLI + " export-history --space testgrid --all --store " + db);
+  EXPECT_THAT(none.out, HasSubstr("--space 'testgrid': no loaded space has that name"));
+  EXPECT_THAT(none.out, HasSubstr("--space 'testgrid': the space org.cotune.test.space.testgrid has no table schema"));
+  EXPECT_FALSE(fs::exists(path("none.db")));
+  // A run of the recsys space is read by its own schema: this llm file's rows lack its columns.
+  CliRun recsys = cli("import " + runs + " --space recsys --store " + path("recsys.db"));
+  EXPECT_EQ(recsys.status, 1);
+  EXPECT_THAT(recsys.out, HasSubstr("line 2: rejected: column preset: missing (required)"));
   CliRun no_key = cli("export-history --store " + db);
   EXPECT_EQ(no_key.status, 2);
   EXPECT_THAT(no_key.out, HasSubstr("give exactly one of --workload-key K and --all"));

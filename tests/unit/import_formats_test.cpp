@@ -132,7 +132,7 @@ TEST_F(ImportFormats, WandbExportTakesFinishedAndCrashedRunsAndSaysWhatItLeftOut
   EXPECT_THAT(out(), HasSubstr("(wandb): 5 runs: 3 imported, 0 already in the store, 0 rejected, 2 skipped"));
   EXPECT_THAT(err(), HasSubstr("line 5: skipped: State killed"));
   EXPECT_THAT(err(), HasSubstr("line 6: skipped: State running"));
-  EXPECT_THAT(err(), HasSubstr("no setting the llm space knows and no metric: Created, Name, Notes, User, lr"));
+  EXPECT_THAT(err(), HasSubstr("no setting of the space's table schema or Megatron-LM and no metric: Created, Name, Notes, User, lr"));
   const std::vector<HistoryRow> rows = history();
   ASSERT_EQ(rows.size(), 3u);
   const json m = json::parse(rows[0].metrics_json);

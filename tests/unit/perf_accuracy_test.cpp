@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "perfmodel/published_runs.hpp"
-#include "perfmodel/published_table.hpp"
+#include "published/published_runs.hpp"
+#include "published/published_table.hpp"
 
 TEST(PerfAccuracy, PublishedTablesStayWithinBounds) {
   cotune::core::Registry registry;

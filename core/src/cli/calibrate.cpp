@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include <cotune/core/studyfile/study_file.hpp>
+
 #include "cli/calibrate.hpp"
 #include "cli/command.hpp"
 
@@ -79,11 +81,11 @@ void write_file(const json& file, const std::string& path) {
 }
 
 int run_calibrate(int argc, char** argv) {
-  std::string runs_path, base, out_path, fit, executor_options = "{}";
+  std::string runs_path, base, out_path, fit, executor_options = "{}", space = core::kDefaultSpace;
   size_t folds = 5;
   double prior_sigma = 0.5;
   po::options_description desc(
-      "usage: cotune calibrate --runs RUNS.csv [--out CAL.json] [--fit NAMES] [--folds K]\n"
+      "usage: cotune calibrate --runs RUNS.csv [--space S] [--out CAL.json] [--fit NAMES] [--folds K]\n"
       "       cotune calibrate --gpu --base NAME [--out CAL.json] [--executor-options JSON]\n\n"
       "Fits the performance model's hardware and software constants and writes a calibration file.\n"
       "--runs: RUNS.csv has the columns of `cotune simulate --batch` (docs/simulate.md) and a measured\n"
@@ -99,6 +101,8 @@ int run_calibrate(int argc, char** argv) {
   desc.add_options()
       ("help,h", "this help")
       ("runs", po::value(&runs_path), "measured runs to fit on (CSV)")
+      ("space", po::value(&space), "the space of the runs: one with a table schema that lowers to step traces "
+                                   "(default llm)")
       ("gpu", "calibrate on the local GPU instead (microbenchmarks)")
       ("base", po::value(&base), "with --gpu: the catalogue GPU whose peaks, memory and network the measurement refines")
       ("out", po::value(&out_path), "write the calibration file here (default: stdout)")
@@ -143,7 +147,7 @@ int run_calibrate(int argc, char** argv) {
 
   core::Registry registry;
   registry.load_default();
-  const auto runs = read_calibration_runs(registry, runs_path);
+  const auto runs = read_calibration_runs(registry, core::TableSchema::of(registry, space), runs_path);
   core::perf::CalibrationOptions options;
   options.fit = split_list(fit);
   options.folds = folds;

@@ -4,6 +4,7 @@
 #ifndef COTUNE_CLI_CALIBRATE_HPP_
 #define COTUNE_CLI_CALIBRATE_HPP_
 
+#include <cotune/core/abi/table_schema.hpp>
 #include <cotune/core/perfmodel/calibration.hpp>
 #include <cotune/core/registry.hpp>
 
@@ -15,10 +16,11 @@
 
 namespace cotune::cli {
 
-// Reads RUNS.csv (the columns of `simulate --batch` plus a measured step_time_s, step_time_ms,
+// Reads RUNS.csv (the columns of the space's table schema, as `simulate --batch` reads them, plus a measured step_time_s, step_time_ms,
 // tokens_per_s or tokens_per_s_per_gpu) into runs grouped by GPU type. Throws UserError naming
 // the row and column of a bad cell, or a row whose layout the space refuses.
 std::map<std::string, std::vector<core::perf::CalibrationRun>> read_calibration_runs(const core::Registry& registry,
+                                                                                     const core::TableSchema& schema,
                                                                                      const std::string& path);
 
 // Measures the local GPU through the cuda executor and fits the constants of catalogue GPU `base`;

@@ -1,8 +1,7 @@
-// Measured runs for `cotune calibrate --runs` (see calibrate.hpp): each CSV row through the llm
-// space to its step trace, with the step time it took.
+// Measured runs for `cotune calibrate --runs` (see calibrate.hpp): each CSV row through its space's
+// table schema to its step trace, with the step time it took.
 #include <cotune/core/history/csv.hpp>
 #include <cotune/core/errors.hpp>
-#include <cotune/core/history/llm_csv_row.hpp>
 #include <cotune/core/perfmodel/perfmodel.hpp>
 
 #include <cmath>
@@ -28,6 +27,7 @@ double positive(const std::string& text, const std::string& where) {
 }  // namespace
 
 std::map<std::string, std::vector<core::perf::CalibrationRun>> read_calibration_runs(const core::Registry& registry,
+                                                                                     const core::TableSchema& schema,
                                                                                      const std::string& path) {
   const core::CsvTable table = core::read_csv_file(path);
   const char* const measured[] = {"step_time_s", "step_time_ms", "tokens_per_s", "tokens_per_s_per_gpu"};
@@ -43,23 +43,28 @@ std::map<std::string, std::vector<core::perf::CalibrationRun>> read_calibration_
       const long i = table.column(col);
       return i < 0 || rec.fields[size_t(i)].empty() ? nullptr : &rec.fields[size_t(i)];
     };
-    core::LlmCsvRow row;
+    std::map<std::string, std::string> cells;
+    for (size_t c = 0; c < table.header.size(); ++c)
+      if (schema.reads(table.header[c]) && !rec.fields[c].empty()) cells.emplace(table.header[c], rec.fields[c]);
+    core::TableRow row;
     try {
-      row = core::llm_row_from_cells(cell);
+      row = schema.read(cells);
     } catch (const std::invalid_argument& e) {
       throw core::UserError(where + ": " + e.what());
     }
     std::unique_ptr<core::Space> space;
     std::vector<double> values;
     try {
-      space = registry.make_space("llm", row.workload.dump(), row.space_options.dump());
+      space = registry.make_space(schema.space(), row.workload.dump(), row.options.dump());
       values = space->parse(row.config.dump());
+      if (!space->can_lower())
+        throw core::UserError("--space '" + schema.space() + "': the space does not lower configurations to step traces");
     } catch (const std::exception& e) {
       throw core::UserError(where + ": " + e.what());
     }
     const std::string why = space->explain(values.data());
     if (!why.empty() && why.rfind("out of memory", 0) != 0)  // it ran, so a memory estimate over the GPU's is no reason
-      throw core::UserError(where + ": the llm space refuses this layout: " + why);
+      throw core::UserError(where + ": the " + schema.space() + " space refuses this layout: " + why);
     const cotune_trace& trace = space->lower(values.data());
     // The measurement as a step time; tokens per step come from the trace (a preset's seq_len too).
     double step = 0;

@@ -1,9 +1,12 @@
-// `cotune export-history [--space llm] [--workload-key K | --all] [--store FILE] [-o FILE]`: writes
-// the history of a workload (imported rows and finished trials of its studies) as CSV, in the schema
-// `cotune import` reads (docs/history.md).
+// `cotune export-history [--space SPACE] [--workload-key K | --all] [--store FILE] [-o FILE]`: writes
+// the history of a workload (imported rows and finished trials of its studies) as CSV, in the space's
+// table schema, which `cotune import` reads (docs/history.md).
+#include <cotune/core/abi/table_schema.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/history/history_io.hpp>
+#include <cotune/core/registry.hpp>
 #include <cotune/core/store/store.hpp>
+#include <cotune/core/studyfile/study_file.hpp>
 
 #include <boost/program_options.hpp>
 
@@ -21,8 +24,8 @@ using namespace cotune::core;
 
 int run(int argc, char** argv) {
   po::options_description opts("cotune export-history [--workload-key K | --all] [options]");
-  std::string space = "llm", key, store_path = default_store_path(), out_path;
-  opts.add_options()("help,h", "show this help")("space", po::value(&space), "the space (default llm)")(
+  std::string space = kDefaultSpace, key, store_path = default_store_path(), out_path;
+  opts.add_options()("help,h", "show this help")("space", po::value(&space), (std::string("the space, one with a table schema (default ") + kDefaultSpace + ")").c_str())(
       "workload-key", po::value(&key), "the workload to export (cotune import prints the keys)")(
       "all", "every workload of the space")("store", po::value(&store_path), kStoreHelp)(
       "output,o", po::value(&out_path), "write to FILE instead of stdout");
@@ -34,12 +37,14 @@ int run(int argc, char** argv) {
     throw UserError(e.what());
   }
   if (vm.count("help")) {
-    std::cout << opts << "\nThe CSV re-imports with cotune import --space llm into this or another store.\n";
+    std::cout << opts << "\nThe CSV re-imports with cotune import --space SPACE into this or another store.\n";
     return 0;
   }
   const bool all = vm.count("all") > 0;
   if (all == !key.empty()) throw UserError("give exactly one of --workload-key K and --all");
-  if (space != "llm") throw UserError("--space '" + space + "': only the llm space has a CSV schema for history");
+  Registry registry;
+  registry.load_default();
+  const TableSchema schema = TableSchema::of(registry, space);
 
   Store::Options store_options;
   store_options.create = false;
@@ -65,7 +70,7 @@ int run(int argc, char** argv) {
     if (!file) throw UserError("-o " + out_path + ": cannot open the file for writing");
   }
   std::vector<std::string> warnings;
-  const size_t written = write_history_csv(out_path.empty() ? std::cout : file, rows, store, &warnings);
+  const size_t written = write_history_csv(out_path.empty() ? std::cout : file, rows, store, schema, &warnings);
   for (const std::string& w : warnings) std::cerr << "warning: " << w << "\n";
   if (!out_path.empty()) {
     file.close();

@@ -1,9 +1,9 @@
-// `cotune import FILE... --space llm [--format auto|csv|megatron-log|wandb|sacct] [--map "a=b" ...]
+// `cotune import FILE... --space SPACE [--format auto|csv|megatron-log|wandb|sacct] [--map "a=b" ...]
 // [--set column=value ...] [--store FILE] [--source NAME]`: loads measured runs of earlier jobs into
 // the store as history (docs/history.md).
 #include <cotune/core/errors.hpp>
 #include <cotune/core/history/history_io.hpp>
-#include <cotune/core/history/llm_runs.hpp>
+#include <cotune/core/history/table_runs.hpp>
 #include <cotune/core/registry.hpp>
 #include <cotune/core/history/run_logs.hpp>
 #include <cotune/core/store/store.hpp>
@@ -37,8 +37,8 @@ std::pair<std::string, std::string> parse_setting(const std::string& text) {
 // With --json, `report` receives the file's outcome instead of the summary lines on stdout.
 bool import_file(const std::string& file, const std::string& format_option, const std::string& source_option,
                  const std::vector<std::pair<std::string, std::string>>& mapping,
-                 const std::map<std::string, std::string>& settings, const Registry& registry, Store& store,
-                 nlohmann::json* report) {
+                 const std::map<std::string, std::string>& settings, const Registry& registry,
+                 const TableSchema& schema, Store& store, nlohmann::json* report) {
   RunsFormat format = RunsFormat::kCsv;
   if (format_option.empty() || format_option == "auto") {
     format = detect_runs_format(file);
@@ -47,15 +47,16 @@ bool import_file(const std::string& file, const std::string& format_option, cons
   } else {
     throw UserError("--format '" + format_option + "': expected auto, csv, megatron-log, wandb or sacct");
   }
-  const ConvertedRuns converted = read_runs_file(file, format, settings);
+  const ConvertedRuns converted =
+      read_runs_file(file, format, settings, [&](const std::string& c) { return schema.reads(c); });
   for (const std::string& n : converted.notes) std::cerr << file << ": note: " << n << "\n";
   for (const SkippedRun& k : converted.skipped) std::cerr << file << ": line " << k.line << ": skipped: " << k.reason << "\n";
-  const LlmRuns runs = read_llm_runs(converted.table, mapping, registry);
+  const TableRuns runs = read_table_runs(converted.table, mapping, registry, schema);
   for (const std::string& w : runs.warnings) std::cerr << "warning: " << w << "\n";
   for (const RejectedRow& r : runs.rejected) std::cerr << file << ": line " << r.line << ": rejected: " << r.reason << "\n";
   size_t memory_notes = 0;
   std::set<std::string> workloads;
-  for (const LlmRun& r : runs.runs) {
+  for (const TableRun& r : runs.runs) {
     memory_notes += r.memory_note.empty() ? 0 : 1;
     workloads.insert(r.workload_key);
   }
@@ -64,7 +65,8 @@ bool import_file(const std::string& file, const std::string& format_option, cons
               << " imported rows are configurations the memory estimate says do not fit; kept as measured\n";
   // Rows export-history wrote from a study's trials name it ("study:NAME", the trial's number): in
   // the store that holds that study they are measured already.
-  std::vector<HistoryRow> rows = history_rows(runs.runs, source_option.empty() ? file : source_option);
+  std::vector<HistoryRow> rows =
+      history_rows(runs.runs, source_option.empty() ? file : source_option, schema.info().name);
   std::int64_t in_studies = 0;
   std::map<std::string, std::map<std::int64_t, std::string>> study_trials;  // name -> seq -> config key
   const std::string prefix = "study:";
@@ -116,10 +118,10 @@ bool import_file(const std::string& file, const std::string& format_option, cons
 }
 
 int run(int argc, char** argv) {
-  po::options_description opts("cotune import FILE... --space llm [options]");
-  std::string space = "llm", store_path = default_store_path(), source, format = "auto";
+  po::options_description opts("cotune import FILE... --space SPACE [options]");
+  std::string space, store_path = default_store_path(), source, format = "auto";
   std::vector<std::string> files, maps, sets;
-  opts.add_options()("help,h", "show this help")("space", po::value(&space), "the space of the runs (llm)")(
+  opts.add_options()("help,h", "show this help")("space", po::value(&space), "the space of the runs (llm; any space with a table schema)")(
       "format", po::value(&format),
       "auto (the default: from each file's content), csv, megatron-log, wandb or sacct")(
       "map", po::value(&maps)->composing(), "\"source column=canonical name\" (repeatable)")(
@@ -145,7 +147,8 @@ int run(int argc, char** argv) {
   if (vm.count("help")) {
     std::cout << opts
               << "\nEach run becomes a history row of its workload (docs/history.md). Files are read as cotune's\n"
-                 "CSV (schema of docs/simulate.md, metric columns of docs/history.md), Megatron-LM logs (the\n"
+                 "CSV (the space's table schema: the llm space's columns are in docs/simulate.md; metric\n"
+                 "columns of docs/history.md), Megatron-LM logs (the\n"
                  "argument dump and the 'elapsed time per iteration (ms)' lines), W&B runs exports (CSV with\n"
                  "config columns and State) or 'sacct -P' output (the configuration as key=value words or JSON\n"
                  "in Comment or JobName). Bad rows are reported with their line and skipped, as are runs that\n"
@@ -155,10 +158,8 @@ int run(int argc, char** argv) {
     return 0;
   }
   if (files.empty())
-    throw UserError("usage: cotune import FILE... --space llm [--format F] [--map \"a=b\"] [--set col=value] [--store FILE]");
-  if (!vm.count("space")) throw UserError("--space: required (llm)");
-  if (space != "llm")
-    throw UserError("--space '" + space + "': only the llm space has a CSV schema for history (docs/simulate.md)");
+    throw UserError("usage: cotune import FILE... --space SPACE [--format F] [--map \"a=b\"] [--set col=value] [--store FILE]");
+  if (!vm.count("space")) throw UserError("--space: required (the space of the runs, e.g. llm)");
   if (!source.empty() && files.size() > 1) throw UserError("--source names the rows of one file: give one file with it");
   std::vector<std::pair<std::string, std::string>> mapping;
   for (const std::string& m : maps) mapping.push_back(parse_column_mapping(m));
@@ -167,13 +168,15 @@ int run(int argc, char** argv) {
 
   Registry registry;
   registry.load_default();
+  const TableSchema schema = TableSchema::of(registry, space);
   Store store(store_path);
   bool all_in = true;
   const bool as_json = vm.count("json") > 0;
   nlohmann::json reports = nlohmann::json::array();
   for (const std::string& file : files) {
     nlohmann::json report;
-    all_in = import_file(file, format, source, mapping, settings, registry, store, as_json ? &report : nullptr) && all_in;
+    all_in = import_file(file, format, source, mapping, settings, registry, schema, store, as_json ? &report : nullptr) &&
+             all_in;
     if (as_json) reports.push_back(std::move(report));
   }
   if (as_json)

@@ -1,11 +1,12 @@
-// `cotune predictor eval --space llm --data RUNS.csv --target METRIC [--minimize] --predictor krr|mlp
+// `cotune predictor eval [--space SPACE] --data RUNS.csv --target METRIC [--minimize] --predictor krr|mlp
 // [--prior analytic|roofline|none] [--calibration CAL.json] [--train-frac 0.2] [--repeats 10] [--seed 1]
 // [--group-by "a,b"] [--json] [--learning-curve]`: how well a predictor ranks held-out measured runs (predictor_eval.hpp).
 #include <cotune/core/perfmodel/calibration.hpp>
 #include <cotune/core/errors.hpp>
-#include <cotune/core/history/llm_runs.hpp>
+#include <cotune/core/history/table_runs.hpp>
 #include <cotune/core/history/predictor_eval.hpp>
 #include <cotune/core/registry.hpp>
+#include <cotune/core/studyfile/study_file.hpp>
 
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
@@ -79,15 +80,15 @@ void print_text(std::ostream& out, const EvalResult& r, bool grouped) {
 }
 
 int eval(int argc, char** argv) {
-  po::options_description opts("cotune predictor eval --space llm --data RUNS.csv --target METRIC [options]");
-  std::string space = "llm", data, target, predictor, prior = "analytic", group_by, predictor_options = "{}",
+  po::options_description opts("cotune predictor eval [--space SPACE] --data RUNS.csv --target METRIC [options]");
+  std::string space = kDefaultSpace, data, target, predictor, prior = "analytic", group_by, predictor_options = "{}",
               calibration_path;
   std::vector<std::string> maps;
   double train_frac = 0.2;
   int repeats = 10;
   long long seed = 1;
-  opts.add_options()("help,h", "show this help")("space", po::value(&space), "the space of the runs (llm)")(
-      "data", po::value(&data), "CSV of measured runs (schema of cotune simulate --batch)")(
+  opts.add_options()("help,h", "show this help")("space", po::value(&space), (std::string("the space of the runs, one with a table schema (default ") + kDefaultSpace + ")").c_str())(
+      "data", po::value(&data), "CSV of measured runs (the space's table schema, as cotune simulate --batch reads)")(
       "target", po::value(&target), "metric column to predict, e.g. step_time_s")(
       "minimize", "lower target values are better (default: higher)")(
       "predictor", po::value(&predictor), "predictor plugin: krr or mlp")(
@@ -113,7 +114,6 @@ int eval(int argc, char** argv) {
                  "how often a group's predicted best is its true best (top1) or in its true top 3 (top3).\n";
     return 0;
   }
-  if (space != "llm") throw UserError("--space '" + space + "': only the llm space has a CSV schema");
   if (data.empty()) throw UserError("--data: required (a CSV of measured runs)");
   if (target.empty()) throw UserError("--target: required (a metric column, e.g. step_time_s)");
   if (predictor.empty()) throw UserError("--predictor: required (krr or mlp)");
@@ -128,10 +128,11 @@ int eval(int argc, char** argv) {
 
   Registry registry;
   registry.load_default();
+  const TableSchema schema = TableSchema::of(registry, space);
   const CsvTable table = read_csv_file(data);
   json calibration;
   if (!calibration_path.empty()) calibration = perf::read_calibration_file(calibration_path);
-  const LlmRuns runs = read_llm_runs(table, mapping, registry, calibration.is_null() ? nullptr : &calibration);
+  const TableRuns runs = read_table_runs(table, mapping, registry, schema, calibration.is_null() ? nullptr : &calibration);
   for (const std::string& w : runs.warnings) std::cerr << "warning: " << w << "\n";
   if (!runs.rejected.empty())
     std::cerr << "note: " << runs.rejected.size() << " rows rejected (first: line " << runs.rejected.front().line
@@ -142,7 +143,7 @@ int eval(int argc, char** argv) {
 
   std::vector<EvalSample> samples;
   size_t not_ok = 0, no_target = 0;
-  for (const LlmRun& r : runs.runs) {
+  for (const TableRun& r : runs.runs) {
     if (r.status != TrialStatus::kOk) {
       ++not_ok;
       continue;
@@ -217,7 +218,7 @@ int eval(int argc, char** argv) {
 
 int run(int argc, char** argv) {
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
-    std::cout << "usage: cotune predictor eval --space llm --data RUNS.csv --target METRIC --predictor krr|mlp "
+    std::cout << "usage: cotune predictor eval [--space SPACE] --data RUNS.csv --target METRIC --predictor krr|mlp "
                  "[options]\n(cotune predictor eval --help for the options)\n";
     return argc < 2 ? 2 : 0;
   }

@@ -1,10 +1,11 @@
-// `cotune simulate`: times one configuration of the llm space with the performance model and
+// `cotune simulate`: times one configuration of a space (llm by default) with the performance model and
 // prints the breakdown (or JSON), or checks a CSV of configurations in one go (--batch).
 #include <cotune/core/perfmodel/calibration.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/studyfile/json_document.hpp>
 #include <cotune/core/perfmodel/perfmodel.hpp>
 #include <cotune/core/registry.hpp>
+#include <cotune/core/studyfile/study_file.hpp>
 
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
@@ -100,19 +101,23 @@ void print_text(const std::string& status, const std::string& reason, const std:
 }
 
 int run_simulate(int argc, char** argv) {
-  std::string workload_path, config_path, batch_path, out_path, calibration_path, space_options = "{}";
+  std::string workload_path, config_path, batch_path, out_path, calibration_path, space_options = "{}",
+              space_name = core::kDefaultSpace;
   po::options_description desc(
-      "usage: cotune simulate --workload W.json --config C.json [--json] [--calibration CAL.json]\n"
-      "       cotune simulate --batch IN.csv [--out OUT.csv] [--calibration CAL.json]\n\n"
-      "Times one configuration of the llm space with the analytic performance model and prints the\n"
-      "breakdown, or simulates every row of a CSV (columns in docs/simulate.md; '-' reads stdin).\n"
+      "usage: cotune simulate --workload W.json --config C.json [--space S] [--json] [--calibration CAL.json]\n"
+      "       cotune simulate --batch IN.csv [--space S] [--out OUT.csv] [--calibration CAL.json]\n\n"
+      "Times one configuration of a space (llm by default) with the analytic performance model and\n"
+      "prints the breakdown, or simulates every row of a CSV in the space's table schema (the llm\n"
+      "space's columns: docs/simulate.md; '-' reads stdin). The space must lower configurations to\n"
+      "step traces.\n"
       "--calibration applies the constants `cotune calibrate` fitted (docs/calibration.md).\n"
       "Exit status: 0 ok, 1 when the configuration (or any batch row) is not ok, 2 bad input.\n\noptions");
   desc.add_options()
       ("help,h", "this help")
       ("workload", po::value(&workload_path), "workload JSON (model, training, cluster; docs/workloads.md)")
       ("config", po::value(&config_path), "configuration JSON ({\"tp\": 8, \"pp\": 4, ...}); absent keys take defaults")
-      ("space-options", po::value(&space_options)->default_value("{}"), "JSON options of the llm space")
+      ("space", po::value(&space_name), "the space (default llm); --batch needs one with a table schema")
+      ("space-options", po::value(&space_options)->default_value("{}"), "JSON options of the space")
       ("json", "print the result as JSON")
       ("batch", po::value(&batch_path), "CSV of workloads and configurations, one per row")
       ("out", po::value(&out_path), "write the batch result here instead of stdout")
@@ -149,7 +154,12 @@ int run_simulate(int argc, char** argv) {
       if (!outfile) throw core::UserError("--out '" + out_path + "': cannot write it");
     }
     std::ostream& out = out_path.empty() ? std::cout : outfile;
-    const size_t bad = simulate_batch(registry, in, batch_path, out, calibration.is_null() ? nullptr : &calibration);
+    const core::TableSchema schema = core::TableSchema::of(registry, space_name);
+    if ((schema.info().capabilities & COTUNE_CAP_LOWER_TRACE) == 0)
+      throw core::UserError("--space '" + space_name + "': the space does not lower configurations to step traces, so "
+                            "the performance model cannot time them");
+    const size_t bad =
+        simulate_batch(registry, schema, in, batch_path, out, calibration.is_null() ? nullptr : &calibration);
     out.flush();
     return bad == 0 ? 0 : 1;
   }
@@ -166,7 +176,7 @@ int run_simulate(int argc, char** argv) {
   std::unique_ptr<core::Space> space;
   std::vector<double> values;
   try {
-    space = registry.make_space("llm", workload, space_options);
+    space = registry.make_space(space_name, workload, space_options);
   } catch (const core::PluginError& e) {
     throw core::UserError("--workload '" + workload_path + "': " + e.what());
   }
@@ -175,6 +185,9 @@ int run_simulate(int argc, char** argv) {
   } catch (const core::PluginError& e) {
     throw core::UserError("--config '" + config_path + "': " + e.what());
   }
+  if (!space->can_lower())
+    throw core::UserError("--space '" + space_name + "': the space does not lower configurations to step traces, so the "
+                          "performance model cannot time them");
   const std::string reason = space->explain(values.data());
   const bool oom = reason.rfind("out of memory", 0) == 0;
   if (!reason.empty() && !oom) throw core::UserError("--config '" + config_path + "' is invalid: " + reason);

@@ -1,12 +1,11 @@
-// The batch path of `cotune simulate`: each CSV row is a workload plus a configuration of the llm
-// space; absent columns take the defaults documented in docs/simulate.md, other columns are copied
-// through, and a bad row gets status=invalid with its reason while the others still come out.
+// The batch path of `cotune simulate`: each CSV row is a workload plus a configuration of a space,
+// read by the space's table schema (the llm space's columns and defaults: docs/simulate.md); other
+// columns are copied through, and a bad row gets status=invalid with its reason while the others still come out.
 #include "cli/simulate_batch.hpp"
 
 #include <cotune/core/perfmodel/calibration.hpp>
 #include <cotune/core/history/csv.hpp>
 #include <cotune/core/errors.hpp>
-#include <cotune/core/history/llm_csv_row.hpp>
 #include <cotune/core/perfmodel/perfmodel.hpp>
 
 #include <nlohmann/json.hpp>
@@ -40,12 +39,13 @@ struct Outcome {
   bool timed = false;
 };
 
-// The row's workload and configuration come from the shared row reader (core/llm_csv_row.hpp), the
-// same as `cotune import` uses, so both read a row alike.
-Outcome simulate_row(const core::Registry& registry, const core::CsvCellLookup& cell, const json* calibration) {
-  core::LlmCsvRow row = core::llm_row_from_cells(cell);
+// The row's workload and configuration come from the space's table schema, the same as `cotune
+// import` uses, so both read a row alike.
+Outcome simulate_row(const core::Registry& registry, const core::TableSchema& schema,
+                     const std::map<std::string, std::string>& cells, const json* calibration) {
+  core::TableRow row = schema.read(cells);
   if (calibration != nullptr) core::perf::apply_calibration(row.workload, *calibration, "row");
-  auto space = registry.make_space("llm", row.workload.dump(), row.space_options.dump());
+  auto space = registry.make_space(schema.space(), row.workload.dump(), row.options.dump());
   const std::vector<double> values = space->parse(row.config.dump());
   Outcome o;
   o.reason = space->explain(values.data());
@@ -66,8 +66,8 @@ Outcome simulate_row(const core::Registry& registry, const core::CsvCellLookup& 
 
 }  // namespace
 
-size_t simulate_batch(const core::Registry& registry, std::istream& in, const std::string& source, std::ostream& out,
-                      const json* calibration) {
+size_t simulate_batch(const core::Registry& registry, const core::TableSchema& schema, std::istream& in,
+                      const std::string& source, std::ostream& out, const json* calibration) {
   // The shared reader: RFC 4180 quoting, an unclosed quote and an oversized record are errors.
   core::CsvReader reader(in, source);
   core::CsvRecord record;
@@ -96,13 +96,10 @@ size_t simulate_batch(const core::Registry& registry, std::istream& in, const st
       if (fields.size() != header.size())
         throw std::invalid_argument("has " + std::to_string(fields.size()) + " fields, the header " +
                                     std::to_string(header.size()));
-      o = simulate_row(
-          registry,
-          [&](const std::string& col) -> const std::string* {
-            auto it = index.find(col);
-            return it == index.end() || fields[it->second].empty() ? nullptr : &fields[it->second];
-          },
-          calibration);
+      std::map<std::string, std::string> cells;
+      for (size_t i = 0; i < header.size(); ++i)
+        if (schema.reads(header[i]) && !fields[i].empty()) cells.emplace(header[i], fields[i]);
+      o = simulate_row(registry, schema, cells, calibration);
     } catch (const std::exception& e) {
       o = Outcome{};
       o.status = "invalid";

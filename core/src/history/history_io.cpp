@@ -1,8 +1,6 @@
 #include <cotune/core/studyfile/canonical_json.hpp>
 #include <cotune/core/history/csv.hpp>
 #include <cotune/core/history/history_io.hpp>
-#include <cotune/core/history/llm_csv_row.hpp>
-#include <cotune/core/perfmodel/perfmodel.hpp>
 #include <cotune/core/studyfile/study_file.hpp>
 #include <cotune/core/run/study_setup.hpp>
 
@@ -30,48 +28,30 @@ std::string number_text(double v) {
 
 }  // namespace
 
-std::string imported_workload_key(const json& workload, const std::string& space) {
-  if (space != "llm") return "";
+std::string imported_workload_key(const Registry& registry, const json& workload, const std::string& space) {
   try {
-    std::string inexact;
-    json config = {{"tp", 1}, {"pp", 1}, {"dp", 1}, {"cp", 1}, {"ep", 1}, {"micro_batch", 1}, {"vpp", 1},
-                   {"zero", 0}, {"recompute", "none"}, {"sp", false}, {"gpus", 1}, {"gpu", "h100-sxm"}};
-    if (workload.contains("cluster") && workload["cluster"].is_object() && workload["cluster"].contains("gpu"))
-      config["gpu"] = workload["cluster"]["gpu"];
-    std::map<std::string, std::string> cells = llm_cells_from_json(workload, config, &inexact);
-    // No column for a field (a price, a network): an import carries it whole, under its own key.
-    // A workload that merely reads back with the schema's defaults spelled out is what we want.
-    if (inexact.rfind("no column for", 0) == 0) return "";
-    // The configuration's columns say nothing of the workload; the GPUs give the cluster's nodes.
-    if (workload.contains("cluster") && workload["cluster"].contains("nodes") && workload["cluster"]["nodes"].is_number()) {
-      const double nodes = workload["cluster"]["nodes"].get<double>();
-      const double per_node = workload["cluster"].value("gpus_per_node", 0.0);
-      cotune_hardware hw{};
-      hw.struct_size = COTUNE_STRUCT_SIZE(cotune_hardware, net_efficiency);
-      json probe = workload["cluster"];
-      probe["nodes"] = 1;
-      perf::resolve_hardware(probe, &hw, "cluster");
-      cells["gpus"] = number_text(nodes * (per_node > 0 ? per_node : hw.gpus_per_node));
-      cells.erase("dp");
-    }
-    const LlmCsvRow row = llm_row_from_cells([&](const std::string& c) -> const std::string* {
-      auto it = cells.find(c);
-      return it == cells.end() || it->second.empty() ? nullptr : &it->second;
-    });
-    const std::string key = workload_key(row.workload, space), own = workload_key(workload, space);
+    const std::optional<TableSchema> schema = TableSchema::find(registry, space);
+    if (!schema) return "";
+    // The workload through the schema's columns and back: fields without a column (a price, a
+    // network) leave nothing to read back, and an import carries such a workload whole, under its own
+    // key; a workload that merely reads back with the schema's defaults spelled out is what we want.
+    const TableCells cells = schema->write(workload, nullptr);
+    if (!cells.read_back) return "";
+    const std::string key = workload_key(*cells.read_back, space), own = workload_key(workload, space);
     return key == own ? "" : key;
   } catch (const std::exception&) {
     return "";  // a workload the schema cannot read: only its own key
   }
 }
 
-std::vector<HistoryRow> history_rows(const std::vector<LlmRun>& runs, const std::string& source) {
+std::vector<HistoryRow> history_rows(const std::vector<TableRun>& runs, const std::string& source,
+                                     const std::string& space) {
   std::vector<HistoryRow> rows;
   rows.reserve(runs.size());
-  for (const LlmRun& r : runs) {
+  for (const TableRun& r : runs) {
     HistoryRow h;
     h.workload_key = r.workload_key;
-    h.space = "llm";
+    h.space = space;
     h.config_json = r.config_json;
     h.config_key = config_key(json::parse(r.config_json));
     h.status = r.status;
@@ -94,7 +74,7 @@ std::vector<HistoryRow> history_rows(const std::vector<LlmRun>& runs, const std:
 }
 
 size_t write_history_csv(std::ostream& out, const std::vector<HistoryRow>& rows, Store& store,
-                         std::vector<std::string>* warnings) {
+                         const TableSchema& schema, std::vector<std::string>* warnings) {
   struct Line {
     std::map<std::string, std::string> cells;
   };
@@ -108,8 +88,9 @@ size_t write_history_csv(std::ostream& out, const std::vector<HistoryRow>& rows,
   };
   for (const HistoryRow& h : rows) {
     const std::string label = h.source + " row " + std::to_string(h.row_number);
-    if (h.space != "llm") {
-      warn("history of the space '" + h.space + "' has no CSV schema; its rows are skipped");
+    if (h.space != schema.space() && h.space != schema.info().name && h.space != schema.info().id) {
+      warn("history of the space '" + h.space + "' is not written in the " + schema.space() +
+           " space's table schema; its rows are skipped");
       continue;
     }
     json metrics = json::parse(h.metrics_json, nullptr, false);
@@ -134,16 +115,20 @@ size_t write_history_csv(std::ostream& out, const std::vector<HistoryRow>& rows,
     Line line;
     std::string inexact;
     try {
-      line.cells = llm_cells_from_json(*workload, json::parse(h.config_json), &inexact);
+      const json config = json::parse(h.config_json);
+      TableCells written = schema.write(*workload, &config);
+      line.cells = std::move(written.cells);
+      inexact = std::move(written.inexact);
     } catch (const std::exception& e) {
-      warn(label + ": cannot be written in the CSV schema (" + e.what() + "); skipped");
+      warn(label + ": cannot be written in the " + schema.space() + " space's table schema (" + e.what() +
+           "); skipped");
       continue;
     }
     if (!inexact.empty()) {
       // The columns cannot say this workload exactly (a preset with changes, a price, a network
       // object): the row carries it whole in workload_json, with its configuration's columns.
       std::map<std::string, std::string> config_cells;
-      for (const std::string& c : llm_config_columns())
+      for (const std::string& c : schema.config_columns())
         if (auto it = line.cells.find(c); it != line.cells.end()) config_cells.insert(*it);
       config_cells["workload_json"] = workload->dump();
       line.cells = std::move(config_cells);
@@ -160,7 +145,7 @@ size_t write_history_csv(std::ostream& out, const std::vector<HistoryRow>& rows,
     lines.push_back(std::move(line));
   }
 
-  std::vector<std::string> header = llm_csv_columns();
+  std::vector<std::string> header = schema.columns();
   if (uses_workload_json) header.push_back("workload_json");
   header.push_back("status");
   header.push_back(kHistorySourceColumn);

@@ -1,7 +1,6 @@
 // Runs from Megatron-LM logs, W&B exports and sacct output (see run_logs.hpp).
 #include <cotune/core/errors.hpp>
-#include <cotune/core/history/llm_csv_row.hpp>
-#include <cotune/core/history/llm_runs.hpp>
+#include <cotune/core/history/table_runs.hpp>
 #include <cotune/core/history/run_logs.hpp>
 
 #include <nlohmann/json.hpp>
@@ -94,7 +93,6 @@ const std::pair<const char*, const char*> kDirect[] = {
     {"swiglu", "gated_mlp"},
 };
 
-bool schema_column(const std::string& name);
 
 // Megatron-LM's metric names in W&B (iteration-time in seconds, throughput in TFLOP/s per GPU) and
 // in its log lines, as the import's recognised metric columns.
@@ -116,17 +114,12 @@ const char* const kCombined[] = {"padded_vocab_size", "vocab_size", "group_query
                                  "moe_shared_expert_intermediate_size", "fp8", "bf16", "fp16", "hidden_dropout",
                                  "attention_dropout", "moe_token_dispatcher_type", "moe_enable_deepep"};
 
-bool known_setting(const std::string& name) {
+bool known_setting(const std::string& name, const ColumnCheck& is_column) {
   for (const auto& d : kDirect)
     if (name == d.first) return true;
   for (const char* k : kCombined)
     if (name == k) return true;
-  return schema_column(name);
-}
-
-bool schema_column(const std::string& name) {
-  const auto& cols = llm_csv_columns();
-  return std::find(cols.begin(), cols.end(), name) != cols.end();
+  return is_column && is_column(name);
 }
 
 // The metric column a name gives ("" when none).
@@ -263,7 +256,8 @@ bool number_after(const std::string& line, const std::string& label, double* out
   return true;
 }
 
-ConvertedRuns megatron_log(const std::string& path, const std::map<std::string, std::string>& settings) {
+ConvertedRuns megatron_log(const std::string& path, const std::map<std::string, std::string>& settings,
+                           const ColumnCheck& is_column) {
   const std::vector<std::string> lines = read_lines(path);
   struct Run {
     size_t line = 0;
@@ -305,7 +299,7 @@ ConvertedRuns megatron_log(const std::string& path, const std::map<std::string, 
                            "Megatron-LM log (--format csv, wandb or sacct for the others)");
   std::vector<std::pair<size_t, Cells>> rows;
   for (const Run& r : runs) {
-    Cells cells = cells_from_settings(r.args);
+    Cells cells = cells_from_settings(r.args, is_column);
     apply_settings(cells, settings);
     if (r.oom) {
       cells["status"] = "oom";
@@ -345,7 +339,8 @@ std::string setting_name(const std::string& column) {
   return n;
 }
 
-ConvertedRuns wandb_table(const std::string& path, const std::map<std::string, std::string>& settings) {
+ConvertedRuns wandb_table(const std::string& path, const std::map<std::string, std::string>& settings,
+                          const ColumnCheck& is_column) {
   const CsvTable t = read_csv_file(path);
   long state = -1;
   for (size_t c = 0; c < t.header.size(); ++c)
@@ -365,9 +360,9 @@ ConvertedRuns wandb_table(const std::string& path, const std::map<std::string, s
       if (!metric.empty()) metrics[metric] = trim(rec.fields[c]);
       else named[name] = trim(rec.fields[c]);
     }
-    Cells cells = cells_from_settings(named);
+    Cells cells = cells_from_settings(named, is_column);
     for (const auto& [k, v] : named)
-      if (!known_setting(k)) unused.insert(k);
+      if (!known_setting(k, is_column)) unused.insert(k);
     if (st == "running" || st == "pending") {
       out.skipped.push_back({rec.line, "State " + st + ": not finished"});
       continue;
@@ -388,7 +383,7 @@ ConvertedRuns wandb_table(const std::string& path, const std::map<std::string, s
   if (!unused.empty()) {
     std::string list;
     for (const std::string& u : unused) list += (list.empty() ? "" : ", ") + u;
-    out.notes.push_back(std::to_string(unused.size()) + " columns name no setting the llm space knows and no metric: " +
+    out.notes.push_back(std::to_string(unused.size()) + " columns name no setting of the space's table schema or Megatron-LM and no metric: " +
                         list);
   }
   note_default_gpu(out, rows);
@@ -455,7 +450,8 @@ std::map<std::string, std::string> settings_in(const std::string& text) {
   return out;
 }
 
-ConvertedRuns sacct_output(const std::string& path, const std::map<std::string, std::string>& settings) {
+ConvertedRuns sacct_output(const std::string& path, const std::map<std::string, std::string>& settings,
+                           const ColumnCheck& is_column) {
   const std::vector<std::string> lines = read_lines(path);
   size_t h = 0;
   while (h < lines.size() && trim(lines[h]).empty()) ++h;
@@ -488,7 +484,7 @@ ConvertedRuns sacct_output(const std::string& path, const std::map<std::string, 
     for (const auto& [k, v] : settings_in(cell(name))) named.emplace(k, v);
     for (const auto& [k, v] : named)
       if (const std::string m = metric_column(k); !m.empty()) cells[m] = v;
-    const Cells config = cells_from_settings(named);
+    const Cells config = cells_from_settings(named, is_column);
     if (config.empty()) {
       out.skipped.push_back({i + 1, "job " + cell(id) + ": no configuration: neither Comment nor JobName holds "
                                     "key=value settings (tp=8 pp=4 ...) or a JSON object"});
@@ -547,7 +543,8 @@ const char* runs_format_name(RunsFormat f) {
   return "csv";
 }
 
-std::map<std::string, std::string> cells_from_settings(const std::map<std::string, std::string>& s) {
+std::map<std::string, std::string> cells_from_settings(const std::map<std::string, std::string>& s,
+                                                       const ColumnCheck& is_column) {
   Cells c;
   auto get = [&](const char* k) -> const std::string* {
     auto it = s.find(k);
@@ -555,7 +552,7 @@ std::map<std::string, std::string> cells_from_settings(const std::map<std::strin
   };
   // The schema's own names first, then Megatron-LM's for what they did not say.
   for (const auto& [k, v] : s)
-    if (schema_column(k) && !is_none(v)) c[k] = v;
+    if (is_column && is_column(k) && !is_none(v)) c[k] = v;
   for (const auto& [from, to] : kDirect)
     if (const std::string* v = get(from); v && !c.count(to)) c[to] = *v;
   for (const char* b : {"sp", "gated_mlp", "overlap_grad_reduce", "overlap_moe_comm"})
@@ -632,11 +629,11 @@ RunsFormat detect_runs_format(const std::string& path) {
 }
 
 ConvertedRuns read_runs_file(const std::string& path, RunsFormat format,
-                             const std::map<std::string, std::string>& settings) {
+                             const std::map<std::string, std::string>& settings, const ColumnCheck& is_column) {
   switch (format) {
-    case RunsFormat::kMegatronLog: return megatron_log(path, settings);
-    case RunsFormat::kWandb: return wandb_table(path, settings);
-    case RunsFormat::kSacct: return sacct_output(path, settings);
+    case RunsFormat::kMegatronLog: return megatron_log(path, settings, is_column);
+    case RunsFormat::kWandb: return wandb_table(path, settings, is_column);
+    case RunsFormat::kSacct: return sacct_output(path, settings, is_column);
     case RunsFormat::kCsv: break;
   }
   ConvertedRuns out;

@@ -416,7 +416,11 @@ void StudyRun::restore_history() {
     take(t.config_json, t.status, t.metrics_json.value_or("{}"));
   for (const HistoryRow& h : store_->history_for(key, spec_.space.name)) take(h.config_json, h.status, h.metrics_json);
   // Runs imported from logs and CSV files spell the workload's defaults as the schema's reader does.
-  if (const std::string alt = imported_workload_key(spec_.workload, spec_.space.name); !alt.empty())
+  // (A space run in its own process is not called in the host: only its own key then.)
+  const std::string alt = spec_.space.isolation == Isolation::kNone
+                              ? imported_workload_key(registry_, spec_.workload, spec_.space.name)
+                              : std::string();
+  if (!alt.empty())
     for (const HistoryRow& h : store_->history_for(alt, spec_.space.name)) take(h.config_json, h.status, h.metrics_json);
   if (used > 0) progress_.note("history: " + std::to_string(used) + " earlier runs of this workload seed the predictor");
   if (unreadable > 0)

@@ -17,6 +17,7 @@
 #include "estimate.hpp"
 #include "lowering.hpp"
 #include "render.hpp"
+#include "table.hpp"
 #include "target.hpp"
 #include "validity.hpp"
 #include "workload.hpp"
@@ -107,6 +108,13 @@ class LlmSpace {
     std::string why;
     valid(v, &why);
     return why;
+  }
+
+  // The table schema of runs of this space (table.hpp; columns in docs/simulate.md).
+  static std::string table_schema() { return cotune_llm::table_schema(); }
+  static std::string table_read(std::string_view row) { return cotune_llm::table_read(row); }
+  static std::string table_write(std::string_view workload, std::string_view config) {
+    return cotune_llm::table_write(workload, config);
   }
 
   // From now on the framework's rules apply and render() writes its version (target.hpp).

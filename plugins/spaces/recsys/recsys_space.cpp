@@ -20,6 +20,7 @@
 #include "lowering.hpp"
 #include "planner.hpp"
 #include "render.hpp"
+#include "table.hpp"
 #include "validity.hpp"
 #include "workload.hpp"
 
@@ -164,6 +165,13 @@ class RecsysSpace {
     if (format == COTUNE_RENDER_TORCHREC) return render_torchrec(w_, planned(v, "render"), plan_, hw_.gpus_per_node);
     throw cotune::Error(COTUNE_ERR_UNSUPPORTED,
                         "the recsys space renders JSON and TorchRec sharding plans, not format " + std::to_string(format));
+  }
+
+  // The table schema of runs of this space (table.hpp; columns in docs/workloads-recsys.md).
+  static std::string table_schema() { return cotune_recsys::table_schema(); }
+  static std::string table_read(std::string_view row) { return cotune_recsys::table_read(row); }
+  static std::string table_write(std::string_view workload, std::string_view config) {
+    return cotune_recsys::table_write(workload, config);
   }
 
   // The one launch target: TorchRec at the commit ../shared/data/frameworks/torchrec_plan.md reads.

@@ -1,11 +1,11 @@
-// History in and out of the store as CSV: `cotune import` turns measured runs (llm_runs.hpp) into
+// History in and out of the store as CSV: `cotune import` turns measured runs (table_runs.hpp) into
 // history rows, `cotune export-history` writes a workload's history back in the same schema (the
 // schema columns of docs/simulate.md, status, and one column per metric), so that a file exported
 // from one store imports into another unchanged.
 #ifndef COTUNE_CORE_HISTORY_HISTORY_IO_HPP_
 #define COTUNE_CORE_HISTORY_HISTORY_IO_HPP_
 
-#include <cotune/core/history/llm_runs.hpp>
+#include <cotune/core/history/table_runs.hpp>
 #include <cotune/core/store/store.hpp>
 
 #include <ostream>
@@ -18,27 +18,23 @@ namespace cotune::core {
 // The member of a history row's metrics_json that holds the workload JSON of an imported row (the
 // history table keeps only the workload's key; export needs the workload itself).
 inline constexpr const char* kHistoryWorkloadMember = "workload";
-// The columns export-history writes with each row's provenance (the source it was recorded under
-// and its row there); import records such a row under them, so re-importing an export into the
-// store it came from finds every row already there.
-inline constexpr const char* kHistorySourceColumn = "history_source";
-inline constexpr const char* kHistoryRowColumn = "history_row";
 
 // The workload key that `cotune import` gives a run of `workload` written in the space's CSV
 // schema (the workload through the schema's columns and back: defaults spelled as the reader spells
 // them), when it differs from the workload's own key; "" otherwise or when the space has no schema.
 // A study looks its history up under both.
-std::string imported_workload_key(const nlohmann::json& workload, const std::string& space);
+std::string imported_workload_key(const Registry& registry, const nlohmann::json& workload, const std::string& space);
 
-// History rows of the runs, from file `source` (row number = the CSV line).
-std::vector<HistoryRow> history_rows(const std::vector<LlmRun>& runs, const std::string& source);
+// History rows of the runs of `space`, from file `source` (row number = the CSV line).
+std::vector<HistoryRow> history_rows(const std::vector<TableRun>& runs, const std::string& source,
+                                     const std::string& space);
 
-// Writes the rows as CSV. The workload of a row comes from its metrics_json (imported rows) or from
+// Writes the rows as CSV in the schema's columns. The workload of a row comes from its metrics_json (imported rows) or from
 // its study ("study:<name>" rows). Rows whose workload cannot be found or written are skipped with
 // a warning; so is every row that would re-import under another workload key (a study workload with
 // a network description, say), with one warning saying why. Returns the number of rows written.
 size_t write_history_csv(std::ostream& out, const std::vector<HistoryRow>& rows, Store& store,
-                         std::vector<std::string>* warnings);
+                         const TableSchema& schema, std::vector<std::string>* warnings);
 
 // Every (workload key, space) pair in the store with history or a study, ordered by key
 // (Store::workloads of an existing store: a missing one is a StoreError, not created).

@@ -13,6 +13,7 @@
 
 #include <cotune/core/history/csv.hpp>
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -21,6 +22,10 @@
 namespace cotune::core {
 
 enum class RunsFormat { kCsv, kMegatronLog, kWandb, kSacct };
+
+// Whether a name is a column of the space's table schema (TableSchema::reads): such names in a
+// log's settings are taken as they are.
+using ColumnCheck = std::function<bool(const std::string&)>;
 
 // "csv", "megatron-log", "wandb", "sacct"; nullopt for another name.
 std::optional<RunsFormat> runs_format_named(const std::string& name);
@@ -45,11 +50,13 @@ struct ConvertedRuns {
 // Reads `path` in `format`; `settings` ("gpu" -> "a100-80gb", from --set) fill a column in every
 // row that does not give it. UserError for a file that cannot be read or is not of the format.
 ConvertedRuns read_runs_file(const std::string& path, RunsFormat format,
-                             const std::map<std::string, std::string>& settings = {});
+                             const std::map<std::string, std::string>& settings = {},
+                             const ColumnCheck& is_column = {});
 
 // The schema cells of one run from its settings by name (Megatron-LM argument names, or the
 // schema's own column names); names it does not know are left out.
-std::map<std::string, std::string> cells_from_settings(const std::map<std::string, std::string>& settings);
+std::map<std::string, std::string> cells_from_settings(const std::map<std::string, std::string>& settings,
+                                                       const ColumnCheck& is_column = {});
 
 }  // namespace cotune::core
 

@@ -79,6 +79,10 @@ void parse_launch_format(const std::string& text, const std::string& where, Rend
                          std::string* version);
 std::string_view to_string(OnStop s);
 
+// The space a study file names when it names none; the table commands (import, simulate --batch,
+// export-history, predictor eval) read and write runs of it unless told --space.
+inline constexpr const char* kDefaultSpace = "llm";
+
 struct StudySpec {
   std::string file;  // the path it was loaded from (or the label given to parse_study_file)
   std::string text;  // the document as given
@@ -89,7 +93,7 @@ struct StudySpec {
   nlohmann::json workload;    // always the workload object, also when the file named a path
   std::string workload_file;  // resolved path when the workload was given by path; empty when inline
   std::string calibration_file;  // resolved path of "calibration"; applied to workload.cluster
-  ComponentSpec space{"llm"};
+  ComponentSpec space{kDefaultSpace};
   PredictorSpec predictor{{"krr"}};
   ComponentSpec searcher{"reinforce"};
   ComponentSpec executor{"sim"};

@@ -21,8 +21,8 @@
 //  - recompute written as activation checkpointing yes/no is full/none; unstated on a TorchTitan
 //    row is TorchTitan's default, selective (its per-operator policy);
 //  - unstated micro_batch, vpp or recompute are left to the caller (the recipe tuned them).
-#ifndef COTUNE_CORE_PERFMODEL_PUBLISHED_TABLE_HPP_
-#define COTUNE_CORE_PERFMODEL_PUBLISHED_TABLE_HPP_
+#ifndef COTUNE_BENCH_PUBLISHED_PUBLISHED_TABLE_HPP_
+#define COTUNE_BENCH_PUBLISHED_PUBLISHED_TABLE_HPP_
 
 #include <map>
 #include <string>
@@ -67,4 +67,4 @@ std::vector<PublishedTable> read_published_tables(const std::string& dir);
 
 }  // namespace cotune::core::perf
 
-#endif  // COTUNE_CORE_PERFMODEL_PUBLISHED_TABLE_HPP_
+#endif  // COTUNE_BENCH_PUBLISHED_PUBLISHED_TABLE_HPP_

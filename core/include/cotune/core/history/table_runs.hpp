@@ -1,11 +1,12 @@
-// Measured runs of llm training jobs read from a CSV (the schema of docs/simulate.md plus metric
+// Measured runs read from a CSV in a space's table schema (its columns, ABI 1.4, plus metric
 // columns, docs/history.md): what `cotune import` stores as history and `cotune predictor eval`
 // learns from. Columns are renamed by a mapping, metric columns converted to canonical units by
-// their name, and every row checked by the llm space of its own workload.
-#ifndef COTUNE_CORE_HISTORY_LLM_RUNS_HPP_
-#define COTUNE_CORE_HISTORY_LLM_RUNS_HPP_
+// their name, and every row checked by the space of its own workload.
+#ifndef COTUNE_CORE_HISTORY_TABLE_RUNS_HPP_
+#define COTUNE_CORE_HISTORY_TABLE_RUNS_HPP_
 
 #include <cotune/core/abi/components.hpp>
+#include <cotune/core/abi/table_schema.hpp>
 #include <cotune/core/history/csv.hpp>
 #include <cotune/core/registry.hpp>
 #include <cotune/core/store/store_records.hpp>
@@ -20,6 +21,12 @@
 #include <vector>
 
 namespace cotune::core {
+
+// The columns export-history writes with each row's provenance (the source it was recorded under
+// and its row there); import records such a row under them, so re-importing an export into the
+// store it came from finds every row already there.
+inline constexpr const char* kHistorySourceColumn = "history_source";
+inline constexpr const char* kHistoryRowColumn = "history_row";
 
 // "source column=canonical name" from --map; UserError when there is no '=' or a side is empty.
 std::pair<std::string, std::string> parse_column_mapping(const std::string& text);
@@ -36,12 +43,13 @@ std::optional<MetricConversion> recognise_metric(const std::string& column);
 // Every recognised metric column name, for messages and documentation.
 std::vector<std::string> recognised_metric_names();
 
-struct LlmRun {
+struct TableRun {
   size_t line = 0;  // line of the CSV file the row starts on
   nlohmann::json workload;
-  std::string workload_key;  // canonical_json.hpp workload_key(workload, "llm")
+  std::string workload_key;  // canonical_json.hpp workload_key(workload, the space's name)
   std::shared_ptr<const Space> space;  // the space of this workload (shared by its rows)
   std::vector<double> config;          // in the space's parameters
+  double devices = 1;                  // GPUs the run used
   std::string config_json;             // the space's JSON rendering
   TrialStatus status = TrialStatus::kOk;
   nlohmann::json metrics = nlohmann::json::object();  // canonical metric name -> number
@@ -56,8 +64,8 @@ struct RejectedRow {
   std::string reason;
 };
 
-struct LlmRuns {
-  std::vector<LlmRun> runs;
+struct TableRuns {
+  std::vector<TableRun> runs;
   std::vector<RejectedRow> rejected;
   std::vector<std::string> warnings;  // one per ignored column
 };
@@ -69,9 +77,10 @@ struct LlmRuns {
 // under their own name; others are ignored with one warning each. `calibration`, when not null, is
 // the per-GPU constants of a calibration file, set as every workload's cluster.calibration (the
 // spaces' model uses it; workload keys are the same without it).
-LlmRuns read_llm_runs(const CsvTable& table, const std::vector<std::pair<std::string, std::string>>& mapping,
-                      const Registry& registry, const nlohmann::json* calibration = nullptr);
+TableRuns read_table_runs(const CsvTable& table, const std::vector<std::pair<std::string, std::string>>& mapping,
+                          const Registry& registry, const TableSchema& schema,
+                          const nlohmann::json* calibration = nullptr);
 
 }  // namespace cotune::core
 
-#endif  // COTUNE_CORE_HISTORY_LLM_RUNS_HPP_
+#endif  // COTUNE_CORE_HISTORY_TABLE_RUNS_HPP_

@@ -1,8 +1,8 @@
 // Accuracy of the performance model on published runs (see published_runs.hpp).
-#include "perfmodel/published_runs.hpp"
+#include "published/published_runs.hpp"
 
 #include <cotune/core/errors.hpp>
-#include <cotune/core/history/llm_csv_row.hpp>
+#include <cotune/core/abi/table_schema.hpp>
 #include <cotune/core/perfmodel/perfmodel.hpp>
 #include <cotune/core/history/ranking_metrics.hpp>
 
@@ -20,6 +20,9 @@ namespace cotune::core::perf {
 namespace {
 
 using nlohmann::json;
+
+// The published tables are runs of decoder-only transformers: the llm space reads and lowers them.
+constexpr const char* kSpace = "llm";
 using Rows = std::vector<std::map<std::string, std::string>>;
 
 Rows read_csv(const std::string& path) {
@@ -103,7 +106,7 @@ TableAccuracy megatron_table1(const Registry& registry, const std::string& dir) 
     const double flops = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
     json options = {{"tp", {tp}}, {"pp", {pp}}, {"gpus", {gpus}}, {"recompute", {"full"}}, {"sp", {false}},
                     {"zero", {0}}, {"micro_batch", {1, 2, 4, 8}}};
-    auto space = registry.make_space("llm", workload(l, h, a, B, gpus).dump(), options.dump());
+    auto space = registry.make_space(kSpace, workload(l, h, a, B, gpus).dump(), options.dump());
     Timed best;
     for (double mb : {1, 2, 4, 8})
       for (double vpp : {1, 2, 3, 4, 5, 6, 7, 8}) {
@@ -136,7 +139,7 @@ TableAccuracy korthikanti_table5(const Registry& registry, const std::string& di
     for (const char* p : {"tp", "pp", "dp", "micro_batch", "vpp"}) options[p] = {c[p]};
     options["gpus"] = {gpus};
     auto space = registry.make_space(
-        "llm", workload(num(row, "layers"), num(row, "hidden"), num(row, "heads"), num(row, "global_batch"), gpus).dump(),
+        kSpace, workload(num(row, "layers"), num(row, "hidden"), num(row, "heads"), num(row, "global_batch"), gpus).dump(),
         options.dump());
     Timed x = time_config(*space, c);
     if (x.step == 0) throw std::runtime_error("korthikanti_table5: the space rejects " + c.dump());
@@ -163,12 +166,9 @@ struct Candidate {
 RowPrediction predict_row(const Registry& registry, const PublishedRow& row, const json* calibration,
                           const std::map<std::string, std::string>& cells) {
   RowPrediction out;
-  LlmCsvRow r;
+  TableRow r;
   try {
-    r = llm_row_from_cells([&](const std::string& col) -> const std::string* {
-      auto it = cells.find(col);
-      return it == cells.end() || it->second.empty() ? nullptr : &it->second;
-    });
+    r = TableSchema::of(registry, kSpace).read(cells);
   } catch (const std::exception& e) {
     out.refused = e.what();
     return out;
@@ -201,14 +201,14 @@ RowPrediction predict_row(const Registry& registry, const PublishedRow& row, con
   // Unstated etp: 1, what Megatron-Bridge's MoE recipes set (frameworks/nemo_recipe_parallelism.csv),
   // else the tensor-parallel degree (0: Megatron-LM's default) where the expert grid needs it.
   if (row.etp_unstated && row.moe) etps = {1, 0};
-  r.space_options["micro_batch"] = micro_batches;
-  r.space_options["vpp"] = vpps;
-  r.space_options["recompute"] = granularities;
-  if (!module_sets.empty()) r.space_options["recompute_modules"] = module_sets;
-  r.space_options["etp"] = etps;
+  r.options["micro_batch"] = micro_batches;
+  r.options["vpp"] = vpps;
+  r.options["recompute"] = granularities;
+  if (!module_sets.empty()) r.options["recompute_modules"] = module_sets;
+  r.options["etp"] = etps;
   std::unique_ptr<Space> space;
   try {
-    space = registry.make_space("llm", r.workload.dump(), r.space_options.dump());
+    space = registry.make_space(kSpace, r.workload.dump(), r.options.dump());
   } catch (const std::exception& e) {
     out.refused = e.what();
     return out;

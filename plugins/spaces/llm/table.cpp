@@ -1,15 +1,19 @@
-// The llm CSV schema (docs/simulate.md): which column feeds which workload or configuration field,
-// its defaults, and the inverse for export.
-#include <cotune/core/errors.hpp>
-#include <cotune/core/history/llm_csv_row.hpp>
-#include <cotune/core/perfmodel/perfmodel.hpp>
+// The llm space's table schema (see table.hpp).
+#include "table.hpp"
+
+#include <cotune/cotune.hpp>
+
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
+#include <map>
 #include <stdexcept>
+#include <vector>
 
-namespace cotune::core {
+namespace cotune_llm {
 namespace {
 
 using nlohmann::json;
@@ -71,6 +75,16 @@ const char* const kTrainingColumns[] = {"global_batch", "dtype",   "attention", 
 
 // Configuration columns a configuration JSON may leave out (their default is the space's rule).
 const char* const kOptionalConfig[] = {"etp", "first_stage_layers", "last_stage_layers"};
+
+// The text of a cell, or nullptr when the column is absent or the cell empty.
+using CsvCellLookup = std::function<const std::string*(const std::string& column)>;
+
+// One row as the schema reads it: a workload, a configuration, and the row's values as the domain.
+struct LlmCsvRow {  // NOLINT(bugprone-exception-escape): nlohmann::json's moves cannot throw
+  json workload;
+  json config;
+  json space_options;
+};
 
 class Cells {
  public:
@@ -152,8 +166,6 @@ json model_of(const Cells& r) {
   return model;
 }
 
-}  // namespace
-
 const std::vector<std::string>& llm_config_columns() {
   static const std::vector<std::string> c = {"tp",   "pp",  "dp",  "cp",  "ep", "micro_batch", "vpp", "zero",
                                              "recompute", "sp", "gpus", "gpu", "etp", "first_stage_layers",
@@ -175,16 +187,6 @@ const std::vector<std::string>& llm_csv_columns() {
   }();
   return c;
 }
-
-bool llm_csv_reads(const std::string& column) {
-  const auto& cols = llm_csv_columns();
-  if (std::find(cols.begin(), cols.end(), column) != cols.end()) return true;
-  for (const auto& alias : kAliases)
-    if (column == alias.first) return true;
-  return column == "fsdp" || column == "workload_json" || column == "history_source" || column == "history_row";
-}
-
-namespace {
 
 // The columns that describe the workload (not the configuration): a row with workload_json leaves
 // them empty.
@@ -213,7 +215,16 @@ json workload_of_json_cell(const Cells& r) {
   return w;
 }
 
-}  // namespace
+// The catalogue's name of a GPU as tables spell it ("a100" is a100-80gb), so that the space's gpu
+// parameter matches; the name as given when the catalogue does not know it (the space says so).
+std::string catalogue_name(const std::string& spelled) {
+  try {
+    const cotune_hardware hw = cotune::resolve_hardware(json({{"gpu", spelled}, {"nodes", 1}}).dump());
+    return std::string(cotune::view(hw.gpu_name));
+  } catch (const std::exception&) {
+    return spelled;
+  }
+}
 
 LlmCsvRow llm_row_from_cells(const CsvCellLookup& cell) {
   const Cells r(cell);
@@ -243,8 +254,7 @@ LlmCsvRow llm_row_from_cells(const CsvCellLookup& cell) {
                               ? &given["cluster"]["gpu"]
                               : nullptr;
   const std::string spelled_gpu = r.string("gpu", given_gpu ? given_gpu->get<std::string>() : "h100-sxm");
-  const std::string catalogued = perf::catalogue_gpu_name(spelled_gpu);
-  const std::string gpu = catalogued.empty() ? spelled_gpu : catalogued;
+  const std::string gpu = catalogue_name(spelled_gpu);
   LlmCsvRow row;
   json cluster = {{"gpu", gpu}};
   if (whole) {
@@ -258,13 +268,12 @@ LlmCsvRow llm_row_from_cells(const CsvCellLookup& cell) {
         if (!(v > 0)) throw std::invalid_argument(std::string("column ") + b + ": expected GB/s > 0, got '" + r.text(b) + "'");
         cluster["gpu_spec"][b] = v;
       }
-    cotune_hardware hw{};
-    hw.struct_size = COTUNE_STRUCT_SIZE(cotune_hardware, net_efficiency);
     json probe = cluster;
     probe["nodes"] = 1;
+    cotune_hardware hw{};
     try {
-      perf::resolve_hardware(probe, &hw, "cluster");
-    } catch (const UserError& e) {
+      hw = cotune::resolve_hardware(probe.dump());
+    } catch (const std::exception& e) {
       throw std::invalid_argument(std::string("column gpu, gpus_per_node or a bandwidth: ") + e.what());
     }
     if (hw.gpus_per_node < 1) throw std::invalid_argument("column gpus_per_node: expected at least 1");
@@ -389,4 +398,102 @@ std::map<std::string, std::string> llm_cells_from_json(const json& workload, con
   return cells;
 }
 
-}  // namespace cotune::core
+// The shortest text that reads back as the same double (121.4, not 121.40000000000001).
+std::string number_text(double v) {
+  char buf[64];
+  for (int digits = 15; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof(buf), "%.*g", digits, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  return buf;
+}
+
+// The cells of a workload alone: a placeholder configuration's, without its columns, and gpus from
+// the cluster's nodes (which the configuration columns would otherwise say).
+std::map<std::string, std::string> workload_cells(const json& workload, std::string* inexact) {
+  json config = {{"tp", 1}, {"pp", 1}, {"dp", 1}, {"cp", 1}, {"ep", 1}, {"micro_batch", 1}, {"vpp", 1},
+                 {"zero", 0}, {"recompute", "none"}, {"sp", false}, {"gpus", 1}, {"gpu", "h100-sxm"}};
+  if (workload.contains("cluster") && workload["cluster"].is_object() && workload["cluster"].contains("gpu"))
+    config["gpu"] = workload["cluster"]["gpu"];
+  std::map<std::string, std::string> cells = llm_cells_from_json(workload, config, inexact);
+  const json& cluster = workload["cluster"];
+  if (cluster.contains("nodes") && cluster["nodes"].is_number()) {
+    const double nodes = cluster["nodes"].get<double>();
+    double per_node = cluster.value("gpus_per_node", 0.0);
+    if (!(per_node > 0)) {
+      json probe = cluster;
+      probe["nodes"] = 1;
+      per_node = cotune::resolve_hardware(probe.dump()).gpus_per_node;
+    }
+    cells["gpus"] = number_text(nodes * per_node);
+    cells.erase("dp");
+  }
+  return cells;
+}
+
+json parse_object(std::string_view text, const char* what) {
+  json j = json::parse(text, nullptr, false);
+  if (!j.is_object()) throw std::invalid_argument(std::string(what) + ": expected a JSON object");
+  return j;
+}
+
+// Runs f; a row or workload it cannot read is INVALID_ARGUMENT with its message (the host names the
+// row), anything else stays what it was.
+template <class F>
+std::string answer(F&& f) {
+  try {
+    return f();
+  } catch (const std::invalid_argument& e) {
+    throw cotune::Error(COTUNE_ERR_INVALID_ARGUMENT, e.what());
+  }
+}
+
+}  // namespace
+
+std::string table_schema() {
+  json reads = json::array({"fsdp", "workload_json"});
+  for (const auto& alias : kAliases) reads.push_back(alias.first);
+  return json{{"columns", llm_csv_columns()}, {"config_columns", llm_config_columns()}, {"reads", reads}}.dump();
+}
+
+std::string table_read(std::string_view row_json) {
+  return answer([&] {
+    const json row = parse_object(row_json, "row");
+    std::map<std::string, std::string> cells;
+    for (auto it = row.begin(); it != row.end(); ++it)
+      if (it.value().is_string() && !it.value().get<std::string>().empty()) cells[it.key()] = it.value().get<std::string>();
+    LlmCsvRow r = llm_row_from_cells([&](const std::string& col) -> const std::string* {
+      auto it = cells.find(col);
+      return it == cells.end() ? nullptr : &it->second;
+    });
+    const double devices = r.config["gpus"].get<double>();
+    return json{{"workload", std::move(r.workload)}, {"config", std::move(r.config)},
+                {"options", std::move(r.space_options)}, {"devices", devices}}
+        .dump();
+  });
+}
+
+std::string table_write(std::string_view workload_json, std::string_view config_json) {
+  return answer([&] {
+    const json workload = parse_object(workload_json, "workload");
+    std::string inexact;
+    std::map<std::string, std::string> cells =
+        config_json.empty() ? workload_cells(workload, &inexact)
+                            : llm_cells_from_json(workload, parse_object(config_json, "configuration"), &inexact);
+    // Fields without a column (a price, a network) cannot be read back; anything else can.
+    json read_back = nullptr;
+    if (inexact.rfind("no column for", 0) != 0)
+      read_back = llm_row_from_cells([&](const std::string& col) -> const std::string* {
+                    auto it = cells.find(col);
+                    return it == cells.end() || it->second.empty() ? nullptr : &it->second;
+                  }).workload;
+    if (config_json.empty()) {
+      // The workload's own cells: its configuration's columns say nothing of it.
+      for (const std::string& c : llm_config_columns())
+        if (c != "gpus" && c != "gpu") cells.erase(c);
+    }
+    return json{{"cells", cells}, {"inexact", inexact}, {"read_back", read_back}}.dump();
+  });
+}
+
+}  // namespace cotune_llm

@@ -1,5 +1,5 @@
 // Reading tables of published runs (see published_table.hpp).
-#include "perfmodel/published_table.hpp"
+#include "published/published_table.hpp"
 
 #include <cotune/core/history/csv.hpp>
 #include <cotune/core/errors.hpp>

@@ -1,8 +1,8 @@
 // The accuracy check of the performance model against published measurements (../shared/data:
 // Megatron-LM SC'21 Table 1, Korthikanti et al. MLSys'23 Table 5, and the recipe tables under
 // published/). Used by bench/perfmodel_accuracy_bench.cpp and tests/unit/perf_accuracy_test.cpp.
-#ifndef COTUNE_CORE_PERFMODEL_PUBLISHED_RUNS_HPP_
-#define COTUNE_CORE_PERFMODEL_PUBLISHED_RUNS_HPP_
+#ifndef COTUNE_BENCH_PUBLISHED_PUBLISHED_RUNS_HPP_
+#define COTUNE_BENCH_PUBLISHED_PUBLISHED_RUNS_HPP_
 
 #include <cotune/core/perfmodel/calibration.hpp>
 #include <cotune/core/registry.hpp>
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "perfmodel/published_table.hpp"
+#include "published/published_table.hpp"
 
 namespace cotune::core::perf {
 

@@ -1,7 +1,6 @@
 #include <cotune/core/studyfile/canonical_json.hpp>
 #include <cotune/core/errors.hpp>
-#include <cotune/core/history/llm_csv_row.hpp>
-#include <cotune/core/history/llm_runs.hpp>
+#include <cotune/core/history/table_runs.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -65,8 +64,6 @@ bool valid_utf8(const std::string& s) {
   }
 }
 
-bool is_schema_column(const std::string& c) { return llm_csv_reads(c); }
-
 // The header after the mapping, checked.
 std::vector<std::string> mapped_header(const CsvTable& table,
                                        const std::vector<std::pair<std::string, std::string>>& mapping) {
@@ -105,7 +102,7 @@ double metric_value(const std::string& column, const std::string& text, const Me
 
 struct ParsedRow {
   size_t line = 0;
-  LlmCsvRow row;
+  TableRow row;
   std::string workload_key;
   TrialStatus status = TrialStatus::kOk;
   json metrics = json::object();
@@ -143,19 +140,21 @@ std::vector<std::string> recognised_metric_names() {
   return names;
 }
 
-LlmRuns read_llm_runs(const CsvTable& table, const std::vector<std::pair<std::string, std::string>>& mapping,
-                      const Registry& registry, const json* calibration) {
+TableRuns read_table_runs(const CsvTable& table, const std::vector<std::pair<std::string, std::string>>& mapping,
+                          const Registry& registry, const TableSchema& schema, const json* calibration) {
   const std::vector<std::string> header = mapped_header(table, mapping);
   for (size_t c = 0; c < header.size(); ++c)
     if (!valid_utf8(header[c]) || !valid_utf8(table.header[c]))
       throw UserError(table.source + ": line 1: the name of column " + std::to_string(c + 1) + " is not valid UTF-8");
-  LlmRuns out;
+  TableRuns out;
 
   // Columns that are neither schema, metric, status nor reason: kept as metrics when numeric.
   std::vector<size_t> extra;
   for (size_t c = 0; c < header.size(); ++c) {
     const std::string& name = header[c];
-    if (is_schema_column(name) || recognise_metric(name) || name == "status" || name == "reason") continue;
+    if (schema.reads(name) || recognise_metric(name) || name == "status" || name == "reason" ||
+        name == kHistorySourceColumn || name == kHistoryRowColumn)
+      continue;
     bool numeric = true;
     double v;
     for (const CsvRecord& r : table.rows)
@@ -164,8 +163,8 @@ LlmRuns read_llm_runs(const CsvTable& table, const std::vector<std::pair<std::st
       extra.push_back(c);
     } else {
       out.warnings.push_back(table.source + ": column '" + table.header[c] +
-                             "' is neither a schema column (docs/simulate.md) nor a recognised metric "
-                             "(docs/history.md) and holds text; ignored");
+                             "' is neither a column of the " + schema.space() +
+                             " space's table schema nor a recognised metric (docs/history.md) and holds text; ignored");
     }
   }
 
@@ -177,11 +176,11 @@ LlmRuns read_llm_runs(const CsvTable& table, const std::vector<std::pair<std::st
     try {
       for (size_t c = 0; c < header.size(); ++c)
         if (!valid_utf8(rec.fields[c])) throw std::invalid_argument("column " + header[c] + ": not valid UTF-8");
-      p.row = llm_row_from_cells([&](const std::string& col) -> const std::string* {
-        auto it = p.cells.find(col);
-        return it == p.cells.end() || it->second.empty() ? nullptr : &it->second;
-      });
-      const double gpus = p.row.config["gpus"].get<double>();
+      std::map<std::string, std::string> read;
+      for (const auto& [column, text] : p.cells)
+        if (schema.reads(column)) read.emplace(column, text);
+      p.row = schema.read(read);
+      const double gpus = p.row.devices;
       if (auto s = p.cells.find("status"); s != p.cells.end() && !s->second.empty()) {
         if (s->second == "invalid") {
           auto why = p.cells.find("reason");
@@ -204,7 +203,7 @@ LlmRuns read_llm_runs(const CsvTable& table, const std::vector<std::pair<std::st
         if (!rec.fields[c].empty() && parse_number(rec.fields[c], &v)) p.metrics[header[c]] = v;
       }
       if (calibration != nullptr) p.row.workload["cluster"]["calibration"] = *calibration;
-      p.workload_key = workload_key(p.row.workload, "llm");
+      p.workload_key = workload_key(p.row.workload, schema.info().name);
       parsed.push_back(std::move(p));
     } catch (const std::invalid_argument& e) {
       out.rejected.push_back({rec.line, e.what()});
@@ -213,14 +212,14 @@ LlmRuns read_llm_runs(const CsvTable& table, const std::vector<std::pair<std::st
 
   // One space per workload, its domains the union of its rows' values.
   std::map<std::string, json> options;
-  for (const ParsedRow& p : parsed) merge_options(options[p.workload_key], p.row.space_options);
+  for (const ParsedRow& p : parsed) merge_options(options[p.workload_key], p.row.options);
   std::map<std::string, std::shared_ptr<const Space>> spaces;
   std::map<std::string, std::string> space_errors;
   for (const ParsedRow& p : parsed) {
     if (spaces.count(p.workload_key) || space_errors.count(p.workload_key)) continue;
     try {
-      spaces[p.workload_key] = registry.make_space("llm", p.row.workload.dump(), options[p.workload_key].dump());
-    } catch (const PluginError& e) {
+      spaces[p.workload_key] = registry.make_space(schema.space(), p.row.workload.dump(), options[p.workload_key].dump());
+    } catch (const std::exception& e) {  // the plugin's error, or the host's reading of its answer
       space_errors[p.workload_key] = e.what();
     }
   }
@@ -230,8 +229,9 @@ LlmRuns read_llm_runs(const CsvTable& table, const std::vector<std::pair<std::st
       out.rejected.push_back({p.line, "the workload of this row is not valid: " + err->second});
       continue;
     }
-    LlmRun run;
+    TableRun run;
     run.line = p.line;
+    run.devices = p.row.devices;
     run.space = spaces.at(p.workload_key);
     try {
       run.config = run.space->parse(p.row.config.dump());
@@ -239,12 +239,12 @@ LlmRuns read_llm_runs(const CsvTable& table, const std::vector<std::pair<std::st
       if (why.rfind("out of memory", 0) == 0) {
         run.memory_note = why;
       } else if (!why.empty()) {
-        out.rejected.push_back({p.line, "the llm space rejects the configuration: " + why});
+        out.rejected.push_back({p.line, "the " + schema.space() + " space rejects the configuration: " + why});
         continue;
       }
       run.config_json = run.space->render(run.config.data(), COTUNE_RENDER_JSON);
-    } catch (const PluginError& e) {
-      out.rejected.push_back({p.line, std::string("the llm space cannot read the configuration: ") + e.what()});
+    } catch (const std::exception& e) {
+      out.rejected.push_back({p.line, "the " + schema.space() + " space cannot read the configuration: " + e.what()});
       continue;
     }
     run.workload = std::move(p.row.workload);
