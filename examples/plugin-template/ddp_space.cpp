@@ -3,14 +3,51 @@
 //
 // Workload JSON: {"global_batch": 256, "params_billion": 1.3, "activation_gib_per_sample": 0.8,
 //                 "gpu_memory_gib": 80}
+// Its table schema (one run per CSV row, for `cotune import`, `export-history`, `predictor eval`):
+// the four workload fields and the three parameters as columns of the same names.
 #include <cotune/cotune.hpp>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
 
 namespace {
+
+const char* const kWorkloadColumns[] = {"global_batch", "params_billion", "activation_gib_per_sample",
+                                        "gpu_memory_gib"};
+const char* const kConfigColumns[] = {"gpus", "micro_batch", "checkpointing"};
+
+std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.15g", v);
+  return buf;
+}
+
+// A cell of a table row as a number; INVALID_ARGUMENT naming the column otherwise.
+double cell_number(std::string_view row, const std::string& column) {
+  std::string text;
+  try {
+    text = cotune::json_string(row, "/" + column);
+  } catch (const cotune::Error&) {
+    throw cotune::Error(COTUNE_ERR_INVALID_ARGUMENT, "column " + column + ": missing (required)");
+  }
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(v))
+    throw cotune::Error(COTUNE_ERR_INVALID_ARGUMENT, "column " + column + ": expected a number, got '" + text + "'");
+  return v;
+}
+
+// Whether `key` is true in a JSON object this space rendered (its own format: a scan is enough).
+bool rendered_flag(std::string_view json, const std::string& key) {
+  const size_t at = json.find("\"" + key + "\"");
+  if (at == std::string_view::npos) return false;
+  const size_t value = json.find_first_not_of(" :", at + key.size() + 2);
+  return value != std::string_view::npos && json.substr(value, 4) == "true";
+}
 
 class DdpSpace {
  public:
@@ -63,6 +100,53 @@ class DdpSpace {
       out[3] = global_batch_ / (c[0] * c[1]);
       out[4] = memory_gib(c);
     }
+  }
+
+  // The table schema (cotune.h 1.4): static, since a row says its own workload.
+  static std::string table_schema() {
+    std::string columns, config;
+    for (const char* c : kWorkloadColumns) columns += std::string(columns.empty() ? "" : ", ") + "\"" + c + "\"";
+    for (const char* c : kConfigColumns) {
+      columns += std::string(", \"") + c + "\"";
+      config += std::string(config.empty() ? "" : ", ") + "\"" + c + "\"";
+    }
+    return "{\"columns\": [" + columns + "], \"config_columns\": [" + config + "]}";
+  }
+
+  static std::string table_read(std::string_view row) {
+    std::string workload;
+    for (const char* c : kWorkloadColumns)
+      workload += std::string(workload.empty() ? "" : ", ") + "\"" + c + "\": " + number_text(cell_number(row, c));
+    const double gpus = cell_number(row, "gpus"), micro_batch = cell_number(row, "micro_batch");
+    bool checkpointing = false;
+    try {
+      const std::string t = cotune::json_string(row, "/checkpointing");
+      if (t != "true" && t != "false")
+        throw cotune::Error(COTUNE_ERR_INVALID_ARGUMENT, "column checkpointing: expected true or false, got '" + t + "'");
+      checkpointing = t == "true";
+    } catch (const cotune::Error& e) {
+      if (e.code() == COTUNE_ERR_INVALID_ARGUMENT) throw;  // absent: false
+    }
+    const std::string config = "{\"gpus\": " + number_text(gpus) + ", \"micro_batch\": " + number_text(micro_batch) +
+                               ", \"checkpointing\": " + (checkpointing ? "true" : "false") + "}";
+    return "{\"workload\": {" + workload + "}, \"config\": " + config + ", \"options\": {}, \"devices\": " +
+           number_text(gpus) + "}";
+  }
+
+  static std::string table_write(std::string_view workload, std::string_view config) {
+    std::string cells, read_back;
+    for (const char* c : kWorkloadColumns) {
+      const std::string v = number_text(cotune::json_number(workload, std::string("/") + c));
+      cells += std::string(cells.empty() ? "" : ", ") + "\"" + c + "\": \"" + v + "\"";
+      read_back += std::string(read_back.empty() ? "" : ", ") + "\"" + c + "\": " + v;
+    }
+    if (!config.empty()) {
+      for (const char* c : {"gpus", "micro_batch"})
+        cells += std::string(", \"") + c + "\": \"" + number_text(cotune::json_number(config, std::string("/") + c)) + "\"";
+      cells += std::string(", \"checkpointing\": \"") + (rendered_flag(config, "checkpointing") ? "true" : "false") + "\"";
+    }
+    // The space reads only these four fields, so their cells say all it knows of the workload.
+    return "{\"cells\": {" + cells + "}, \"inexact\": \"\", \"read_back\": {" + read_back + "}}";
   }
 
   std::string render(const double* c, int32_t format) {

@@ -54,6 +54,38 @@ fi
 "$cli" plugins check "$work/plugin-template/build/libcotune-space-ddp.so"
 lib=$(find "$work/c-plugin/build" -name 'libcotune-predictor-c-linear.so' -print -quit)
 "$cli" plugins check "$lib"
+# The template's table schema: its runs import, export and re-import through the same commands as
+# the built-in spaces', and a predictor is evaluated on them.
+export COTUNE_PLUGIN_PATH="$work/plugin-template/build"
+cat > "$work/ddp-runs.csv" <<'CSV'
+global_batch,params_billion,activation_gib_per_sample,gpu_memory_gib,gpus,micro_batch,checkpointing,step_time_s
+256,1.3,0.8,80,8,4,false,1.00
+256,1.3,0.8,80,8,8,true,1.10
+256,1.3,0.8,80,4,8,false,1.90
+256,1.3,0.8,80,2,16,true,4.20
+256,1.3,0.8,80,1,32,true,8.50
+256,1.3,0.8,80,4,4,false,2.00
+256,1.3,0.8,80,2,8,false,3.90
+256,1.3,0.8,80,8,2,false,1.05
+256,1.3,0.8,80,3,4,false,9.99
+CSV
+out=$("$cli" import "$work/ddp-runs.csv" --space ddp --store "$work/ddp.db" 2>&1) && {
+  echo "the row with 3 GPUs should have been rejected" >&2; exit 1; }
+grep -q "8 imported, 0 already in the store, 1 rejected" <<<"$out" || { echo "$out" >&2; exit 1; }
+grep -q "line 10: rejected: the ddp space cannot read the configuration" <<<"$out" || { echo "$out" >&2; exit 1; }
+"$cli" export-history --space ddp --all --store "$work/ddp.db" -o "$work/ddp-export.csv" 2>"$work/export.log"
+head -1 "$work/ddp-export.csv" | grep -q "^global_batch,params_billion,activation_gib_per_sample,gpu_memory_gib,gpus,micro_batch,checkpointing,status" ||
+  { head -2 "$work/ddp-export.csv" >&2; exit 1; }
+test "$(wc -l < "$work/ddp-export.csv")" -eq 9
+out=$("$cli" import "$work/ddp-export.csv" --space ddp --store "$work/ddp.db")
+grep -q "0 imported, 8 already in the store, 0 rejected" <<<"$out" || { echo "$out" >&2; exit 1; }
+"$cli" predictor eval --space ddp --data "$work/ddp-export.csv" --target step_time_s --minimize --predictor krr \
+  --prior none --repeats 2 --train-frac 0.5 > "$work/eval.txt"
+grep -q "kendall_tau" "$work/eval.txt" || { cat "$work/eval.txt" >&2; exit 1; }
+# It does not lower to step traces, so the performance model has nothing to time: said, not crashed.
+if "$cli" simulate --batch "$work/ddp-runs.csv" --space ddp > "$work/sim.txt" 2>&1; then exit 1; fi
+grep -q "does not lower configurations to step traces" "$work/sim.txt" || { cat "$work/sim.txt" >&2; exit 1; }
+unset COTUNE_PLUGIN_PATH
 # The bare-compiler recipe of docs/PLUGIN_GUIDE.md: the prefix and a compiler, no CMake.
 P="$work/prefix"
 cc -std=c99 -O2 -fPIC -fvisibility=hidden -I"$P/include" -shared -o "$work/libcotune-predictor-bare.so" \
