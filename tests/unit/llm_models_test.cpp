@@ -152,6 +152,20 @@ TEST_F(LlmModels, UnevenPipelineStagesTimeTheHeaviestRankAndCountEachRanksMemory
   EXPECT_EQ(s5->explain(c5.data()), "");
   EXPECT_THAT(s5->render(c5.data(), COTUNE_RENDER_MEGATRON),
               HasSubstr("--pipeline-model-parallel-layout 'Ettt|tttt|"));
+  // With one multi-token-prediction layer (DeepSeek-V3) the last stage also runs it, a decoder
+  // layer's work and an output layer more: it takes one decoder layer fewer. floor(61 / 16) = 3:
+  // the first stage 3, the last 3 - 1 = 2 and the MTP layer, the 14 middle ones 56 / 14 = 4 each
+  // (without MTP: 3, thirteen 4s and a 3, then 3 and the MTP layer on the last).
+  json ds_mtp = ds;
+  ds_mtp["mtp_layers"] = 1;
+  auto s6 = make(ds_mtp, {{"pp", {16}}, {"dp", {1}}, {"gpus", {16}}}, "h100-sxm", 2, 64);
+  const auto c6 = s6->parse(R"({"pp": 16, "dp": 1, "gpus": 16})");
+  EXPECT_EQ(s6->explain(c6.data()), "");
+  std::string layout = "Ettt";
+  for (int i = 0; i < 14; ++i) layout += "|tttt";
+  layout += "|ttmL";
+  EXPECT_THAT(s6->render(c6.data(), COTUNE_RENDER_MEGATRON),
+              HasSubstr("--pipeline-model-parallel-layout '" + layout + "'"));
   // Memory: the first rank holds the most micro-batches in flight; with fewer layers than the
   // middle ranks it can still be the largest, and a rank that holds the embedding counts it.
   const cotune_memory m = s->lower(c.data()).memory;

@@ -46,7 +46,7 @@ std::string shape_of(const Workload& w, const Config& c, Shape* out) {
   Shape s;
   s.micro_batches = w.training.global_batch / (c.dp * c.micro_batch);
   s.tokens = c.micro_batch * m.seq_len / c.cp;
-  const std::string why = split_layers(m.layers, c.pp, c.vpp, c.first_stage, c.last_stage, &s.split);
+  const std::string why = split_layers(m.layers, c.pp, c.vpp, c.first_stage, c.last_stage, &s.split, m.mtp_layers);
   if (!why.empty()) return why;
   // MLA's down projections are not split over tensor-parallel ranks (Megatron-LM keeps them whole).
   double replicated = 0;

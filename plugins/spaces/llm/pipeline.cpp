@@ -1,6 +1,7 @@
 // Pipeline splits (see pipeline.hpp).
 #include "pipeline.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -18,7 +19,8 @@ bool divides(double a, double b) { return a >= 1 && std::fmod(b, a) == 0; }
 
 }  // namespace
 
-std::string split_layers(double layers, double pp, double vpp, double first, double last, PipelineSplit* out) {
+std::string split_layers(double layers, double pp, double vpp, double first, double last, PipelineSplit* out,
+                         double mtp_layers) {
   PipelineSplit s;
   const double stages = pp * vpp;
   s.chunks.assign(static_cast<size_t>(stages), 0);
@@ -63,13 +65,20 @@ std::string split_layers(double layers, double pp, double vpp, double first, dou
     // stages, which hold the embedding and the loss, take the floor; the middle ones the rest.
     s.rule = SplitRule::kLayout;
     const double base = std::floor(layers / stages);
-    double rest = layers - base * stages;
     for (double& c : s.chunks) c = base;
-    for (size_t i = 1; i + 1 < s.chunks.size() && rest > 0; ++i) {
-      s.chunks[i] += 1;
-      rest -= 1;
-    }
-    if (rest > 0) s.chunks.back() += rest;  // two stages only
+    // The last virtual stage also runs the multi-token-prediction layers after its decoder layers,
+    // each a whole decoder layer's work (attention, MLP, and its own output layer and loss): it
+    // takes that many decoder layers fewer, as the layouts Megatron-Bridge builds for DeepSeek-V3
+    // do, so that it is not the pipeline's slowest stage by an MTP layer and an output layer.
+    s.chunks.back() = std::max(0.0, base - mtp_layers);
+    double rest = layers - base * (stages - 1) - s.chunks.back();
+    do {
+      for (size_t i = 1; i + 1 < s.chunks.size() && rest > 0; ++i) {
+        s.chunks[i] += 1;
+        rest -= 1;
+      }
+    } while (rest > 0 && mtp_layers > 0 && s.chunks.size() > 2);
+    if (rest > 0) s.chunks[mtp_layers > 0 ? 0 : s.chunks.size() - 1] += rest;  // two stages only
   } else {
     return "layers (" + num(layers) + ") do not split over vpp (" + num(vpp) + ") virtual stages";
   }

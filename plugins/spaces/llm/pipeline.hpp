@@ -32,8 +32,10 @@ struct PipelineSplit {
 // the layers of the first and last pipeline rank (Megatron's --decoder-first/last-pipeline-num-
 // layers); without them the split is even, or accounts for the embedding and the loss as a layer
 // each when that is what makes it even, or else is an explicit layout (kLayout). Returns an empty
-// string and fills `out`, or says why the layers cannot be split so.
-std::string split_layers(double layers, double pp, double vpp, double first, double last, PipelineSplit* out);
+// string and fills `out`, or says why the layers cannot be split so. `mtp_layers` (the model's
+// multi-token-prediction layers, run by the last stage) lighten the last virtual stage of a layout.
+std::string split_layers(double layers, double pp, double vpp, double first, double last, PipelineSplit* out,
+                         double mtp_layers = 0);
 
 // Megatron-LM's --pipeline-model-parallel-layout for a split: "E" (embedding), "t" per decoder
 // layer, "m" per MTP layer, "L" (loss), virtual stages separated by "|".

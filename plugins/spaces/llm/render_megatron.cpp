@@ -89,7 +89,7 @@ void model_args(Args& a, const Model& m) {
 void pipeline_args(Args& a, const Model& m, const Config& c) {
   a.add("--pipeline-model-parallel-size", c.pp);
   PipelineSplit split;
-  split_layers(m.layers, c.pp, c.vpp, c.first_stage, c.last_stage, &split);
+  split_layers(m.layers, c.pp, c.vpp, c.first_stage, c.last_stage, &split, m.mtp_layers);
   if (split.rule == SplitRule::kEven) {
     if (c.vpp > 1) a.add("--num-layers-per-virtual-pipeline-stage", m.layers / (c.pp * c.vpp));
     return;

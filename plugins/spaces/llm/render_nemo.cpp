@@ -80,7 +80,7 @@ std::string render_nemo(const Workload& w, const Config& c, const Target& t, con
   // The pipeline split by the rule the space modelled; the others reset so a recipe's own does not
   // stay in force.
   PipelineSplit split;
-  split_layers(m.layers, c.pp, c.vpp, c.first_stage, c.last_stage, &split);
+  split_layers(m.layers, c.pp, c.vpp, c.first_stage, c.last_stage, &split, m.mtp_layers);
   const bool explicit_split = split.rule == SplitRule::kExplicit;
   field("model.num_layers_in_first_pipeline_stage", explicit_split ? num(split.first_stage) : "None");
   field("model.num_layers_in_last_pipeline_stage", explicit_split ? num(split.last_stage) : "None");
