@@ -41,7 +41,8 @@ double cell_number(std::string_view row, const std::string& column) {
   return v;
 }
 
-// Whether `key` is true in a JSON object this space rendered (its own format: a scan is enough).
+// Whether `key` is true in a configuration this space rendered, as the host hands it back (compact
+// or spaced JSON of numbers and booleans only: a scan is enough).
 bool rendered_flag(std::string_view json, const std::string& key) {
   const size_t at = json.find("\"" + key + "\"");
   if (at == std::string_view::npos) return false;

@@ -51,7 +51,10 @@ done
 if grep -rq -e "$src/core" -e "boost" -e "dlib" "$work/plugin-template/build/compile_commands.json" 2>/dev/null; then
   echo "the out-of-tree build saw host headers" >&2; exit 1
 fi
-"$cli" plugins check "$work/plugin-template/build/libcotune-space-ddp.so"
+out=$("$cli" plugins check "$work/plugin-template/build/libcotune-space-ddp.so")
+echo "$out"
+grep -q "table schema: 7 columns, 3 of them the configuration's" <<<"$out" || exit 1
+grep -q "table_read of an empty row answered an error object: column global_batch: missing (required)" <<<"$out" || exit 1
 lib=$(find "$work/c-plugin/build" -name 'libcotune-predictor-c-linear.so' -print -quit)
 "$cli" plugins check "$lib"
 # The template's table schema: its runs import, export and re-import through the same commands as

@@ -248,6 +248,9 @@ TEST_F(HistoryImport, MappedColumnsAndUnits) {
   ASSERT_EQ(runs.runs.size(), 2u);
   ASSERT_EQ(runs.warnings.size(), 1u);
   EXPECT_THAT(runs.warnings[0], HasSubstr("'cluster_name'"));
+  ASSERT_EQ(runs.notes.size(), 1u);
+  EXPECT_THAT(runs.notes[0], HasSubstr("kept as metrics under their own names (not columns of the llm space's table "
+                                       "schema, nor recognised metrics): loss"));
   const TableRun& a = runs.runs[0];
   EXPECT_EQ(a.line, 2u);
   EXPECT_DOUBLE_EQ(a.metrics["step_time_s"].get<double>(), 0.25);
@@ -303,6 +306,27 @@ TEST_F(HistoryImport, BadRowsAreRejectedWithTheirLine) {
   EXPECT_EQ(runs.rejected[3].reason, "column step_time_ms: expected a number, got 'fast'");
   EXPECT_EQ(runs.rejected[4].line, 7u);
   EXPECT_THAT(runs.rejected[4].reason, HasSubstr("column status: expected ok, failed"));
+}
+
+TEST_F(HistoryImport, ARowTheSpaceRefusesDoesNotTakeItsWorkloadDown) {
+  // Same workload on every line; line 3's zero stage does not exist, line 4's recomputation neither.
+  const std::string csv =
+      "hidden,layers,heads,global_batch,gpus,tp,zero,recompute,step_time_s\n"
+      "1024,8,16,64,8,2,1,none,0.25\n"
+      "1024,8,16,64,8,2,7,none,0.25\n"
+      "1024,8,16,64,8,2,1,partial,0.25\n"
+      "1024,8,16,64,8,4,0,full,0.30\n";
+  const TableRuns runs = read_table_runs(table_of(csv), {}, registry(), schema());
+  ASSERT_EQ(runs.runs.size(), 2u);
+  EXPECT_EQ(runs.runs[0].line, 2u);
+  EXPECT_EQ(runs.runs[1].line, 5u);
+  ASSERT_EQ(runs.rejected.size(), 2u);
+  EXPECT_EQ(runs.rejected[0].line, 3u);
+  EXPECT_THAT(runs.rejected[0].reason, HasSubstr("the llm space refuses this row: "));
+  EXPECT_THAT(runs.rejected[0].reason, HasSubstr("zero"));
+  EXPECT_EQ(runs.rejected[1].line, 4u);
+  EXPECT_THAT(runs.rejected[1].reason, HasSubstr("recompute"));
+  EXPECT_EQ(runs.runs[0].workload_key, runs.runs[1].workload_key);
 }
 
 TEST_F(HistoryImport, ReimportChangesNothingAndExportRoundTrips) {

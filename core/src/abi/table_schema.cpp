@@ -95,6 +95,9 @@ TableSchema::TableSchema(ComponentRef ref, std::string space)
     if (!reads_.count(c))
       throw PluginError(COTUNE_ERR_INTERNAL, who + ": table_schema()'s config column '" + c + "' is not in \"columns\"");
   for (const std::string& c : string_list(j, "reads", who)) reads_.insert(c);
+  // The host writes a workload the columns cannot say whole in this column (export-history), so
+  // it always reaches table_read.
+  reads_.insert("workload_json");
 }
 
 TableRow TableSchema::read(const std::map<std::string, std::string>& cells) const {
@@ -114,9 +117,10 @@ TableRow TableSchema::read(const std::map<std::string, std::string>& cells) cons
   r.config = j["config"];
   r.options = j.value("options", json::object());
   if (!r.options.is_object()) throw PluginError(COTUNE_ERR_INTERNAL, who + ": table_read()'s options are not an object");
-  const json devices = j.value("devices", json(1));
-  if (!devices.is_number() || !(devices.get<double>() >= 1))
-    throw PluginError(COTUNE_ERR_INTERNAL, who + ": table_read()'s devices is not a number >= 1");
+  // Per-GPU metrics are converted with it: a guess would store wrong figures.
+  if (!j.contains("devices") || !j["devices"].is_number() || !(j["devices"].get<double>() >= 1))
+    throw PluginError(COTUNE_ERR_INTERNAL, who + ": table_read() wrote no \"devices\" (the GPUs the run used, a number >= 1)");
+  const json& devices = j["devices"];
   r.devices = devices.get<double>();
   return r;
 }

@@ -29,6 +29,9 @@ double positive(const std::string& text, const std::string& where) {
 std::map<std::string, std::vector<core::perf::CalibrationRun>> read_calibration_runs(const core::Registry& registry,
                                                                                      const core::TableSchema& schema,
                                                                                      const std::string& path) {
+  if ((schema.info().capabilities & COTUNE_CAP_LOWER_TRACE) == 0)
+    throw core::UserError("--space '" + schema.space() + "': the space does not lower configurations to step traces, "
+                          "so there is nothing to calibrate the performance model on");
   const core::CsvTable table = core::read_csv_file(path);
   const char* const measured[] = {"step_time_s", "step_time_ms", "tokens_per_s", "tokens_per_s_per_gpu"};
   bool any = false;
@@ -57,8 +60,6 @@ std::map<std::string, std::vector<core::perf::CalibrationRun>> read_calibration_
     try {
       space = registry.make_space(schema.space(), row.workload.dump(), row.options.dump());
       values = space->parse(row.config.dump());
-      if (!space->can_lower())
-        throw core::UserError("--space '" + schema.space() + "': the space does not lower configurations to step traces");
     } catch (const std::exception& e) {
       throw core::UserError(where + ": " + e.what());
     }

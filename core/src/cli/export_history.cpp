@@ -61,8 +61,14 @@ int run(int argc, char** argv) {
     std::vector<HistoryRow> part = store.export_history(k, space);
     rows.insert(rows.end(), part.begin(), part.end());
   }
-  if (!all && rows.empty())
-    throw UserError("store " + store.path() + ": no history and no finished trials for workload key '" + key + "'");
+  if (!all && rows.empty()) {
+    std::string other;  // the key's space, when it is another
+    for (const auto& [k, s] : store.workloads())
+      if (k == key && s != space) other = s;
+    throw UserError("store " + store.path() + ": no history and no finished trials for workload key '" + key + "'" +
+                    (other.empty() ? "" : " in the " + space + " space (it is a workload of the " + other +
+                                              " space: --space " + other + ")"));
+  }
 
   std::ofstream file;
   if (!out_path.empty()) {

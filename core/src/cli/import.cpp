@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <set>
@@ -53,6 +54,7 @@ bool import_file(const std::string& file, const std::string& format_option, cons
   for (const SkippedRun& k : converted.skipped) std::cerr << file << ": line " << k.line << ": skipped: " << k.reason << "\n";
   const TableRuns runs = read_table_runs(converted.table, mapping, registry, schema);
   for (const std::string& w : runs.warnings) std::cerr << "warning: " << w << "\n";
+  for (const std::string& n : runs.notes) std::cerr << "note: " << n << "\n";
   for (const RejectedRow& r : runs.rejected) std::cerr << file << ": line " << r.line << ": rejected: " << r.reason << "\n";
   size_t memory_notes = 0;
   std::set<std::string> workloads;
@@ -166,6 +168,15 @@ int run(int argc, char** argv) {
   std::map<std::string, std::string> settings;
   for (const std::string& x : sets) settings.insert(parse_setting(x));
 
+  // Every file is checked before any is imported: a missing second file must not leave the first
+  // imported behind an error.
+  for (const std::string& file : files) {
+    std::error_code ec;
+    const auto type = std::filesystem::status(file, ec).type();
+    if (ec || type == std::filesystem::file_type::not_found) throw UserError(file + ": no such file (nothing imported)");
+    if (type != std::filesystem::file_type::regular)
+      throw UserError(file + ": not a regular file (nothing imported)");
+  }
   Registry registry;
   registry.load_default();
   const TableSchema schema = TableSchema::of(registry, space);

@@ -2,6 +2,7 @@
 // with why); `cotune plugins check LIB` loads one library and exercises each component's
 // create/destroy and self-description.
 #include <cotune/core/abi/components.hpp>
+#include <cotune/core/abi/table_schema.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/registry.hpp>
 
@@ -66,6 +67,17 @@ int exercise(const Registry& reg) {
           } catch (const PluginError& e) {
             // A space needs a real workload; a clean error object is the correct answer to "{}".
             std::printf("  create answered an error object (as expected without a workload): %s\n", e.what());
+          }
+          if (auto schema = TableSchema::find(reg, c.info.id)) {
+            // A table schema (ABI 1.4): its description, and a clean refusal of a row without cells.
+            std::printf("  table schema: %zu columns, %zu of them the configuration's\n", schema->columns().size(),
+                        schema->config_columns().size());
+            try {
+              schema->read({});
+              std::printf("  table_read of an empty row gave a run (no column is required)\n");
+            } catch (const std::invalid_argument& e) {
+              std::printf("  table_read of an empty row answered an error object: %s\n", e.what());
+            }
           }
           break;
         case COTUNE_KIND_PREDICTOR: {

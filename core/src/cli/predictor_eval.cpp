@@ -134,6 +134,7 @@ int eval(int argc, char** argv) {
   if (!calibration_path.empty()) calibration = perf::read_calibration_file(calibration_path);
   const TableRuns runs = read_table_runs(table, mapping, registry, schema, calibration.is_null() ? nullptr : &calibration);
   for (const std::string& w : runs.warnings) std::cerr << "warning: " << w << "\n";
+  for (const std::string& n : runs.notes) std::cerr << "note: " << n << "\n";
   if (!runs.rejected.empty())
     std::cerr << "note: " << runs.rejected.size() << " rows rejected (first: line " << runs.rejected.front().line
               << ": " << runs.rejected.front().reason << ")\n";

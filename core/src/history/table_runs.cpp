@@ -168,6 +168,14 @@ TableRuns read_table_runs(const CsvTable& table, const std::vector<std::pair<std
     }
   }
 
+  if (!extra.empty()) {
+    // Said, so that a misspelt parameter column ("tensor_parallel" for "tp") does not pass unseen.
+    std::string names;
+    for (size_t c : extra) names += (names.empty() ? "" : ", ") + table.header[c];
+    out.notes.push_back(table.source + ": kept as metrics under their own names (not columns of the " +
+                        schema.space() + " space's table schema, nor recognised metrics): " + names);
+  }
+
   std::vector<ParsedRow> parsed;
   for (const CsvRecord& rec : table.rows) {
     ParsedRow p;
@@ -179,7 +187,11 @@ TableRuns read_table_runs(const CsvTable& table, const std::vector<std::pair<std
       std::map<std::string, std::string> read;
       for (const auto& [column, text] : p.cells)
         if (schema.reads(column)) read.emplace(column, text);
-      p.row = schema.read(read);
+      try {
+        p.row = schema.read(read);
+      } catch (const PluginError& e) {  // not a verdict on the row: the plugin failed at reading it
+        throw std::invalid_argument(std::string("the space could not read the row: ") + e.what());
+      }
       const double gpus = p.row.devices;
       if (auto s = p.cells.find("status"); s != p.cells.end() && !s->second.empty()) {
         if (s->second == "invalid") {
@@ -210,21 +222,46 @@ TableRuns read_table_runs(const CsvTable& table, const std::vector<std::pair<std
     }
   }
 
-  // One space per workload, its domains the union of its rows' values.
-  std::map<std::string, json> options;
-  for (const ParsedRow& p : parsed) merge_options(options[p.workload_key], p.row.options);
+  // One space per workload, its domains the union of its rows' values. When the space refuses the
+  // union, each row's own values are tried alone: the rows it refuses are rejected with its reason,
+  // and the others keep their workload (one bad cell does not take its neighbours down).
+  std::map<std::string, std::vector<ParsedRow*>> by_workload;
+  for (ParsedRow& p : parsed) by_workload[p.workload_key].push_back(&p);
   std::map<std::string, std::shared_ptr<const Space>> spaces;
-  std::map<std::string, std::string> space_errors;
-  for (const ParsedRow& p : parsed) {
-    if (spaces.count(p.workload_key) || space_errors.count(p.workload_key)) continue;
+  std::map<std::string, std::string> space_errors;  // by workload key
+  std::set<const ParsedRow*> refused;
+  const std::string space_name = schema.space();
+  auto make = [&](const ParsedRow& p, const json& options) {
+    return std::shared_ptr<const Space>(registry.make_space(space_name, p.row.workload.dump(), options.dump()));
+  };
+  for (auto& [key, rows] : by_workload) {
+    json options;
+    for (const ParsedRow* p : rows) merge_options(options, p->row.options);
     try {
-      spaces[p.workload_key] = registry.make_space(schema.space(), p.row.workload.dump(), options[p.workload_key].dump());
-    } catch (const std::exception& e) {  // the plugin's error, or the host's reading of its answer
-      space_errors[p.workload_key] = e.what();
+      spaces[key] = make(*rows.front(), options);
+      continue;
+    } catch (const std::exception&) {  // the plugin's error, or the host's reading of its answer
+    }
+    json good;
+    for (const ParsedRow* p : rows) {
+      try {
+        make(*p, p->row.options);
+        merge_options(good, p->row.options);
+      } catch (const std::exception& e) {
+        out.rejected.push_back({p->line, "the " + space_name + " space refuses this row: " + e.what()});
+        refused.insert(p);
+      }
+    }
+    if (good.is_null()) continue;  // every row refused on its own
+    try {
+      spaces[key] = make(*rows.front(), good);
+    } catch (const std::exception& e) {
+      space_errors[key] = e.what();
     }
   }
 
   for (ParsedRow& p : parsed) {
+    if (refused.count(&p)) continue;
     if (auto err = space_errors.find(p.workload_key); err != space_errors.end()) {
       out.rejected.push_back({p.line, "the workload of this row is not valid: " + err->second});
       continue;

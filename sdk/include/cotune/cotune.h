@@ -468,21 +468,22 @@ typedef struct cotune_space_api {
 
   /* The schema: {"columns": [...], "config_columns": [...], "reads": [...]}. `columns`: every column
    * table_write may write, in the order a table lists them; `config_columns`: those of them that say
-   * the configuration (the rest say the workload); `reads`: further names table_read accepts (other
-   * spellings tables use, "workload_json"). */
+   * the configuration (the rest say the workload); `reads` (optional): further names table_read
+   * accepts (other spellings tables use). "workload_json" always reaches table_read. */
   cotune_error* (*table_schema)(const cotune_host* host, const cotune_sink* out);
 
   /* One row into {"workload": {...}, "config": {...}, "options": {...}, "devices": N}. `row_json` is
    * a JSON object of column -> cell text, empty cells left out; columns the schema does not read are
    * ignored. `config` is a configuration as parse() reads it, `options` the space options under which
-   * the row's values are in the domain (the host merges those of a workload's rows), `devices` the
-   * GPUs the run used (per-GPU metrics are converted with it). A row that must give its workload
+   * the row's values are in the domain (the host merges those of a workload's rows), `devices`
+   * (required) the GPUs the run used (per-GPU metrics are converted with it). A row that must give its workload
    * whole gives it in the column "workload_json" (a workload, docs/workloads.md) with the
    * configuration's columns. A cell that cannot be read is INVALID_ARGUMENT naming the column and what
    * was expected ("column tp: expected a whole number, got 'x'"). */
   cotune_error* (*table_read)(const cotune_host* host, cotune_str row_json, const cotune_sink* out);
 
-  /* The inverse, for a workload and a configuration as render() writes it in JSON:
+  /* The inverse, for a workload and a configuration (the JSON object render() writes, as the host
+   * stored it: keys and spacing may differ):
    * {"cells": {column: text}, "inexact": "...", "read_back": {...} or null}. `inexact` is empty when
    * reading the cells back gives the same workload, else says what is lost (the host then writes the
    * configuration's cells with the workload whole in "workload_json"); `read_back` is the workload

@@ -68,6 +68,7 @@ struct TableRuns {
   std::vector<TableRun> runs;
   std::vector<RejectedRow> rejected;
   std::vector<std::string> warnings;  // one per ignored column
+  std::vector<std::string> notes;     // the columns kept as extra metrics
 };
 
 // Reads every row of `table`. Header problems (a mapping naming no column or clashing with another
