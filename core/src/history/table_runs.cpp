@@ -230,7 +230,7 @@ TableRuns read_table_runs(const CsvTable& table, const std::vector<std::pair<std
   std::map<std::string, std::shared_ptr<const Space>> spaces;
   std::map<std::string, std::string> space_errors;  // by workload key
   std::set<const ParsedRow*> refused;
-  const std::string space_name = schema.space();
+  const std::string& space_name = schema.space();
   auto make = [&](const ParsedRow& p, const json& options) {
     return std::shared_ptr<const Space>(registry.make_space(space_name, p.row.workload.dump(), options.dump()));
   };
