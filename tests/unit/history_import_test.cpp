@@ -315,8 +315,11 @@ TEST_F(HistoryImport, ARowTheSpaceRefusesDoesNotTakeItsWorkloadDown) {
       "1024,8,16,64,8,2,1,none,0.25\n"
       "1024,8,16,64,8,2,7,none,0.25\n"
       "1024,8,16,64,8,2,1,partial,0.25\n"
-      "1024,8,16,64,8,4,0,full,0.30\n";
+      "1024,8,16,64,8,4,0,full,0.30\n"
+      ",,,,,,,,\n";  // says nothing, as a blank line: skipped and counted, not rejected
   const TableRuns runs = read_table_runs(table_of(csv), {}, registry(), schema());
+  ASSERT_EQ(runs.notes.size(), 1u);
+  EXPECT_THAT(runs.notes[0], HasSubstr("1 rows with every cell empty skipped"));
   ASSERT_EQ(runs.runs.size(), 2u);
   EXPECT_EQ(runs.runs[0].line, 2u);
   EXPECT_EQ(runs.runs[1].line, 5u);

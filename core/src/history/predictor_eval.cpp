@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <optional>
@@ -166,10 +167,15 @@ EvalResult evaluate_predictor(const Registry& registry, const std::vector<EvalSa
   result.rows = n;
   result.repeats = o.repeats;
   const size_t train = o.train_rows > 0 ? o.train_rows : size_t(std::lround(o.train_frac * double(n)));
-  if (train < 2 || train + 2 > n)
+  if (train < 2 || train + 2 > n) {
+    char frac[32];
+    std::snprintf(frac, sizeof(frac), "%g", o.train_frac);
     throw UserError("predictor eval: " + std::to_string(n) + " usable rows cannot be split into " + std::to_string(train) +
                     " to train on (at least 2) and at least 2 to test on" +
-                    (result.dropped ? " (" + std::to_string(result.dropped) + " rows had no model estimate)" : ""));
+                    (result.dropped ? " (" + std::to_string(result.dropped) + " rows had no model estimate)" : "") +
+                    (o.train_rows > 0 ? std::string() : std::string("; --train-frac sets the share trained on (now ") +
+                                                            frac + ")"));
+  }
   result.train_rows = train;
   result.test_rows = n - train;
 

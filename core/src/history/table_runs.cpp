@@ -177,7 +177,13 @@ TableRuns read_table_runs(const CsvTable& table, const std::vector<std::pair<std
   }
 
   std::vector<ParsedRow> parsed;
+  size_t empty_rows = 0;
   for (const CsvRecord& rec : table.rows) {
+    // A row of empty cells (",,,,") says nothing, as a blank line does: skipped, not rejected.
+    if (std::all_of(rec.fields.begin(), rec.fields.end(), [](const std::string& f) { return f.empty(); })) {
+      ++empty_rows;
+      continue;
+    }
     ParsedRow p;
     p.line = rec.line;
     for (size_t c = 0; c < header.size(); ++c) p.cells[header[c]] = rec.fields[c];
@@ -221,6 +227,9 @@ TableRuns read_table_runs(const CsvTable& table, const std::vector<std::pair<std
       out.rejected.push_back({rec.line, e.what()});
     }
   }
+
+  if (empty_rows > 0)
+    out.notes.push_back(table.source + ": " + std::to_string(empty_rows) + " rows with every cell empty skipped");
 
   // One space per workload, its domains the union of its rows' values. When the space refuses the
   // union, each row's own values are tried alone: the rows it refuses are rejected with its reason,
