@@ -277,7 +277,6 @@ TableRuns read_table_runs(const CsvTable& table, const std::vector<std::pair<std
     }
     TableRun run;
     run.line = p.line;
-    run.devices = p.row.devices;
     run.space = spaces.at(p.workload_key);
     try {
       run.config = run.space->parse(p.row.config.dump());

@@ -313,10 +313,10 @@ LlmCsvRow llm_row_from_cells(const CsvCellLookup& cell) {
   return row;
 }
 
-std::map<std::string, std::string> llm_cells_from_json(const json& workload, const json& config,
-                                                       std::string* inexact) {
+// The cells of a workload and a configuration. Fields the row builder would not have written
+// (defaults) are left out; `lost` receives the workload's fields that have no column.
+std::map<std::string, std::string> cells_of(const json& workload, const json& config, std::vector<std::string>* lost) {
   std::map<std::string, std::string> cells;
-  std::vector<std::string> lost;
   auto section = [&](const char* name) -> const json& {
     if (!workload.contains(name) || !workload[name].is_object())
       throw std::invalid_argument(std::string("workload: missing the object '") + name + "'");
@@ -336,20 +336,20 @@ std::map<std::string, std::string> llm_cells_from_json(const json& workload, con
         bool known = false;
         for (const ModelColumn& c : kModelColumns)
           if (c.mla && f.key() == c.field) known = true, cells[c.column] = cell_text(f.value());
-        if (!known) lost.push_back("workload/model/mla/" + f.key());
+        if (!known) lost->push_back("workload/model/mla/" + f.key());
       }
       continue;
     }
     bool known = false;
     for (const ModelColumn& c : kModelColumns)
       if (!c.mla && key == c.field) known = true, cells[c.column] = cell_text(it.value());
-    if (!known) lost.push_back("workload/model/" + key);
+    if (!known) lost->push_back("workload/model/" + key);
   }
   for (auto it = training.begin(); it != training.end(); ++it) {
     bool known = false;
     for (const char* t : kTrainingColumns) known = known || it.key() == t;
     if (known) cells[it.key()] = cell_text(it.value());
-    else lost.push_back("workload/training/" + it.key());
+    else lost->push_back("workload/training/" + it.key());
   }
   for (auto it = cluster.begin(); it != cluster.end(); ++it) {
     const std::string& key = it.key();
@@ -361,10 +361,10 @@ std::map<std::string, std::string> llm_cells_from_json(const json& workload, con
         bool known = false;
         for (const char* b : kBandwidthColumns) known = known || f.key() == b;
         if (known) cells[f.key()] = cell_text(f.value());
-        else lost.push_back("workload/cluster/gpu_spec/" + f.key());
+        else lost->push_back("workload/cluster/gpu_spec/" + f.key());
       }
     } else {
-      lost.push_back("workload/cluster/" + key);
+      lost->push_back("workload/cluster/" + key);
     }
   }
   for (const std::string& c : llm_config_columns()) {
@@ -380,42 +380,18 @@ std::map<std::string, std::string> llm_cells_from_json(const json& workload, con
   if (cluster.contains("gpu") && cell_text(cluster["gpu"]) != cells["gpu"])
     throw std::invalid_argument("workload/cluster/gpu '" + cell_text(cluster["gpu"]) +
                                 "' differs from the configuration's gpu '" + cells["gpu"] + "'");
-  std::string why;
-  if (!lost.empty()) {
-    // Fields without a column (a network description, a price): the cells cannot say this
-    // workload.
-    why = "no column for";
-    for (const std::string& l : lost) why += " " + l;
-  } else {
-    // Reading the cells back must give the same workload: check it rather than hope.
-    const LlmCsvRow back = llm_row_from_cells([&](const std::string& col) -> const std::string* {
-      auto it = cells.find(col);
-      return it == cells.end() || it->second.empty() ? nullptr : &it->second;
-    });
-    if (back.workload != workload) why = "read back it differs: " + json::diff(workload, back.workload).dump();
-  }
-  if (inexact) *inexact = why;
   return cells;
 }
 
-// The shortest text that reads back as the same double (121.4, not 121.40000000000001).
-std::string number_text(double v) {
-  char buf[64];
-  for (int digits = 15; digits <= 17; ++digits) {
-    std::snprintf(buf, sizeof(buf), "%.*g", digits, v);
-    if (std::strtod(buf, nullptr) == v) break;
-  }
-  return buf;
-}
-
-// The cells of a workload alone: a placeholder configuration's, without its columns, and gpus from
-// the cluster's nodes (which the configuration columns would otherwise say).
-std::map<std::string, std::string> workload_cells(const json& workload, std::string* inexact) {
+// The cells of a workload alone. Its row still needs the configuration columns the reader
+// requires, so they hold the schema's defaults (tp 1, ...), with gpus from the cluster's nodes
+// (dp follows from it); table_write leaves them out of its answer.
+std::map<std::string, std::string> workload_cells(const json& workload, std::vector<std::string>* lost) {
   json config = {{"tp", 1}, {"pp", 1}, {"dp", 1}, {"cp", 1}, {"ep", 1}, {"micro_batch", 1}, {"vpp", 1},
                  {"zero", 0}, {"recompute", "none"}, {"sp", false}, {"gpus", 1}, {"gpu", "h100-sxm"}};
   if (workload.contains("cluster") && workload["cluster"].is_object() && workload["cluster"].contains("gpu"))
     config["gpu"] = workload["cluster"]["gpu"];
-  std::map<std::string, std::string> cells = llm_cells_from_json(workload, config, inexact);
+  std::map<std::string, std::string> cells = cells_of(workload, config, lost);
   const json& cluster = workload["cluster"];
   if (cluster.contains("nodes") && cluster["nodes"].is_number()) {
     const double nodes = cluster["nodes"].get<double>();
@@ -425,7 +401,7 @@ std::map<std::string, std::string> workload_cells(const json& workload, std::str
       probe["nodes"] = 1;
       per_node = cotune::resolve_hardware(probe.dump()).gpus_per_node;
     }
-    cells["gpus"] = number_text(nodes * per_node);
+    cells["gpus"] = fmt(nodes * per_node);
     cells.erase("dp");
   }
   return cells;
@@ -476,17 +452,25 @@ std::string table_read(std::string_view row_json) {
 std::string table_write(std::string_view workload_json, std::string_view config_json) {
   return answer([&] {
     const json workload = parse_object(workload_json, "workload");
-    std::string inexact;
+    std::vector<std::string> lost;
     std::map<std::string, std::string> cells =
-        config_json.empty() ? workload_cells(workload, &inexact)
-                            : llm_cells_from_json(workload, parse_object(config_json, "configuration"), &inexact);
-    // Fields without a column (a price, a network) cannot be read back; anything else can.
+        config_json.empty() ? workload_cells(workload, &lost)
+                            : cells_of(workload, parse_object(config_json, "configuration"), &lost);
+    // Fields without a column (a network description, a price): the cells cannot say this workload
+    // and nothing reads back. Otherwise reading the cells back must give the same workload: checked
+    // rather than hoped.
+    std::string inexact;
     json read_back = nullptr;
-    if (inexact.rfind("no column for", 0) != 0)
+    if (!lost.empty()) {
+      inexact = "no column for";
+      for (const std::string& l : lost) inexact += " " + l;
+    } else {
       read_back = llm_row_from_cells([&](const std::string& col) -> const std::string* {
                     auto it = cells.find(col);
                     return it == cells.end() || it->second.empty() ? nullptr : &it->second;
                   }).workload;
+      if (read_back != workload) inexact = "read back it differs: " + json::diff(workload, read_back).dump();
+    }
     if (config_json.empty()) {
       // The workload's own cells: its configuration's columns say nothing of it.
       for (const std::string& c : llm_config_columns())

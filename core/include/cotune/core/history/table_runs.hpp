@@ -49,7 +49,6 @@ struct TableRun {
   std::string workload_key;  // canonical_json.hpp workload_key(workload, the space's name)
   std::shared_ptr<const Space> space;  // the space of this workload (shared by its rows)
   std::vector<double> config;          // in the space's parameters
-  double devices = 1;                  // GPUs the run used
   std::string config_json;             // the space's JSON rendering
   TrialStatus status = TrialStatus::kOk;
   nlohmann::json metrics = nlohmann::json::object();  // canonical metric name -> number
