@@ -171,6 +171,7 @@ int run(int argc, char** argv) {
   // Every file is checked before any is imported: a missing second file must not leave the first
   // imported behind an error.
   for (const std::string& file : files) {
+    if (file == "-") continue;  // standard input (with --format csv)
     std::error_code ec;
     const auto type = std::filesystem::status(file, ec).type();
     if (ec || type == std::filesystem::file_type::not_found) throw UserError(file + ": no such file (nothing imported)");
