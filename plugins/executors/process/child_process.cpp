@@ -77,9 +77,16 @@ std::vector<char*> c_strings(const std::vector<std::string>& v) {
 }
 
 // The fields of /proc/PID/stat after the command name, which may hold spaces and parentheses.
+// A process that ends while its file is read makes the read fail with ESRCH, which libstdc++'s
+// filebuf throws as ios_base::failure: it is gone, as if the file had not opened ("").
 std::string stat_fields(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string stat;
+  try {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    stat.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  } catch (const std::exception&) {
+    return "";
+  }
   const size_t close = stat.rfind(')');
   return close == std::string::npos ? "" : stat.substr(close + 1);
 }
