@@ -93,6 +93,36 @@ TEST_F(SimulateCli, PrintsTheBreakdown) {
   EXPECT_THAT(r.out, HasSubstr("512 x h100-sxm"));
 }
 
+TEST_F(SimulateCli, ListsTheHeaviestOpsHeaviestFirst) {
+  const std::string w = write("w.json", kWorkload);
+  const std::string c = write("c.json", R"({"tp": 8, "pp": 4, "vpp": 5, "sp": true, "recompute": "selective", "zero": 1})");
+  CliRun r = cli("--workload " + w + " --config " + c + " --ops 6");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const size_t at = r.out.find("heaviest ops per step");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  std::stringstream lines(r.out.substr(at));
+  std::string line;
+  std::getline(lines, line);  // the heading
+  std::vector<double> seconds;
+  double compute_share = 0;
+  while (std::getline(lines, line)) {
+    std::stringstream words(line);
+    std::string label, phase, stream;
+    double s = 0, share = 0;
+    std::string unit, percent;
+    ASSERT_TRUE(words >> label >> phase >> stream >> s >> unit >> share >> percent) << line;
+    EXPECT_TRUE(phase == "forward" || phase == "backward" || phase == "step") << line;
+    EXPECT_TRUE(stream == "compute" || stream == "communication") << line;
+    seconds.push_back(s);
+    if (stream == "compute") compute_share += share;
+  }
+  ASSERT_EQ(seconds.size(), 6u) << r.out;
+  EXPECT_TRUE(std::is_sorted(seconds.rbegin(), seconds.rend())) << r.out;
+  EXPECT_GT(seconds.back(), 0);
+  EXPECT_GT(compute_share, 0);
+  EXPECT_LE(compute_share, 100.0);
+}
+
 TEST_F(SimulateCli, PrintsJson) {
   const std::string w = write("w.json", kWorkload);
   const std::string c = write("c.json", R"({"tp": 8, "pp": 4, "vpp": 5, "sp": true, "recompute": "selective", "zero": 1})");

@@ -10,9 +10,12 @@
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <tuple>
 #include <sstream>
 #include <string>
 
@@ -100,11 +103,46 @@ void print_text(const std::string& status, const std::string& reason, const std:
   }
 }
 
+// The `n` heaviest ops of the trace: time per step summed by phase, label and kind of stream, the
+// compute stream's (what the step's compute is made of) and the communication streams' apart
+// (their time before overlap: how much of it shows is in the breakdown above).
+void print_heaviest_ops(const cotune_trace& t, size_t n) {
+  static const char* const kPhases[] = {"forward", "backward", "step"};
+  struct Sum {
+    double seconds = 0, kernels = 0;
+  };
+  std::map<std::tuple<bool, int32_t, std::string>, Sum> sums;
+  double compute_total = 0;
+  for (size_t i = 0; i < t.num_ops; ++i) {
+    const auto& op = *reinterpret_cast<const cotune_op*>(reinterpret_cast<const char*>(t.ops) + i * t.op_stride);
+    const double per_step = op.phase == COTUNE_PHASE_STEP ? 1.0 : t.micro_batches;
+    const double seconds = core::perf::op_time(op, t.hardware) * op.count * per_step;
+    const bool comm = op.stream != COTUNE_STREAM_COMPUTE;
+    Sum& s = sums[{comm, op.phase, std::string(op.label.data, op.label.len)}];
+    s.seconds += seconds;
+    s.kernels += core::perf::op_kernels(op) * op.count * per_step;
+    if (!comm) compute_total += seconds;
+  }
+  std::vector<std::pair<double, std::string>> rows;
+  for (const auto& [key, s] : sums) {
+    const auto& [comm, phase, label] = key;
+    char line[200];
+    std::snprintf(line, sizeof line, "  %-30s %-8s %-13s %10.4f s  %5.1f %%  %10.0f kernels", label.c_str(),
+                  phase >= 0 && phase <= 2 ? kPhases[phase] : "?", comm ? "communication" : "compute", s.seconds,
+                  comm || compute_total <= 0 ? 0.0 : 100 * s.seconds / compute_total, s.kernels);
+    rows.emplace_back(s.seconds, line);
+  }
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::printf("heaviest ops per step (%% of the compute stream's %.4f s; communication before overlap):\n",
+              compute_total);
+  for (size_t i = 0; i < rows.size() && i < n; ++i) std::printf("%s\n", rows[i].second.c_str());
+}
+
 int run_simulate(int argc, char** argv) {
   std::string workload_path, config_path, batch_path, out_path, calibration_path, space_options = "{}",
               space_name = core::kDefaultSpace;
   po::options_description desc(
-      "usage: cotune simulate --workload W.json --config C.json [--space S] [--json] [--calibration CAL.json]\n"
+      "usage: cotune simulate --workload W.json --config C.json [--space S] [--json] [--ops N] [--calibration CAL.json]\n"
       "       cotune simulate --batch IN.csv [--space S] [--out OUT.csv] [--calibration CAL.json]\n\n"
       "Times one configuration of a space (llm by default) with the analytic performance model and\n"
       "prints the breakdown, or simulates every row of a CSV in the space's table schema (the llm\n"
@@ -119,6 +157,7 @@ int run_simulate(int argc, char** argv) {
       ("space", po::value(&space_name), "the space (default llm); --batch needs one with a table schema")
       ("space-options", po::value(&space_options)->default_value("{}"), "JSON options of the space")
       ("json", "print the result as JSON")
+      ("ops", po::value<size_t>(), "also list the N heaviest ops of the step (time per step by phase and label)")
       ("batch", po::value(&batch_path), "CSV of workloads and configurations, one per row")
       ("out", po::value(&out_path), "write the batch result here instead of stdout")
       ("calibration", po::value(&calibration_path), "a calibration file (cotune calibrate) to apply");
@@ -202,6 +241,7 @@ int run_simulate(int argc, char** argv) {
     std::cout << result_json(status, reason, json::parse(rendered), trace, r).dump(2) << "\n";
   else
     print_text(status, reason, rendered, trace, r);
+  if (vm.count("ops")) print_heaviest_ops(trace, vm["ops"].as<size_t>());
   return oom ? 1 : 0;
 }
 
