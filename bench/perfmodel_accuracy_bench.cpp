@@ -6,7 +6,10 @@
 // table's rows, judged on the rest (mean of 5 seeded draws; docs/benchmarks/perfmodel.md). Last,
 // the configurations published more than once (the same row but its software version): how far
 // their measurements spread, the error floor of any answer that does not know the version.
-//   build/bin/perfmodel_accuracy_bench [DATA_DIR] [--rows] [--table NAME]
+//   build/bin/perfmodel_accuracy_bench [DATA_DIR] [--rows] [--table NAME] [--workloads DIR]
+// --workloads writes each simulated row's inputs as DIR/TABLE.LINE.workload.json, .config.json and
+// .options.json, for `cotune simulate --workload W --config C --space-options "$(cat O)"` to break
+// its step time down.
 #include <cotune/core/registry.hpp>
 
 #include <algorithm>
@@ -14,6 +17,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -27,6 +31,12 @@ using cotune::core::perf::Accuracy;
 using cotune::core::perf::PublishedRow;
 using cotune::core::perf::PublishedTable;
 using cotune::core::perf::RowPrediction;
+
+void write_row_inputs(const std::string& stem, const RowPrediction& p) {
+  std::ofstream(stem + ".workload.json") << p.workload << "\n";
+  std::ofstream(stem + ".config.json") << p.config << "\n";
+  std::ofstream(stem + ".options.json") << p.options << "\n";
+}
 
 std::string pct(double v) {
   char buf[32];
@@ -151,9 +161,11 @@ int main(int argc, char** argv) {
     std::string dir = COTUNE_SHARED_DIR "/data";
     std::string only;
     bool rows = false;
+    std::string workloads_dir;  // --workloads DIR: each simulated row's LINE.workload.json and LINE.config.json
     for (int i = 1; i < argc; ++i) {
       if (std::strcmp(argv[i], "--rows") == 0) rows = true;
       else if (std::strcmp(argv[i], "--table") == 0 && i + 1 < argc) only = argv[++i];
+      else if (std::strcmp(argv[i], "--workloads") == 0 && i + 1 < argc) workloads_dir = argv[++i];
       else dir = argv[i];
     }
     cotune::core::Registry registry;
@@ -171,6 +183,8 @@ int main(int argc, char** argv) {
       std::map<std::string, Scored> slices;
       for (const PublishedRow& r : t.rows) {
         const RowPrediction p = cotune::core::perf::predict_published_row(registry, r);
+        if (!workloads_dir.empty() && p.refused.empty())
+          write_row_inputs(workloads_dir + "/" + t.name + "." + std::to_string(r.line), p);
         table.add(&r, p);
         slices[r.slice()].add(&r, p);
         all_slices[r.slice()].add(&r, p);

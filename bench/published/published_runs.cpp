@@ -201,6 +201,15 @@ RowPrediction predict_row(const Registry& registry, const PublishedRow& row, con
   // Unstated etp: 1, what Megatron-Bridge's MoE recipes set (frameworks/nemo_recipe_parallelism.csv),
   // else the tensor-parallel degree (0: Megatron-LM's default) where the expert grid needs it.
   if (row.etp_unstated && row.moe) etps = {1, 0};
+  // Unstated ep on a MoE row: the recipe chose it among the powers of two that divide the experts.
+  std::vector<double> eps = {r.config.contains("ep") ? r.config["ep"].get<double>() : 1.0};
+  if (row.ep_unstated && row.moe && r.workload["model"].contains("experts")) {
+    eps.clear();
+    const double experts = r.workload["model"]["experts"].get<double>();
+    for (double ep = 1; ep <= experts; ep *= 2)
+      if (std::fmod(experts, ep) == 0) eps.push_back(ep);
+  }
+  r.options["ep"] = eps;
   r.options["micro_batch"] = micro_batches;
   r.options["vpp"] = vpps;
   r.options["recompute"] = granularities;
@@ -215,12 +224,13 @@ RowPrediction predict_row(const Registry& registry, const PublishedRow& row, con
   }
   Candidate best;
   std::string first_reason;
+  for (double ep : eps)
   for (double mb : micro_batches)
     for (double vpp : vpps) {
       Candidate c;
       for (const Recompute& rc : recomputes) {  // the lightest recomputation that fits
         json config = r.config;
-        config["micro_batch"] = mb, config["vpp"] = vpp, config["recompute"] = rc.granularity;
+        config["ep"] = ep, config["micro_batch"] = mb, config["vpp"] = vpp, config["recompute"] = rc.granularity;
         if (!rc.modules.empty()) config["recompute_modules"] = rc.modules;
         else if (!module_sets.empty()) config["recompute_modules"] = module_sets.front();
         std::vector<double> v;
@@ -257,6 +267,8 @@ RowPrediction predict_row(const Registry& registry, const PublishedRow& row, con
   }
   out.step_s = best.step;
   out.config = best.config;
+  out.workload = r.workload.dump(1);
+  out.options = r.options.dump();
   out.oom = !best.fits;
   out.trace = best.trace;
   out.measured_step_s = row.measured_step_s;
@@ -272,14 +284,19 @@ std::vector<TableAccuracy> check_published_runs(const Registry& registry, const 
 }
 
 RowPrediction predict_published_row(const Registry& registry, const PublishedRow& row, const json* calibration) {
-  if (!row.refused.empty()) return RowPrediction{0, 0, "", row.refused, false, nullptr};
+  const auto refusal = [](std::string why) {
+    RowPrediction r;
+    r.refused = std::move(why);
+    return r;
+  };
+  if (!row.refused.empty()) return refusal(row.refused);
   RowPrediction p = predict_row(registry, row, calibration, row.cells);
   if (p.refused.find("unknown preset") != std::string::npos) {
     // The table's model is no preset: its own dimensions, and SwiGLU by family.
     std::map<std::string, std::string> cells = row.cells;
     cells.erase("preset");
     if (cells.count("gated_mlp_fallback")) cells["gated_mlp"] = cells["gated_mlp_fallback"];
-    if (!cells.count("hidden")) return RowPrediction{0, 0, "", "model dimensions unknown", false, nullptr};
+    if (!cells.count("hidden")) return refusal("model dimensions unknown");
     p = predict_row(registry, row, calibration, cells);
   }
   return p;

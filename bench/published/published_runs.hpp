@@ -57,6 +57,8 @@ struct RowPrediction {
   std::string refused;  // why it was not simulated: the rule the layout breaks
   bool oom = false;     // simulated, but the memory estimate exceeds the GPU's
   std::shared_ptr<const TraceCopy> trace;  // of the configuration simulated (for calibration)
+  std::string workload;  // the workload simulated, as JSON (cotune simulate --workload)
+  std::string options;   // the space options it was simulated under, as JSON (--space-options)
 };
 RowPrediction predict_published_row(const Registry& registry, const PublishedRow& row,
                                     const nlohmann::json* calibration = nullptr);

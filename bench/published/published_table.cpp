@@ -131,6 +131,7 @@ PublishedRow read_row(const CsvTable& t, const CsvRecord& rec) {
     for (const char* k : {"top_k", "ep", "etp"})
       if (!cell(k).empty()) c[k] = cell(k);
     r.etp_unstated = cell("etp").empty();
+    r.ep_unstated = cell("ep").empty();
     const std::string expert_ffn = !cell("expert_ffn_hidden").empty() ? cell("expert_ffn_hidden") : cell("moe_ffn_hidden");
     if (!expert_ffn.empty()) c["expert_ffn_hidden"] = expert_ffn;
   }

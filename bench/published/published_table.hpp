@@ -20,7 +20,8 @@
 //    perf recipes set grad_reduce_in_fp32 = False; fp32 elsewhere (Megatron-LM's default with bf16);
 //  - recompute written as activation checkpointing yes/no is full/none; unstated on a TorchTitan
 //    row is TorchTitan's default, selective (its per-operator policy);
-//  - unstated micro_batch, vpp or recompute are left to the caller (the recipe tuned them).
+//  - unstated micro_batch, vpp, recompute or (on a MoE row) ep are left to the caller (the recipe
+//    tuned them).
 #ifndef COTUNE_BENCH_PUBLISHED_PUBLISHED_TABLE_HPP_
 #define COTUNE_BENCH_PUBLISHED_PUBLISHED_TABLE_HPP_
 
@@ -39,7 +40,8 @@ struct PublishedRow {
   std::string model, gpu, dtype;  // as the table names them (gpu: the catalogue name it maps to)
   bool moe = false;
   std::map<std::string, std::string> cells;  // the llm CSV schema's cells
-  bool micro_batch_unstated = false, vpp_unstated = false, recompute_unstated = false, etp_unstated = false;
+  bool micro_batch_unstated = false, vpp_unstated = false, recompute_unstated = false, etp_unstated = false,
+       ep_unstated = false;
   double measured_step_s = 0;  // from step_time_s or tokens/s (per GPU); or TFLOP/s (below)
   std::string measured_from;   // which column it came from
   // TFLOP/s when that is all the row gives. Counted with full attention, the step time follows from
