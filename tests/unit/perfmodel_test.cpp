@@ -149,6 +149,25 @@ TEST(Catalogue, OverridesNetworkPriceAndSpecFields) {
   EXPECT_DOUBLE_EQ(hw.price_per_gpu_hour, 2.5);
 }
 
+TEST(Catalogue, ExponentialThroughputComesWithTheAbi15Struct) {
+  cotune_hardware hw{};
+  hw.struct_size = sizeof hw;
+  perf::resolve_hardware({{"gpu", "b200"}, {"nodes", 1}}, &hw);
+  EXPECT_DOUBLE_EQ(hw.exp_per_s, 5e12);
+  perf::resolve_hardware({{"gpu", "b300"}, {"nodes", 1}}, &hw);
+  EXPECT_DOUBLE_EQ(hw.exp_per_s, 10.7e12);  // Blackwell Ultra doubles the special-function units
+  perf::resolve_hardware({{"gpu", "h100"}, {"nodes", 1}, {"gpu_spec", {{"exp_tera_per_s", 2}}}}, &hw);
+  EXPECT_DOUBLE_EQ(hw.exp_per_s, 2e12);
+  // A 1.4 reader's struct ends before the field: nothing is written past it.
+  cotune_hardware old{};
+  old.struct_size = COTUNE_STRUCT_SIZE(cotune_hardware, net_efficiency);
+  old.exp_per_s = -1;
+  perf::resolve_hardware({{"gpu", "b200"}, {"nodes", 1}}, &old);
+  EXPECT_EQ(old.exp_per_s, -1);
+  EXPECT_THAT(error_of({{"gpu", "h100"}, {"nodes", 1}, {"gpu_spec", {{"exp_tera_per_s", "fast"}}}}),
+              HasSubstr("gpu_spec/exp_tera_per_s: expected a number"));
+}
+
 TEST(Catalogue, DefinesACustomGpu) {
   json spec = {{"name", "my-accel"}, {"peak_tflops", {{"bf16", 500}}}, {"hbm_gib", 64}, {"hbm_GBps", 2000},
                {"nvlink_GBps", 200}, {"network_GBps", 25}, {"latency_us", {{"node", 2}, {"cluster", 5}}},
@@ -204,6 +223,35 @@ TEST(OpTime, AttentionCausalAndBackward) {
   EXPECT_NEAR(perf::op_time(a, hw), 2.5 * flops / 2 / (100e12 * 0.5 * 0.8 * 0.8), 1e-12);
   a.flags |= COTUNE_OP_RECOMPUTE;  // a forward rerun inside backward
   EXPECT_NEAR(perf::op_time(a, hw), flops / 2 / (100e12 * 0.5 * 0.8), 1e-12);
+}
+
+TEST(OpTime, AttentionSlowsAtSmallHeadDimsBoundByExponentials) {
+  // The toy's attention runs at 0.4 x 100 TFLOP/s = 40 TFLOP/s. With 1e11 exponentials per second,
+  // a score at head dim 128 (512 FLOPs forward) takes 12.8 ps of tensor work at that rate, of which
+  // the exponential is 10 ps: share s = 40e12 / (512 x 1e11) = 0.78125. Head dim 64 halves the
+  // tensor part only: time per score (1 - s) x 64/128 + s of the 128-dim one, i.e. rate
+  // 1 / ((1 - s) + s x 2).
+  cotune_hardware hw = toy();
+  hw.struct_size = sizeof hw;
+  cotune_op a = op(COTUNE_OP_ATTENTION, COTUNE_PHASE_FORWARD);
+  a.batch = 1, a.heads = 8, a.seq_q = 1024, a.seq_kv = 1024, a.head_dim = 128;
+  const double rate = 100e12 * 0.5 * 0.8;
+  const double scores = 8.0 * 1024 * 1024;
+  EXPECT_NEAR(perf::op_time(a, hw), 512 * scores / rate, 1e-12);  // no exp_per_s: as before
+  hw.exp_per_s = 1e11;
+  EXPECT_NEAR(perf::op_time(a, hw), 512 * scores / rate, 1e-12);  // the reference head dim: unchanged
+  a.head_dim = 64;
+  const double s = rate / (512 * 1e11);
+  EXPECT_NEAR(perf::op_time(a, hw), 256 * scores / (rate / ((1 - s) + s * 2)), 1e-12);
+  EXPECT_NEAR(perf::op_time(a, hw) / (512 * scores / rate), (1 - s) / 2 + s, 1e-9);  // 0.89: mostly exponentials
+  // Backward: 1280 FLOPs per score at 0.8 of the rate and one exponential, so a smaller share.
+  a.phase = COTUNE_PHASE_BACKWARD;
+  const double sb = 0.8 * rate / (1280 * 1e11);
+  EXPECT_NEAR(perf::op_time(a, hw), 2.5 * 256 * scores / (0.8 * rate / ((1 - sb) + sb * 2)), 1e-12);
+  // A larger head dim runs faster than the reference rate.
+  a.phase = COTUNE_PHASE_FORWARD;
+  a.head_dim = 256;
+  EXPECT_LT(perf::op_time(a, hw), 1024 * scores / rate);
 }
 
 TEST(OpTime, MemoryOpsMoveBytesAtBandwidth) {

@@ -295,8 +295,10 @@ void set_constant(cotune_hardware& hw, size_t i, double v) {
   }
 }
 
-TraceCopy::TraceCopy(const cotune_trace& trace) : trace_(trace) {
+TraceCopy::TraceCopy(const cotune_trace& trace) {
   validate_trace(trace);
+  // Only what the writer's struct holds: a plugin built against an older ABI has a smaller one.
+  std::memcpy(&trace_, &trace, std::min(trace.struct_size, sizeof trace_));
   ops_.resize(trace.num_ops);
   for (size_t i = 0; i < trace.num_ops; ++i) {
     const char* src = reinterpret_cast<const char*>(trace.ops) + i * trace.op_stride;

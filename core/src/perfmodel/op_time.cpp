@@ -19,6 +19,21 @@ constexpr double kAttentionBackwardFactor = 2.5;
 constexpr double kAttentionBackwardEfficiency = 0.8;
 // The old rule for attention_efficiency (ABI 1.1 hardware): 0.8 of the GEMM curve's maximum.
 constexpr double kAttentionShareOfGemm = 0.8;
+// The head dimension attention_efficiency describes (Llama, Qwen, GPT-3 and most models since).
+constexpr double kAttentionReferenceHeadDim = 128;
+
+// Fused attention does, per score of Q K^T, 4 d tensor-core FLOPs forward (10 d backward) and one
+// exponential on the special-function units (the backward rebuilds the softmax: one more). At the
+// reference head dim the exponential takes the share s = rate / (flops per score x exp_per_s) of
+// each score's time; a head dim d changes the tensor-core part by d / 128 and leaves the
+// exponential, so the rate scales by 1 / ((1 - s) + s x 128 / d): head dim 64 runs at 0.8 of the
+// rate on H100 (FlashAttention-3 measures 0.7-0.75) and 0.7 on B200, whose exponential throughput
+// Blackwell Ultra doubles. Without exp_per_s the rate does not depend on d.
+double head_dim_factor(const cotune_hardware& hw, double flop_rate, double flops_per_score, double head_dim) {
+  if (hw.exp_per_s <= 0 || head_dim <= 0) return 1;
+  const double s = std::min(1.0, flop_rate / (flops_per_score * hw.exp_per_s));
+  return 1 / ((1 - s) + s * kAttentionReferenceHeadDim / head_dim);
+}
 
 const char* dtype_name(int32_t dtype) {
   static const char* const names[] = {"fp32", "tf32", "bf16", "fp16", "fp8", "fp4"};
@@ -160,6 +175,8 @@ double op_time_effective(const cotune_op& op, const cotune_hardware& hw) {
         const bool backward = op.phase == COTUNE_PHASE_BACKWARD && !(op.flags & COTUNE_OP_RECOMPUTE);
         const double pass = backward ? w.flops / kAttentionBackwardFactor : w.flops;
         eff = size_efficiency(hw, pass, peak, hw.attention_efficiency) * (backward ? kAttentionBackwardEfficiency : 1);
+        const double per_score = (backward ? kAttentionBackwardFactor : 1) * 4 * kAttentionReferenceHeadDim;
+        eff *= head_dim_factor(hw, peak * eff, per_score, op.head_dim);
       }
       const double t_compute = w.flops / (peak * eff);
       const double t_memory = w.bytes / (hw.hbm_bytes_per_s * hw.memory_efficiency);

@@ -41,7 +41,7 @@ extern "C" {
 /* ---------------------------------------------------------------------------------------------- */
 
 #define COTUNE_ABI_MAJOR 1
-#define COTUNE_ABI_MINOR 4
+#define COTUNE_ABI_MINOR 5
 
 /* Size of a struct up to and including `last_field`: what a writer stores in struct_size. */
 #define COTUNE_STRUCT_SIZE(type, last_field) \
@@ -212,8 +212,12 @@ typedef struct cotune_hardware {
                                              kernels (0: no floor) */
   double net_efficiency[COTUNE_NET_LEVELS]; /* 1.2: achievable fraction of each level's bandwidth
                                                (network_efficiency) */
+  double exp_per_s;                       /* 1.5: exponentials per second the special-function units
+                                             issue: attention's softmax costs one per score, so
+                                             attention_efficiency (at head_dim 128) falls at smaller
+                                             head dims (0: independent of head_dim) */
 } cotune_hardware;
-COTUNE_ASSERT_LAST_FIELD(cotune_hardware, net_efficiency);
+COTUNE_ASSERT_LAST_FIELD(cotune_hardware, exp_per_s);
 
 /* Op kinds of a step trace. */
 #define COTUNE_OP_GEMM 1       /* m x k times k x n, `count` times */

@@ -50,6 +50,9 @@ double op_kernels(const cotune_op& op);
 //  ATTENTION  fused (flash) attention: 4 b h sq skv d FLOPs, halved when causal, on the same size
 //             curve with attention_efficiency as its maximum; the backward phase does 2.5x the
 //             work at 0.8 of the forward's rate unless flagged RECOMPUTE (then a forward rerun).
+//             attention_efficiency holds at head dim 128: each score also costs one exponential
+//             at exp_per_s (when set), a share s of the score's time there, so head dim d runs at
+//             the rate x 1 / ((1 - s) + s x 128 / d).
 //  MEMORY     bytes at hbm_bytes_per_s x memory_efficiency.
 //  COLLECTIVE alpha-beta on the level's bandwidth x net_efficiency[level] and latency. `bytes` is
 //             the full buffer: the reduced buffer (all-reduce), the gathered buffer (all-gather and
