@@ -160,6 +160,7 @@ struct Candidate {
   std::string config;
   double model_flops_per_gpu = 0;
   std::shared_ptr<const TraceCopy> trace;
+  const json* workload = nullptr;
 };
 
 // The fastest of the unstated choices (see predict_published_row).
@@ -215,15 +216,25 @@ RowPrediction predict_row(const Registry& registry, const PublishedRow& row, con
   r.options["recompute"] = granularities;
   if (!module_sets.empty()) r.options["recompute_modules"] = module_sets;
   r.options["etp"] = etps;
+  // Unstated token dispatcher on a MoE row: the recipe chose Megatron's alltoall or the flex
+  // dispatcher (DeepEP, HybridEP), which Megatron-Bridge's perf recipes name for every MoE model
+  // (frameworks/nemo_recipe_parallelism.csv, moe_flex_dispatcher_backend).
+  std::vector<json> workloads = {r.workload};
+  if (row.moe && !r.workload["training"].contains("moe_dispatcher")) {
+    workloads[0]["training"]["moe_dispatcher"] = "alltoall";
+    workloads.push_back(workloads[0]);
+    workloads[1]["training"]["moe_dispatcher"] = "flex";
+  }
+  Candidate best;
+  std::string first_reason;
+  for (const json& workload : workloads) {
   std::unique_ptr<Space> space;
   try {
-    space = registry.make_space(kSpace, r.workload.dump(), r.options.dump());
+    space = registry.make_space(kSpace, workload.dump(), r.options.dump());
   } catch (const std::exception& e) {
     out.refused = e.what();
     return out;
   }
-  Candidate best;
-  std::string first_reason;
   for (double ep : eps)
   for (double mb : micro_batches)
     for (double vpp : vpps) {
@@ -254,20 +265,21 @@ RowPrediction predict_row(const Registry& registry, const PublishedRow& row, con
         simulate(trace, &res);
         if (c.step == 0 || !oom)  // the first (lightest) when nothing fits
           c = {res.step_time_s, !oom, space->render(v.data(), COTUNE_RENDER_JSON), trace.model_flops_per_gpu,
-               std::make_shared<const TraceCopy>(trace)};
+               std::make_shared<const TraceCopy>(trace), &workload};
         if (!oom) break;
       }
       if (c.step == 0) continue;
       const bool better = best.step == 0 || (c.fits && !best.fits) || (c.fits == best.fits && c.step < best.step);
       if (better) best = c;
     }
+  }
   if (best.step == 0) {
     out.refused = first_reason.empty() ? "no valid configuration" : first_reason;
     return out;
   }
   out.step_s = best.step;
   out.config = best.config;
-  out.workload = r.workload.dump(1);
+  out.workload = best.workload->dump(1);
   out.options = r.options.dump();
   out.oom = !best.fits;
   out.trace = best.trace;

@@ -48,7 +48,10 @@ std::vector<TableAccuracy> check_published_runs(const Registry& registry, const 
 // leaves unstated is what its recipe tuned: micro_batch in {1, 2, 4, 8} and vpp among those the
 // pipeline allows, the fastest as the model ranks them, each with the lightest recomputation
 // (none, then selective module sets) whose memory estimate fits; an unstated etp is 1 (what
-// Megatron-Bridge's MoE recipes set), or the tensor-parallel degree where the expert grid needs it. `calibration`, when not null, is set as the
+// Megatron-Bridge's MoE recipes set), or the tensor-parallel degree where the expert grid needs it;
+// an unstated ep (MoE) the fastest fitting power of two dividing the experts; an unstated token
+// dispatcher (MoE) the faster of alltoall and flex (DeepEP / HybridEP, which every MoE perf recipe
+// of Megatron-Bridge names). `calibration`, when not null, is set as the
 // workload's cluster.calibration (docs/calibration.md).
 struct RowPrediction {
   double step_s = 0;    // 0 when refused
