@@ -102,25 +102,50 @@ TEST_F(SimulateCli, ListsTheHeaviestOpsHeaviestFirst) {
   ASSERT_NE(at, std::string::npos) << r.out;
   std::stringstream lines(r.out.substr(at));
   std::string line;
-  std::getline(lines, line);  // the heading
+  std::getline(lines, line);  // the heading, two lines
+  std::getline(lines, line);
+  std::getline(lines, line);  // the column names
+  EXPECT_THAT(line, HasSubstr("label"));
   std::vector<double> seconds;
   double compute_share = 0;
   while (std::getline(lines, line)) {
     std::stringstream words(line);
-    std::string label, phase, stream;
-    double s = 0, share = 0;
-    std::string unit, percent;
-    ASSERT_TRUE(words >> label >> phase >> stream >> s >> unit >> share >> percent) << line;
+    std::string label, phase, stream, share;
+    double s = 0;
+    ASSERT_TRUE(words >> label >> phase >> stream >> s >> share) << line;
     EXPECT_TRUE(phase == "forward" || phase == "backward" || phase == "step") << line;
-    EXPECT_TRUE(stream == "compute" || stream == "communication") << line;
+    EXPECT_TRUE(stream == "compute" || stream == "overlapped") << line;
+    if (stream == "compute") compute_share += std::stod(share);
+    else EXPECT_EQ(share, "-") << line;
     seconds.push_back(s);
-    if (stream == "compute") compute_share += share;
   }
   ASSERT_EQ(seconds.size(), 6u) << r.out;
   EXPECT_TRUE(std::is_sorted(seconds.rbegin(), seconds.rend())) << r.out;
   EXPECT_GT(seconds.back(), 0);
   EXPECT_GT(compute_share, 0);
   EXPECT_LE(compute_share, 100.0);
+
+  // Every op: the compute stream's shares add up to the whole of it; as JSON, the same list.
+  CliRun all = cli("--workload " + w + " --config " + c + " --ops 100000 --json");
+  ASSERT_EQ(all.status, 0) << all.out;
+  const json j = json::parse(all.out);
+  double total = 0, shares = 0;
+  for (const json& o : j["ops"]["heaviest"]) {
+    if (o["stream"] == "compute") total += o["seconds_per_step"].get<double>(), shares += o["share_of_compute_stream"].get<double>();
+    else EXPECT_FALSE(o.contains("share_of_compute_stream")) << o;
+  }
+  EXPECT_NEAR(total, j["ops"]["compute_stream_s"].get<double>(), 1e-9);
+  EXPECT_NEAR(shares, 1.0, 1e-9);
+  EXPECT_LE(j["ops"]["compute_stream_s"].get<double>(), j["step_time_s"].get<double>() + 1e-9);
+
+  for (const char* bad : {" --ops 0", " --ops -1"}) {
+    CliRun b = cli("--workload " + w + " --config " + c + bad);
+    EXPECT_EQ(b.status, 2) << bad;
+    EXPECT_THAT(b.out, HasSubstr("--ops: expected a count of at least 1")) << bad;
+  }
+  CliRun batch = cli("--batch " + write("b.csv", "preset,gpu,gpus,global_batch\nllama3-8b,h100,8,64\n") + " --ops 3");
+  EXPECT_EQ(batch.status, 2);
+  EXPECT_THAT(batch.out, HasSubstr("drop it with --batch"));
 }
 
 TEST_F(SimulateCli, PrintsJson) {

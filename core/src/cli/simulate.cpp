@@ -103,44 +103,77 @@ void print_text(const std::string& status, const std::string& reason, const std:
   }
 }
 
-// The `n` heaviest ops of the trace: time per step summed by phase, label and kind of stream, the
-// compute stream's (what the step's compute is made of) and the communication streams' apart
-// (their time before overlap: how much of it shows is in the breakdown above).
-void print_heaviest_ops(const cotune_trace& t, size_t n) {
+// One line of the heaviest-ops list: an op label's time per step in one phase, on the compute
+// stream (the step waits for it: compute, optimizer, or communication the compute stream blocks on)
+// or on a stream of its own (overlapped communication, before overlap).
+struct OpTotal {
+  std::string label, phase;
+  bool overlapped = false;
+  double seconds = 0, kernels = 0;
+};
+
+// The `n` heaviest op totals of the trace (the busiest pipeline rank's), heaviest first (ties by
+// label, then phase); `compute_total` gets the compute stream's time per step.
+std::vector<OpTotal> heaviest_ops(const cotune_trace& t, size_t n, double* compute_total) {
   static const char* const kPhases[] = {"forward", "backward", "step"};
-  struct Sum {
-    double seconds = 0, kernels = 0;
-  };
-  std::map<std::tuple<bool, int32_t, std::string>, Sum> sums;
-  double compute_total = 0;
+  std::map<std::tuple<std::string, int32_t, bool>, OpTotal> sums;
+  *compute_total = 0;
   for (size_t i = 0; i < t.num_ops; ++i) {
     const auto& op = *reinterpret_cast<const cotune_op*>(reinterpret_cast<const char*>(t.ops) + i * t.op_stride);
     const double per_step = op.phase == COTUNE_PHASE_STEP ? 1.0 : t.micro_batches;
     const double seconds = core::perf::op_time(op, t.hardware) * op.count * per_step;
-    const bool comm = op.stream != COTUNE_STREAM_COMPUTE;
-    Sum& s = sums[{comm, op.phase, std::string(op.label.data, op.label.len)}];
+    const bool overlapped = op.stream != COTUNE_STREAM_COMPUTE;
+    const std::string label(op.label.data, op.label.len);
+    OpTotal& s = sums[{label, op.phase, overlapped}];
+    s.label = label;
+    s.phase = op.phase >= 0 && op.phase <= 2 ? kPhases[op.phase] : "?";
+    s.overlapped = overlapped;
     s.seconds += seconds;
     s.kernels += core::perf::op_kernels(op) * op.count * per_step;
-    if (!comm) compute_total += seconds;
+    if (!overlapped) *compute_total += seconds;
   }
-  std::vector<std::pair<double, std::string>> rows;
-  for (const auto& [key, s] : sums) {
-    const auto& [comm, phase, label] = key;
-    char line[200];
-    std::snprintf(line, sizeof line, "  %-30s %-8s %-13s %10.4f s  %5.1f %%  %10.0f kernels", label.c_str(),
-                  phase >= 0 && phase <= 2 ? kPhases[phase] : "?", comm ? "communication" : "compute", s.seconds,
-                  comm || compute_total <= 0 ? 0.0 : 100 * s.seconds / compute_total, s.kernels);
-    rows.emplace_back(s.seconds, line);
+  std::vector<OpTotal> rows;
+  for (auto& [key, s] : sums) rows.push_back(std::move(s));
+  std::stable_sort(rows.begin(), rows.end(), [](const OpTotal& a, const OpTotal& b) { return a.seconds > b.seconds; });
+  if (rows.size() > n) rows.resize(n);
+  return rows;
+}
+
+json heaviest_ops_json(const cotune_trace& t, size_t n) {
+  double total = 0;
+  json ops = json::array();
+  for (const OpTotal& o : heaviest_ops(t, n, &total)) {
+    json j = {{"label", o.label}, {"phase", o.phase}, {"stream", o.overlapped ? "overlapped" : "compute"},
+              {"seconds_per_step", o.seconds}, {"kernels_per_step", o.kernels}};
+    if (!o.overlapped && total > 0) j["share_of_compute_stream"] = o.seconds / total;
+    ops.push_back(j);
   }
-  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  std::printf("heaviest ops per step (%% of the compute stream's %.4f s; communication before overlap):\n",
-              compute_total);
-  for (size_t i = 0; i < rows.size() && i < n; ++i) std::printf("%s\n", rows[i].second.c_str());
+  return {{"compute_stream_s", total}, {"heaviest", ops}};
+}
+
+void print_heaviest_ops(const cotune_trace& t, size_t n) {
+  double total = 0;
+  const std::vector<OpTotal> rows = heaviest_ops(t, n, &total);
+  // Milliseconds for steps under a second (a recommendation model's), seconds otherwise.
+  const bool ms = total < 1;
+  const double unit = ms ? 1e3 : 1;
+  std::printf("heaviest ops per step, of the busiest pipeline rank (the compute stream: %.4f %s, compute, optimizer\n"
+              "and the communication it waits for; overlapped: communication on a stream of its own, before overlap):\n",
+              total * unit, ms ? "ms" : "s");
+  std::printf("  %-30s %-8s %-10s %12s  %7s  %12s\n", "label", "phase", "stream", ms ? "ms" : "seconds", "share",
+              "kernels");
+  for (const OpTotal& o : rows) {
+    char share[16] = "      -";
+    if (!o.overlapped && total > 0) std::snprintf(share, sizeof share, "%5.1f %%", 100 * o.seconds / total);
+    std::printf("  %-30s %-8s %-10s %12.4f  %7s  %12.0f\n", o.label.c_str(), o.phase.c_str(),
+                o.overlapped ? "overlapped" : "compute", o.seconds * unit, share, o.kernels);
+  }
 }
 
 int run_simulate(int argc, char** argv) {
   std::string workload_path, config_path, batch_path, out_path, calibration_path, space_options = "{}",
               space_name = core::kDefaultSpace;
+  long long ops = 0;
   po::options_description desc(
       "usage: cotune simulate --workload W.json --config C.json [--space S] [--json] [--ops N] [--calibration CAL.json]\n"
       "       cotune simulate --batch IN.csv [--space S] [--out OUT.csv] [--calibration CAL.json]\n\n"
@@ -157,7 +190,8 @@ int run_simulate(int argc, char** argv) {
       ("space", po::value(&space_name), "the space (default llm); --batch needs one with a table schema")
       ("space-options", po::value(&space_options)->default_value("{}"), "JSON options of the space")
       ("json", "print the result as JSON")
-      ("ops", po::value<size_t>(), "also list the N heaviest ops of the step (time per step by phase and label)")
+      ("ops", po::value(&ops), "also list the N heaviest ops of the step (time per step by label and phase; with\n"
+                                "--json, as \"ops\")")
       ("batch", po::value(&batch_path), "CSV of workloads and configurations, one per row")
       ("out", po::value(&out_path), "write the batch result here instead of stdout")
       ("calibration", po::value(&calibration_path), "a calibration file (cotune calibrate) to apply");
@@ -172,6 +206,9 @@ int run_simulate(int argc, char** argv) {
   } catch (const po::error& e) {
     throw core::UserError(std::string(e.what()) + " (see 'cotune simulate --help')");
   }
+  if (vm.count("ops") && ops < 1) throw core::UserError("--ops: expected a count of at least 1, got " + std::to_string(ops));
+  if (vm.count("ops") && !batch_path.empty())
+    throw core::UserError("--ops lists the ops of one configuration; drop it with --batch (or give --workload and --config)");
 
   core::Registry registry;
   registry.load_default();
@@ -237,11 +274,14 @@ int run_simulate(int argc, char** argv) {
   core::perf::simulate(trace, &r);
   const std::string status = oom ? "oom" : "ok";
   const std::string rendered = space->render(values.data(), COTUNE_RENDER_JSON);
-  if (vm.count("json"))
-    std::cout << result_json(status, reason, json::parse(rendered), trace, r).dump(2) << "\n";
-  else
+  if (vm.count("json")) {
+    json j = result_json(status, reason, json::parse(rendered), trace, r);
+    if (ops > 0) j["ops"] = heaviest_ops_json(trace, size_t(ops));
+    std::cout << j.dump(2) << "\n";
+  } else {
     print_text(status, reason, rendered, trace, r);
-  if (vm.count("ops")) print_heaviest_ops(trace, vm["ops"].as<size_t>());
+    if (ops > 0) print_heaviest_ops(trace, size_t(ops));
+  }
   return oom ? 1 : 0;
 }
 
