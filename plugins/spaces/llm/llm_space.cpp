@@ -290,7 +290,9 @@ class LlmSpace {
       if (!v.is_number()) bad(at + ": expected a number, got " + v.dump());
       x = v.get<double>();
     }
-    if (!contains(domains_[p], x)) bad(at + ": " + v.dump() + " is outside the domain " + list_text(domains_[p]));
+    if (!contains(domains_[p], x))
+      bad(at + ": " + v.dump() + " is not one of the space's values " + list_text(domains_[p]) +
+          " (space option \"" + kParamNames[p] + "\" sets them: docs/workloads.md)");
     return x;
   }
 
