@@ -161,7 +161,7 @@ int main(int argc, char** argv) {
     std::string dir = COTUNE_SHARED_DIR "/data";
     std::string only;
     bool rows = false;
-    std::string workloads_dir;  // --workloads DIR: each simulated row's LINE.workload.json and LINE.config.json
+    std::string workloads_dir;  // --workloads DIR: each simulated row's inputs (above)
     for (int i = 1; i < argc; ++i) {
       if (std::strcmp(argv[i], "--rows") == 0) rows = true;
       else if (std::strcmp(argv[i], "--table") == 0 && i + 1 < argc) only = argv[++i];

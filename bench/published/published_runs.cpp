@@ -228,50 +228,50 @@ RowPrediction predict_row(const Registry& registry, const PublishedRow& row, con
   Candidate best;
   std::string first_reason;
   for (const json& workload : workloads) {
-  std::unique_ptr<Space> space;
-  try {
-    space = registry.make_space(kSpace, workload.dump(), r.options.dump());
-  } catch (const std::exception& e) {
-    out.refused = e.what();
-    return out;
-  }
-  for (double ep : eps)
-  for (double mb : micro_batches)
-    for (double vpp : vpps) {
-      Candidate c;
-      for (const Recompute& rc : recomputes) {  // the lightest recomputation that fits
-        json config = r.config;
-        config["ep"] = ep, config["micro_batch"] = mb, config["vpp"] = vpp, config["recompute"] = rc.granularity;
-        if (!rc.modules.empty()) config["recompute_modules"] = rc.modules;
-        else if (!module_sets.empty()) config["recompute_modules"] = module_sets.front();
-        std::vector<double> v;
-        std::string why;
-        for (double etp : etps) {  // the first expert grid the framework accepts
-          config["etp"] = etp;
-          v = space->parse(config.dump());
-          why = space->explain(v.data());
-          if (why.find("ep*etp") == std::string::npos) break;
-        }
-        const bool oom = why.rfind("out of memory", 0) == 0;
-        if (why.find("recompute module") != std::string::npos || why.find("recompute_modules") != std::string::npos)
-          continue;  // modules this model has not (mla_up_proj without MLA, ...)
-        if (!why.empty() && !oom) {
-          if (first_reason.empty()) first_reason = why;
-          break;  // a layout rule: another recomputation will not help
-        }
-        cotune_sim_result res{};
-        res.struct_size = sizeof res;
-        const cotune_trace& trace = space->lower(v.data());
-        simulate(trace, &res);
-        if (c.step == 0 || !oom)  // the first (lightest) when nothing fits
-          c = {res.step_time_s, !oom, space->render(v.data(), COTUNE_RENDER_JSON), trace.model_flops_per_gpu,
-               std::make_shared<const TraceCopy>(trace), &workload};
-        if (!oom) break;
-      }
-      if (c.step == 0) continue;
-      const bool better = best.step == 0 || (c.fits && !best.fits) || (c.fits == best.fits && c.step < best.step);
-      if (better) best = c;
+    std::unique_ptr<Space> space;
+    try {
+      space = registry.make_space(kSpace, workload.dump(), r.options.dump());
+    } catch (const std::exception& e) {
+      out.refused = e.what();
+      return out;
     }
+    for (double ep : eps)
+      for (double mb : micro_batches)
+        for (double vpp : vpps) {
+          Candidate c;
+          for (const Recompute& rc : recomputes) {  // the lightest recomputation that fits
+            json config = r.config;
+            config["ep"] = ep, config["micro_batch"] = mb, config["vpp"] = vpp, config["recompute"] = rc.granularity;
+            if (!rc.modules.empty()) config["recompute_modules"] = rc.modules;
+            else if (!module_sets.empty()) config["recompute_modules"] = module_sets.front();
+            std::vector<double> v;
+            std::string why;
+            for (double etp : etps) {  // the first expert grid the framework accepts
+              config["etp"] = etp;
+              v = space->parse(config.dump());
+              why = space->explain(v.data());
+              if (why.find("ep*etp") == std::string::npos) break;
+            }
+            const bool oom = why.rfind("out of memory", 0) == 0;
+            if (why.find("recompute module") != std::string::npos || why.find("recompute_modules") != std::string::npos)
+              continue;  // modules this model has not (mla_up_proj without MLA, ...)
+            if (!why.empty() && !oom) {
+              if (first_reason.empty()) first_reason = why;
+              break;  // a layout rule: another recomputation will not help
+            }
+            cotune_sim_result res{};
+            res.struct_size = sizeof res;
+            const cotune_trace& trace = space->lower(v.data());
+            simulate(trace, &res);
+            if (c.step == 0 || !oom)  // the first (lightest) when nothing fits
+              c = {res.step_time_s, !oom, space->render(v.data(), COTUNE_RENDER_JSON), trace.model_flops_per_gpu,
+                   std::make_shared<const TraceCopy>(trace), &workload};
+            if (!oom) break;
+          }
+          if (c.step == 0) continue;
+          const bool better = best.step == 0 || (c.fits && !best.fits) || (c.fits == best.fits && c.step < best.step);
+          if (better) best = c;
+        }
   }
   if (best.step == 0) {
     out.refused = first_reason.empty() ? "no valid configuration" : first_reason;

@@ -118,10 +118,11 @@ std::vector<OpTotal> heaviest_ops(const cotune_trace& t, size_t n, double* compu
   static const char* const kPhases[] = {"forward", "backward", "step"};
   std::map<std::tuple<std::string, int32_t, bool>, OpTotal> sums;
   *compute_total = 0;
+  const cotune_hardware hw = core::perf::effective_hardware(t.hardware);
   for (size_t i = 0; i < t.num_ops; ++i) {
     const auto& op = *reinterpret_cast<const cotune_op*>(reinterpret_cast<const char*>(t.ops) + i * t.op_stride);
     const double per_step = op.phase == COTUNE_PHASE_STEP ? 1.0 : t.micro_batches;
-    const double seconds = core::perf::op_time(op, t.hardware) * op.count * per_step;
+    const double seconds = core::perf::op_time_effective(op, hw) * op.count * per_step;
     const bool overlapped = op.stream != COTUNE_STREAM_COMPUTE;
     const std::string label(op.label.data, op.label.len);
     OpTotal& s = sums[{label, op.phase, overlapped}];
@@ -157,8 +158,8 @@ void print_heaviest_ops(const cotune_trace& t, size_t n) {
   // Milliseconds for steps under a second (a recommendation model's), seconds otherwise.
   const bool ms = total < 1;
   const double unit = ms ? 1e3 : 1;
-  std::printf("heaviest ops per step, of the busiest pipeline rank (the compute stream: %.4f %s, compute, optimizer\n"
-              "and the communication it waits for; overlapped: communication on a stream of its own, before overlap):\n",
+  std::printf("heaviest ops per step, of the busiest pipeline rank (the compute stream: %.4f %s, compute,\n"
+              "optimizer and the communication it waits for; overlapped: communication on a stream of its own):\n",
               total * unit, ms ? "ms" : "s");
   std::printf("  %-30s %-8s %-10s %12s  %7s  %12s\n", "label", "phase", "stream", ms ? "ms" : "seconds", "share",
               "kernels");
@@ -206,9 +207,11 @@ int run_simulate(int argc, char** argv) {
   } catch (const po::error& e) {
     throw core::UserError(std::string(e.what()) + " (see 'cotune simulate --help')");
   }
-  if (vm.count("ops") && ops < 1) throw core::UserError("--ops: expected a count of at least 1, got " + std::to_string(ops));
+  if (vm.count("ops") && ops < 1)
+    throw core::UserError("--ops: expected a count of at least 1, got " + std::to_string(ops));
   if (vm.count("ops") && !batch_path.empty())
-    throw core::UserError("--ops lists the ops of one configuration; drop it with --batch (or give --workload and --config)");
+    throw core::UserError("--ops lists the ops of one configuration; drop it with --batch (or give --workload and "
+                          "--config)");
 
   core::Registry registry;
   registry.load_default();
