@@ -166,6 +166,49 @@ TEST_F(Calibration, FitsOnlyAsManyConstantsAsLowerTheCrossValidatedError) {
   EXPECT_TRUE(none.fitted.empty()) << none.fitted.front().name;
 }
 
+TEST_F(Calibration, FromOneRunTheUnderdeterminedFitSharesItsErrorByDependence) {
+  // One run made with a slower GEMM (0.5 against the catalogue's 0.68). It cannot determine three
+  // constants, and is refused as a plain fit; as the most probable constants given it (what a study
+  // does from its first trial on) the error goes mostly to the constant the run depends on most, and
+  // the other runs of the same machine come closer too.
+  const auto rs = runs({{"gemm_efficiency_max", 0.5}}, 12);
+  ASSERT_GE(rs.size(), 8u);
+  CalibrationOptions options;
+  options.candidates = {"gemm_efficiency_max", "host_launch_us", "network_efficiency.node"};
+  options.held_out = false;
+  try {
+    perf::calibrate({rs[0]}, options);
+    ADD_FAILURE() << "one run fitted three constants";
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("needs at least two measured runs, got 1"));
+  }
+  options.underdetermined = true;
+  const auto one = perf::calibrate({rs[0]}, options);
+  EXPECT_GT(one.before.mape, 0.15);
+  EXPECT_LT(one.after.mape, 0.05);
+  ASSERT_FALSE(one.fitted.empty());
+  double gemm_move = 0, other_move = 0;
+  for (const auto& f : one.fitted) {
+    const double move = std::fabs(std::log(f.value / f.before));
+    if (f.name == "gemm_efficiency_max") {
+      EXPECT_LT(f.value, 0.65);
+      gemm_move = move;
+    } else {
+      other_move = std::max(other_move, move);
+    }
+  }
+  EXPECT_GT(gemm_move, 2 * other_move);
+  const std::vector<CalibrationRun> others(rs.begin() + 1, rs.end());
+  const std::vector<double> before = perf::calibrated_step_times(others, json::object());
+  const std::vector<double> after = perf::calibrated_step_times(others, one.constants());
+  double e_before = 0, e_after = 0;
+  for (size_t i = 0; i < others.size(); ++i) {
+    e_before += std::fabs(std::log(before[i] / others[i].measured_step_s));
+    e_after += std::fabs(std::log(after[i] / others[i].measured_step_s));
+  }
+  EXPECT_LT(e_after, 0.2 * e_before) << "mean |log error| " << e_after / double(others.size());
+}
+
 TEST_F(Calibration, RefusesRunsThatCannotDetermineWhatIsAsked) {
   const auto rs = runs({{"gemm_efficiency_max", 0.6}}, 6);
   auto error_of = [&](const std::vector<CalibrationRun>& r, const CalibrationOptions& o) {

@@ -145,10 +145,13 @@ Fit fit_theta(Model& m, const std::vector<size_t>& index, const Vector& theta0, 
   if (index.empty()) return fit;
   // A coarse scan first, a constant at a time: the host-launch floor and the max() of compute and
   // memory make some constants flat around the catalogue's value, where a gradient sees nothing.
+  // Its smallest step (a factor of 1.4) lets a modest error land on the constant it depends on
+  // most before a larger step of another reaches a floor that explains it, where the gradient of
+  // the first is zero (with one run, nothing else tells the two apart).
   for (int sweep = 0; sweep < 2; ++sweep)
     for (long j = 0; j < fit.theta.size(); ++j) {
       double best = objective(fit.theta), best_t = fit.theta(j);
-      for (double f : {-1.4, -0.7, 0.7, 1.4}) {
+      for (double f : {-1.4, -0.7, -0.35, 0.35, 0.7, 1.4}) {
         Vector t = fit.theta;
         t(j) = std::clamp(fit.theta(j) + f, lo(j), hi(j));
         const double v = objective(t);
@@ -342,7 +345,9 @@ json CalibrationResult::constants() const {
 }
 
 CalibrationResult calibrate(const std::vector<CalibrationRun>& runs, const CalibrationOptions& options) {
-  if (runs.size() < 2) throw UserError("calibrate: needs at least two measured runs, got " + std::to_string(runs.size()));
+  const size_t fewest = options.underdetermined && options.fit.empty() ? 1 : 2;
+  if (runs.size() < fewest)
+    throw UserError("calibrate: needs at least two measured runs, got " + std::to_string(runs.size()));
   for (const CalibrationRun& r : runs)
     if (!(r.measured_step_s > 0) || !std::isfinite(r.measured_step_s))
       throw UserError("calibrate: " + r.label + " has no positive measured step time");
@@ -376,7 +381,7 @@ CalibrationResult calibrate(const std::vector<CalibrationRun>& runs, const Calib
     }
     if (!same) distinct.push_back(i);
   }
-  if (distinct.size() < 2)
+  if (distinct.size() < fewest)
     throw UserError("calibrate: the runs (" + run_list(runs, all) +
                     ") are one configuration: their step times cannot tell any constant from another");
 
@@ -428,13 +433,13 @@ CalibrationResult calibrate(const std::vector<CalibrationRun>& runs, const Calib
       if (!candidate[j]) continue;
       if (sensitivity[j] < kMinSensitivity) {
         result.not_fitted.push_back(std::string(kConstants[j].name) + ": no run's step time depends on it");
-      } else if (index.size() + 1 >= distinct.size()) {
+      } else if (!options.underdetermined && index.size() + 1 >= distinct.size()) {
         result.not_fitted.push_back(std::string(kConstants[j].name) + ": more constants than distinct runs can tell apart");
       } else {
         index.push_back(j);
       }
     }
-    if (options.select && !index.empty()) {
+    if (options.select && !options.underdetermined && !index.empty()) {
       const size_t k = select_constant_count(runs, index, theta_all, options, &result.selection_error);
       for (size_t i = k; i < index.size(); ++i)
         result.not_fitted.push_back(std::string(kConstants[index[i]].name) +

@@ -65,6 +65,11 @@ struct CalibrationOptions {
   // constant the runs determine.
   bool select = true;
   size_t max_selected = 14;
+  // Without `fit`: fit every candidate some run depends on, even more of them than the distinct runs
+  // determine, from a single run on: the prior then shares each run's error among the constants by
+  // how much the run depends on each (the most probable constants given the runs). Implies no
+  // selection.
+  bool underdetermined = false;
 };
 
 struct ConstantFit {
