@@ -317,5 +317,40 @@ TEST_F(AnalyticPrior, InStudyCalibrationMovesTheModelToTheMachineMeasured) {
   EXPECT_TRUE(plain->prior_constants().empty());
 }
 
+// From the second measured trial on: two measurements of a machine whose GEMMs reach 0.5 of peak
+// cannot determine the constants, but the most probable ones given them put the error on the GEMM
+// efficiency, and the prior's estimates of configurations not measured move toward the machine's.
+// One measurement tells only the level (the predictor's offset learns it): no constant moves.
+TEST_F(AnalyticPrior, InStudyCalibrationLearnsFromTheFirstTwoTrials) {
+  nlohmann::json machine = nlohmann::json::parse(kWorkload);
+  machine["cluster"]["calibration"] = {{"h100-sxm", {{"gemm_efficiency_max", 0.5}}}};
+  auto real = registry_.make_space("llm", machine.dump());
+  auto measured = [&](size_t i) {
+    cotune_sim_result r{};
+    r.struct_size = sizeof r;
+    perf::simulate(real->lower(config(i)), &r);
+    return r.step_time_s;
+  };
+  Surrogate surrogate(*space_, *predictor_, "step_time_s", Prior::kAnalytic, config(0));
+  surrogate.calibrate_prior(true);
+  const std::vector<double> first = {measured(0), measured(1)};
+  surrogate.fit(config(0), 1, first.data());
+  EXPECT_TRUE(surrogate.prior_constants().empty()) << "one trial moved the constants";
+  surrogate.fit(config(0), 2, first.data());
+  ASSERT_EQ(surrogate.prior_constants().count("h100-sxm"), 1u);
+  const nlohmann::json& c = surrogate.prior_constants().at("h100-sxm");
+  ASSERT_TRUE(c.contains("gemm_efficiency_max")) << c.dump();
+  EXPECT_NEAR(c["gemm_efficiency_max"].get<double>(), 0.5, 0.05) << c.dump();
+  // The prior alone (not the predictor's learned offset): its estimates of the others.
+  Surrogate plain(*space_, *predictor_, "step_time_s", Prior::kAnalytic, config(0));
+  double with = 0, without = 0;
+  for (size_t i = 2; i < n_; ++i) {
+    with += std::fabs(std::log(*surrogate.estimate(config(i)) / measured(i)));
+    without += std::fabs(std::log(*plain.estimate(config(i)) / measured(i)));
+  }
+  EXPECT_LT(with, 0.3 * without) << "mean |log error| " << with / double(n_ - 2) << " against "
+                                 << without / double(n_ - 2);
+}
+
 }  // namespace
 }  // namespace cotune::core

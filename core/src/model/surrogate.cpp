@@ -271,8 +271,8 @@ void Surrogate::predict(const double* configs, size_t n, double* out_value, doub
 }
 
 const std::vector<std::string> Surrogate::kInStudyConstants = {
-    "gemm_efficiency_max", "gemm_efficiency_fp8", "gemm_efficiency_fp4", "attention_efficiency",
-    "host_launch_us",      "network_efficiency.node", "network_efficiency.cluster"};
+    "gemm_efficiency_max", "gemm_half_efficiency_gflops", "gemm_efficiency_fp8",     "gemm_efficiency_fp4",
+    "attention_efficiency", "host_launch_us",             "network_efficiency.node", "network_efficiency.cluster"};
 
 namespace {
 
@@ -290,7 +290,10 @@ void Surrogate::refit_constants(const std::vector<double>& configs, const std::v
   constants_.clear();
   constants_json_.clear();
   const int sense = step_sense(metric_);
-  if (sense == 0 || values.size() < 3) return;
+  // One trial tells only how far off the model's level is, which the predictor's offset learns;
+  // put on a constant, it would reorder the configurations by the prior's guess of which one.
+  constexpr size_t kFewestTrials = 2;
+  if (sense == 0 || values.size() < kFewestTrials) return;
   const size_t p = space_.num_params();
   std::vector<size_t> rows(values.size());
   for (size_t i = 0; i < rows.size(); ++i) rows[i] = i;
@@ -319,11 +322,14 @@ void Surrogate::refit_constants(const std::vector<double>& configs, const std::v
   perf::CalibrationOptions options;
   options.candidates = kInStudyConstants;
   options.held_out = false;
+  // From the second measured trial on, every candidate some trial depends on: the prior shares the
+  // trials' errors among them by how much each trial depends on each (the most probable constants
+  // given the trials), so that the third proposal already uses what the first two taught.
   // No cross-validated choice of how many to fit: it costs a fit per fold and count at every
-  // refit; the few cheap candidates and the prior keep the fit steady instead.
-  options.select = false;
+  // refit, and the prior keeps the few cheap candidates steady instead.
+  options.underdetermined = true;
   for (const auto& [gpu, runs] : by_gpu) {
-    if (runs.size() < 3) continue;
+    if (runs.size() < kFewestTrials) continue;
     try {
       const json constants = perf::calibrate(runs, options).constants();
       if (constants.empty()) continue;

@@ -86,11 +86,12 @@ class Surrogate {
   // The roofline prior's cost model (nullptr with another prior).
   const CostModel* cost_model() const { return cost_ ? &*cost_ : nullptr; }
 
-  // With the analytic prior: at every fit, refit the performance model's cheap constants (GEMM,
-  // attention and network efficiency, the host's issue time: kInStudyConstants) on the measured
-  // configurations, per GPU type, so that a few real trials correct a miscalibrated model for the
-  // rest of the search (calibration.hpp). Off until turned on; a study turns it on unless its
-  // predictor says "calibrate": false.
+  // With the analytic prior: at every fit, refit the performance model's cheap constants (GEMM
+  // efficiency and its size curve, attention and network efficiency, the host's issue time:
+  // kInStudyConstants) on the measured configurations, per GPU type, from the second one on (the
+  // most probable constants given the trials: CalibrationOptions::underdetermined), so that a few
+  // real trials correct a miscalibrated model for the rest of the search (calibration.hpp). Off
+  // until turned on; a study turns it on unless its predictor says "calibrate": false.
   void calibrate_prior(bool on) { calibrate_ = on; }
   // The constants the last fit() found, per GPU type (GPU-description fields; empty when none).
   const std::map<std::string, nlohmann::json>& prior_constants() const { return constants_json_; }
