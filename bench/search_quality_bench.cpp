@@ -23,7 +23,8 @@
 // --searcher-options JSON (options for every searcher of the run), --no-search (only the host
 // overhead), --replay-tables n,m (judge on unseen tables of n rows through the replay executor),
 // --machine JSON (those tables measured on a machine with other GPU-description constants; each
-// study runs with in-study calibration on and off).
+// study runs with in-study calibration on and off), --parallel N (trials in flight in those
+// studies; default the example study's).
 #include <cotune/core/model/objective.hpp>
 #include <cotune/core/perfmodel/perfmodel.hpp>
 #include <cotune/core/registry.hpp>
@@ -88,6 +89,9 @@ std::vector<std::string> split(const std::string& s) {
 
 // --predictor-options: options given to krr wherever the benchmark makes one.
 std::string g_predictor_options = "{}";
+
+// --parallel N: trials in flight in the replay studies (0: the example study's own).
+int g_replay_parallel = 0;
 
 // The true (noise-free) value of the objective metric for every valid configuration.
 struct Landscape {
@@ -517,6 +521,7 @@ ReplayReached replay_trials(const StudySpec& base, const std::string& searcher, 
   doc["executor"] = {{"name", "replay"}, {"options", {{"file", table}, {"restrict_search", !unrestricted}}}};
   doc["budget"] = {{"trials", cap}, {"max_unavailable", 1000000}};
   doc["seed"] = seed;
+  if (g_replay_parallel > 0) doc["parallel"] = g_replay_parallel;
   doc["objective"].erase("constraints");
   doc.erase("format");
   const StudySpec spec = parse_study_file(doc.dump(), base.file, "/");
@@ -578,6 +583,9 @@ void replay_benchmark(const Settings& s) {
       Registry registry;
       load_study_plugins(registry, base);
       auto machine = registry.make_space(base.space.name, w.dump(), base.space.options.dump());
+      // As the landscape was made (make_study_space): the study's launch target decides how its
+      // framework runs the workload (TorchTitan's kernels for the Mixtral example).
+      set_launch_target(*machine, base.launch_target(), base.file + ": /format");
       for (size_t i = 0; i < total; ++i) {
         const cotune_trace& t = machine->lower(l.configs.data() + i * p);
         cotune_sim_result r{};
@@ -763,6 +771,7 @@ int main(int argc, char** argv) {
     else if (a == "--searcher-options") g_searcher_options = json::parse(value("--searcher-options"));
     else if (a == "--predictor-options") g_predictor_options = value("--predictor-options");
     else if (a == "--no-search") s.seeds = 0;
+    else if (a == "--parallel") g_replay_parallel = std::max(1, std::atoi(value("--parallel").c_str()));
     else if (a == "--surrogate-curve") curve = true;
     else if (a == "--replay-unrestricted") s.replay_unrestricted = true;
     else if (a == "--machine") s.machine = json::parse(value("--machine"));
