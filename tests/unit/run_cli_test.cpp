@@ -245,6 +245,48 @@ TEST_F(RunCli, ShowsTheRecommendedConfigurationWhenItIsNotTheBestMeasured) {
                                                           << out();
 }
 
+TEST_F(RunCli, SaysWhatTheTrialsMeasuredOfTheMachine) {
+  // Trials "run" on a machine whose GEMMs reach 0.45 of peak (the catalogue says 0.68 for the H100):
+  // the summary gives the constant the trials determine, near the machine's, and how to keep it.
+  std::string path = write_study("slowgemm", 12, 2, "random");
+  json doc = json::parse(read_file(path));
+  doc["executor"]["options"] = {{"noise", 0}, {"hardware", {{"gemm_efficiency_max", 0.45}}}};
+  std::ofstream(path) << doc.dump(2);
+  ASSERT_EQ(run({"run", path, "--store", store_, "--json"}), 0) << err();
+  const json run_doc = json::parse(out())["run"];
+  ASSERT_TRUE(run_doc["prior_calibration"].contains("h100-sxm")) << run_doc.dump();
+  const json& fit = run_doc["prior_calibration"]["h100-sxm"];
+  EXPECT_EQ(fit["trials"], 12);
+  EXPECT_GT(fit["mape_before"].get<double>(), 0.15);
+  EXPECT_LT(fit["held_out_mape"].get<double>(), 0.03);
+  bool gemm = false;
+  for (const json& c : fit["constants"]) {
+    if (c["name"] != "gemm_efficiency_max") continue;
+    gemm = true;
+    EXPECT_NEAR(c["fitted"].get<double>(), 0.45, 0.03) << c.dump();
+    EXPECT_NEAR(c["catalogue"].get<double>(), 0.68, 1e-9) << c.dump();
+    EXPECT_LE(c["low"].get<double>(), c["fitted"].get<double>());
+    EXPECT_GE(c["high"].get<double>(), c["fitted"].get<double>());
+  }
+  EXPECT_TRUE(gemm) << fit.dump();
+
+  // The summary says it; without in-study calibration it does not.
+  doc["name"] = "again";
+  std::ofstream(path) << doc.dump(2);
+  ASSERT_EQ(run({"run", path, "--store", dir_ + "/again.db"}), 0) << err();
+  const std::string summary = out();
+  const size_t at = summary.find("the machine as the trials measured it");
+  ASSERT_NE(at, std::string::npos) << summary;
+  EXPECT_NE(summary.find("h100-sxm, 12 trials: step-time error", at), std::string::npos) << summary;
+  EXPECT_NE(summary.find("gemm_efficiency_max", at), std::string::npos) << summary;
+  EXPECT_NE(summary.find("cotune export-history --space llm --workload-key ", at), std::string::npos) << summary;
+  doc["name"] = "uncalibrated";
+  doc["predictor"] = {{"name", "krr"}, {"calibrate", false}};
+  std::ofstream(path) << doc.dump(2);
+  ASSERT_EQ(run({"run", path, "--store", dir_ + "/uncalibrated.db", "--json"}), 0) << err();
+  EXPECT_TRUE(json::parse(out())["run"]["prior_calibration"].empty()) << out();
+}
+
 TEST_F(RunCli, OneRunOfAStudyAtATime) {
   // Trials that take 0.2 s each, one at a time: the first run is still going when the second starts.
   // (40 trials, 8 s at least: long enough under the sanitizers for the second run to start meanwhile.)

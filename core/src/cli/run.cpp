@@ -162,6 +162,32 @@ void print_recommended(const StudySpec& spec, const RunResult& result, const std
   for (std::string l; std::getline(lines, l);) std::printf("      %s\n", l.c_str());
 }
 
+// What the trials say of the machine (RunResult::prior_calibration): the constants they determine,
+// per GPU type, as `cotune calibrate --runs` would fit them, and how to keep them as a file.
+void print_machine(const RunResult& result, const std::string& export_history_command) {
+  if (result.prior_calibration.empty()) return;
+  std::printf("\nthe machine as the trials measured it (fitted as `cotune calibrate` fits; docs/calibration.md):\n");
+  bool fitted = false;
+  for (const auto& [gpu, fit] : result.prior_calibration) {
+    const std::string trials = std::to_string(fit.trials) + (fit.sampled ? " trials (a sample)" : " trials");
+    if (fit.constants.empty()) {
+      std::printf("  %s, %s: the catalogue's constants explain them (step-time error %.1f %%; fitting none "
+                  "lowered the cross-validated error)\n",
+                  gpu.c_str(), trials.c_str(), 100 * fit.mape_before);
+      continue;
+    }
+    fitted = true;
+    std::printf("  %s, %s: step-time error %.1f %% with the catalogue's constants, %.1f %% held out with:\n",
+                gpu.c_str(), trials.c_str(), 100 * fit.mape_before, 100 * fit.held_out_mape);
+    for (const MachineFit::Constant& c : fit.constants)
+      std::printf("    %-28s %10s  (one sigma %s-%s; catalogue %s)\n", c.name.c_str(), compact_number(c.fitted).c_str(),
+                  compact_number(c.low).c_str(), compact_number(c.high).c_str(), compact_number(c.catalogue).c_str());
+  }
+  if (fitted)
+    std::printf("  as a calibration file: %s -o runs.csv && cotune calibrate --runs runs.csv --out cal.json\n",
+                export_history_command.c_str());
+}
+
 void print_summary(const StudySpec& spec, const RunResult& result, const std::string& store_path) {
   Store store(store_path);
   std::optional<StudyRecord> study = store.study(result.study_id);
@@ -180,11 +206,14 @@ void print_summary(const StudySpec& spec, const RunResult& result, const std::st
   print_best_table(stdout, best, spec, *space);
   print_recommended(spec, result, best, *space);
   std::vector<TrialRecord>().swap(trials);  // the report reads the study itself: not twice in memory
-  std::string abs_store = store_location_for_display(store_path);
-  std::printf("\nstore: %s\n", abs_store.c_str());
   bool password_left_out = false;
   const std::string name = shell_word(spec.name),
                     store_word = shell_word(store_location_for_command(store_path, &password_left_out));
+  if (study)
+    print_machine(result, "cotune export-history --space " + shell_word(spec.space.name) + " --workload-key " +
+                              study->workload_key + " --store " + store_word);
+  std::string abs_store = store_location_for_display(store_path);
+  std::printf("\nstore: %s\n", abs_store.c_str());
   if (password_left_out)
     std::printf("(the commands below leave the store's password out: give it by PGPASSWORD, a password file "
                 "(PGPASSFILE) or COTUNE_STORE)\n");
@@ -218,6 +247,19 @@ void print_json(const StudySpec& spec, const RunResult& result, const std::strin
                         {"recommended", nullptr},
                         {"report", nullptr}};
   if (result.recommended_config) run["recommended"] = result.recommended_config->seq;
+  nlohmann::json machine = nlohmann::json::object();
+  for (const auto& [gpu, fit] : result.prior_calibration) {
+    nlohmann::json constants = nlohmann::json::array();
+    for (const MachineFit::Constant& c : fit.constants)
+      constants.push_back(
+          {{"name", c.name}, {"catalogue", c.catalogue}, {"fitted", c.fitted}, {"low", c.low}, {"high", c.high}});
+    machine[gpu] = {{"trials", fit.trials},
+                    {"sampled", fit.sampled},
+                    {"mape_before", fit.mape_before},
+                    {"held_out_mape", fit.held_out_mape},
+                    {"constants", constants}};
+  }
+  run["prior_calibration"] = machine;
   const std::string prefix = "report: ";
   if (report.rfind(prefix, 0) == 0) run["report"] = report.substr(prefix.size());
   doc["run"] = run;

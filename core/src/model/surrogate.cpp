@@ -286,27 +286,23 @@ int step_sense(const std::string& metric) {
 
 }  // namespace
 
-void Surrogate::refit_constants(const std::vector<double>& configs, const std::vector<double>& values) {
-  constants_.clear();
-  constants_json_.clear();
+std::map<std::string, std::vector<perf::CalibrationRun>> Surrogate::calibration_runs(const double* configs, size_t n,
+                                                                                     const double* values) const {
+  std::map<std::string, std::vector<perf::CalibrationRun>> by_gpu;
   const int sense = step_sense(metric_);
-  // One trial tells only how far off the model's level is, which the predictor's offset learns;
-  // put on a constant, it would reorder the configurations by the prior's guess of which one.
-  constexpr size_t kFewestTrials = 2;
-  if (sense == 0 || values.size() < kFewestTrials) return;
+  if (sense == 0) return by_gpu;
   const size_t p = space_.num_params();
-  std::vector<size_t> rows(values.size());
-  for (size_t i = 0; i < rows.size(); ++i) rows[i] = i;
+  std::vector<size_t> rows;
+  for (size_t i = 0; i < n; ++i)
+    if (usable(values[i])) rows.push_back(i);
   if (rows.size() > kMaxCalibrationRows) {
     std::mt19937_64 rng(rows.size());
     std::shuffle(rows.begin(), rows.end(), rng);
     rows.resize(kMaxCalibrationRows);
   }
-  // Each measurement as a step time: the model's step scaled by how far the metric is off.
-  std::map<std::string, std::vector<perf::CalibrationRun>> by_gpu;
   for (size_t i : rows) {
     try {
-      const cotune_trace& trace = space_.lower(configs.data() + i * p);
+      const cotune_trace& trace = space_.lower(configs + i * p);
       cotune_sim_result r{};
       r.struct_size = sizeof r;
       perf::simulate(trace, &r);
@@ -319,6 +315,17 @@ void Surrogate::refit_constants(const std::vector<double>& configs, const std::v
       // a configuration that does not lower teaches the constants nothing
     }
   }
+  return by_gpu;
+}
+
+void Surrogate::refit_constants(const std::vector<double>& configs, const std::vector<double>& values) {
+  constants_.clear();
+  constants_json_.clear();
+  // One trial tells only how far off the model's level is, which the predictor's offset learns;
+  // put on a constant, it would reorder the configurations by the prior's guess of which one.
+  constexpr size_t kFewestTrials = 2;
+  if (values.size() < kFewestTrials) return;
+  const auto by_gpu = calibration_runs(configs.data(), values.size(), values.data());
   perf::CalibrationOptions options;
   options.candidates = kInStudyConstants;
   options.held_out = false;

@@ -125,6 +125,8 @@ class StudyRun {
 
   // the recommended configuration at the end of a run (study_run_recommend.cpp)
   std::optional<RecommendedConfig> recommend();
+  // the constants every measured trial determines, per GPU type (study_run_recommend.cpp)
+  std::map<std::string, MachineFit> machine_fit() const;
 
   // trials (study_run_loop.cpp)
   std::vector<RunningTrial> propose(size_t n);

@@ -1,7 +1,10 @@
 // The recommended configuration at the end of a run (RecommendedConfig in study_runner.hpp): among
-// the measured feasible trials of the study, the one the surrogate predicts best.
+// the measured feasible trials of the study, the one the surrogate predicts best. And what the
+// trials say of the machine (MachineFit).
 #include <cotune/core/abi/log.hpp>
 #include <cotune/core/model/objective.hpp>
+#include <cotune/core/errors.hpp>
+#include <cotune/core/perfmodel/calibration.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -57,6 +60,26 @@ std::optional<RecommendedConfig> StudyRun::recommend() {
   r.measured = origin.objective;
   if (std::isfinite(predicted[best])) r.predicted = predicted[best];
   return r;
+}
+
+std::map<std::string, MachineFit> StudyRun::machine_fit() const {
+  std::map<std::string, MachineFit> out;
+  for (const auto& [gpu, runs] : surrogate_->calibration_runs(train_configs_.data(), train_values_.size(),
+                                                              train_values_.data())) {
+    try {
+      const perf::CalibrationResult fit = perf::calibrate(runs, perf::CalibrationOptions{});
+      MachineFit& m = out[gpu];
+      m.trials = runs.size();
+      m.sampled = train_values_.size() > Surrogate::kMaxCalibrationRows;
+      m.mape_before = fit.before.mape;
+      m.held_out_mape = fit.held_out.mape;
+      for (const perf::ConstantFit& c : fit.fitted) m.constants.push_back({c.name, c.before, c.value, c.low, c.high});
+    } catch (const UserError& e) {
+      // too few or too alike to determine a constant: nothing to say of the machine
+      log(COTUNE_LOG_DEBUG, "study", "no calibration of " + gpu + " from the trials: " + e.what());
+    }
+  }
+  return out;
 }
 
 }  // namespace cotune::core

@@ -517,6 +517,7 @@ RunResult StudyRun::run() {
   result.counted_trials = budget_.counted();
   result.trials_this_run = finished_this_run_;
   result.recommended_config = recommend();
+  if (surrogate_->calibrates_prior()) result.prior_calibration = machine_fit();
   // Kept with the study, so that `cotune export` takes it later.
   if (result.recommended_config) store_->set_study_recommended(study_.id, result.recommended_config->trial_id);
   release_lease();

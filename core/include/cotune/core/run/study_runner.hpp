@@ -14,8 +14,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace cotune::core {
 
@@ -53,6 +55,21 @@ struct RecommendedConfig {
   std::optional<double> predicted;  // the surrogate's estimate; none when it has no fit yet
 };
 
+// One GPU type's constants fitted on the study's measured trials at its end, as `cotune calibrate
+// --runs` fits them (the constants that lower the cross-validated error; docs/calibration.md):
+// each one's catalogue (or gpu_spec) value, fitted value and one-sigma range.
+struct MachineFit {
+  struct Constant {
+    std::string name;
+    double catalogue = 0, fitted = 0, low = 0, high = 0;
+  };
+  size_t trials = 0;     // the measured trials of that GPU type it was fitted on
+  bool sampled = false;  // a seeded sample of the study's measured trials (Surrogate::kMaxCalibrationRows)
+  std::vector<Constant> constants;
+  double mape_before = 0;    // the model's step-time error on those trials with the catalogue's constants
+  double held_out_mape = 0;  // and held out (k-fold) with the fitted ones
+};
+
 struct RunResult {
   std::int64_t study_id = 0;
   StudyStatus status = StudyStatus::kRunning;  // finished or stopped
@@ -64,6 +81,9 @@ struct RunResult {
   // Set at the end of a run of a single-objective study with a feasible measured trial (two
   // objectives: the Pareto front is the answer); not set when the study had already finished.
   std::optional<RecommendedConfig> recommended_config;
+  // With the analytic prior's in-study calibration: the constants fitted on every measured trial
+  // at the end, per GPU type (empty without it, or when the trials cannot determine any).
+  std::map<std::string, MachineFit> prior_calibration;
 };
 
 // Runs (or resumes) the study. Throws UserError for bad input (unknown plugins, a study name taken
