@@ -200,9 +200,11 @@ std::vector<std::vector<size_t>> cv_folds(size_t n, size_t folds) {
 }
 
 // How many of `ordered` (the constants, most telling first) to fit: each prefix is fitted on every
-// fold's other runs and judged on the fold's own; the count with the lowest held-out error wins
-// (the fewer on a tie). More constants than the runs support fit their noise and predict other runs
-// worse than the catalogue did, which is what this guards against with few runs.
+// fold's other runs and judged on the fold's own. The count with the lowest held-out error is the
+// candidate; a smaller count whose held-out errors, run by run, are worse by no more than one
+// standard error of that difference wins instead (the one-standard-error rule: a gain within the
+// runs' scatter is not evidence). More constants than the runs support fit their noise and predict
+// other runs worse than the catalogue did, which is what this guards against with few runs.
 size_t select_constant_count(const std::vector<CalibrationRun>& runs, const std::vector<size_t>& ordered,
                              const Vector& theta_all, const CalibrationOptions& options, std::vector<double>* errors) {
   const std::vector<std::vector<size_t>> tests = cv_folds(runs.size(), options.folds);
@@ -210,6 +212,7 @@ size_t select_constant_count(const std::vector<CalibrationRun>& runs, const std:
   for (const auto& t : tests) smallest_train = std::min(smallest_train, runs.size() - t.size());
   const size_t most = std::min({ordered.size(), smallest_train, options.max_selected});
   errors->assign(most + 1, 0.0);
+  std::vector<std::vector<double>> per_run(most + 1);  // |held-out log error| of each run, fold by fold
   for (size_t k = 0; k <= most; ++k) {
     std::vector<size_t> index(ordered.begin(), ordered.begin() + long(k));
     std::sort(index.begin(), index.end());
@@ -228,11 +231,23 @@ size_t select_constant_count(const std::vector<CalibrationRun>& runs, const std:
         if (std::find(test.begin(), test.end(), i) == test.end()) train.push_back(i);
       Model m_train(runs, train), m_test(runs, test);
       const Vector theta = k == 0 ? theta0 : fit_theta(m_train, index, theta0, lo, hi, options.prior_sigma, false).theta;
-      for (double r : m_test.residuals(index, theta)) sum += std::fabs(r), ++count;
+      for (double r : m_test.residuals(index, theta)) sum += std::fabs(r), ++count, per_run[k].push_back(std::fabs(r));
     }
     (*errors)[k] = count > 0 ? sum / double(count) : 0;
   }
-  return static_cast<size_t>(std::min_element(errors->begin(), errors->end()) - errors->begin());
+  const size_t best = static_cast<size_t>(std::min_element(errors->begin(), errors->end()) - errors->begin());
+  for (size_t k = 0; k < best; ++k) {
+    const std::vector<double>& a = per_run[k];
+    const std::vector<double>& b = per_run[best];
+    const double n = double(a.size());
+    if (a.size() != b.size() || a.size() < 2) continue;
+    double mean = 0, sq = 0;
+    for (size_t i = 0; i < a.size(); ++i) mean += (a[i] - b[i]) / n;
+    for (size_t i = 0; i < a.size(); ++i) sq += (a[i] - b[i] - mean) * (a[i] - b[i] - mean);
+    const double standard_error = std::sqrt(sq / (n - 1) / n);
+    if (mean <= standard_error) return k;
+  }
+  return best;
 }
 
 // The runs' GPU (they must share one).
