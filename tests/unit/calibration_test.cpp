@@ -242,7 +242,7 @@ TEST_F(Calibration, RefusesRunsThatCannotDetermineWhatIsAsked) {
   // The same configuration three times: nothing to tell constants apart by.
   std::vector<CalibrationRun> same = {rs[0], rs[0], rs[0]};
   same[1].label = "run 7", same[2].label = "run 9";
-  EXPECT_THAT(error_of(same, {}), HasSubstr("the runs (run 1, run 7, run 9) are one configuration"));
+  EXPECT_THAT(error_of(same, {}), HasSubstr("the runs (run 1, run 7, run 9) time alike in the model (one configuration"));
   CalibrationOptions fp8;
   fp8.fit = {"gemm_efficiency_fp8"};
   EXPECT_THAT(error_of(rs, fp8), HasSubstr("gemm_efficiency_fp8 cannot be fitted from these runs: no run's step time "
@@ -340,6 +340,29 @@ TEST_F(Calibration, CommandLineCalibratesAndSimulateAppliesIt) {
   const double catalogue = std::stod(r.out.substr(r.out.find("ok,") + 3));
   EXPECT_NEAR(calibrated / real(2, 1, 1, 8), 1.0, 0.01);
   EXPECT_LT(catalogue, calibrated);
+  EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
+  // A file with no constants for the GPU simulated changes nothing, and says so.
+  std::ofstream(dir + "/a100.csv") << "hidden,layers,heads,vocab,seq_len,global_batch,gpu,gpus,tp,sp,zero\n"
+                                      "2048,16,16,32000,2048,256,a100-80gb,8,2,true,1\n"
+                                      "2048,16,16,32000,2048,256,a100-80gb,8,1,false,1\n";
+  r = run_cli(dir, {"simulate", "--batch", dir + "/a100.csv", "--calibration", dir + "/cal.json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("warning: the calibration has no constants for a100-80gb (first on line 2); the "
+                               "catalogue's are used for it"));
+  EXPECT_EQ(r.err.find("warning"), r.err.rfind("warning")) << "once per GPU:\n" << r.err;
+  std::ofstream(dir + "/w.json") << workload(1.0).dump();
+  std::ofstream(dir + "/c.json") << R"({"tp": 2, "sp": true})";
+  json a100 = workload(1.0);
+  a100["cluster"]["gpu"] = "a100-80gb";
+  std::ofstream(dir + "/a100.json") << a100.dump();
+  r = run_cli(dir, {"simulate", "--workload", dir + "/a100.json", "--config", dir + "/c.json", "--calibration",
+                    dir + "/cal.json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("cal.json' has no constants for a100-80gb (it has h100-sxm); the catalogue's are used"));
+  r = run_cli(dir, {"simulate", "--workload", dir + "/w.json", "--config", dir + "/c.json", "--calibration",
+                    dir + "/cal.json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
 
   // A bad cell names its line and column; a layout the space refuses names its line.
   std::ofstream(dir + "/bad.csv") << "hidden,layers,heads,global_batch,gpus,tp,step_time_s\n"
@@ -347,6 +370,11 @@ TEST_F(Calibration, CommandLineCalibratesAndSimulateAppliesIt) {
   r = run_cli(dir, {"calibrate", "--runs", dir + "/bad.csv"});
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.err, HasSubstr("bad.csv: line 3: column tp: expected a number, got 'x'"));
+  std::ofstream(dir + "/badstep.csv") << "hidden,layers,heads,global_batch,gpus,tp,step_time_s\n"
+                                         "2048,16,16,256,8,1,1.5\n2048,16,16,256,8,2,fast\n";
+  r = run_cli(dir, {"calibrate", "--runs", dir + "/badstep.csv"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("badstep.csv: line 3: column step_time_s: "));
   std::ofstream(dir + "/refused.csv") << "hidden,layers,heads,global_batch,gpus,tp,step_time_s\n"
                                          "2048,16,16,256,8,32,1.5\n";
   r = run_cli(dir, {"calibrate", "--runs", dir + "/refused.csv"});

@@ -275,11 +275,20 @@ TEST_F(RunCli, SaysWhatTheTrialsMeasuredOfTheMachine) {
   std::ofstream(path) << doc.dump(2);
   ASSERT_EQ(run({"run", path, "--store", dir_ + "/again.db"}), 0) << err();
   const std::string summary = out();
-  const size_t at = summary.find("the machine as the trials measured it");
+  const size_t at = summary.find("the machine as this workload's measured runs say");
   ASSERT_NE(at, std::string::npos) << summary;
-  EXPECT_NE(summary.find("h100-sxm, 12 trials: step-time error", at), std::string::npos) << summary;
+  EXPECT_NE(summary.find("h100-sxm, 12 runs: step-time error", at), std::string::npos) << summary;
   EXPECT_NE(summary.find("gemm_efficiency_max", at), std::string::npos) << summary;
   EXPECT_NE(summary.find("cotune export-history --space llm --workload-key ", at), std::string::npos) << summary;
+  // One trial cannot tell constants apart, and the summary says why.
+  doc["name"] = "single";
+  doc["budget"] = {{"trials", 1}};
+  std::ofstream(path) << doc.dump(2);
+  ASSERT_EQ(run({"run", path, "--store", dir_ + "/single.db"}), 0) << err();
+  EXPECT_NE(out().find("h100-sxm, 1 run: no constant can be fitted: needs at least two measured runs, got 1"),
+            std::string::npos)
+      << out();
+  doc["budget"] = {{"trials", 12}};
   doc["name"] = "uncalibrated";
   doc["predictor"] = {{"name", "krr"}, {"calibrate", false}};
   std::ofstream(path) << doc.dump(2);

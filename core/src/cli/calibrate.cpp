@@ -46,7 +46,7 @@ void print_result(std::FILE* to, const core::perf::CalibrationResult& r) {
   if (r.selection_error.size() > 1) {
     std::fprintf(to, "  cross-validated error fitting the 0, 1, 2, ... most telling constants:");
     for (double e : r.selection_error) std::fprintf(to, " %.1f%%", 100 * (std::exp(e) - 1));
-    std::fprintf(to, " (mean |log ratio| as %%; the count with the lowest is fitted)\n");
+    std::fprintf(to, " (mean |log ratio| as %%; the fewest within one standard error of the lowest are fitted)\n");
   }
   std::fprintf(to, "  step-time error on these runs: MAPE %.1f%% -> %.1f%%, median %.1f%% -> %.1f%%\n",
                100 * r.before.mape, 100 * r.after.mape, 100 * r.before.median_ape, 100 * r.after.median_ape);

@@ -69,12 +69,12 @@ std::map<std::string, std::vector<core::perf::CalibrationRun>> read_calibration_
     const cotune_trace& trace = space->lower(values.data());
     // The measurement as a step time; tokens per step come from the trace (a preset's seq_len too).
     double step = 0;
-    if (const std::string* t = cell("step_time_s")) step = positive(*t, where + ", column step_time_s");
-    else if (const std::string* t = cell("step_time_ms")) step = positive(*t, where + ", column step_time_ms") / 1e3;
+    if (const std::string* t = cell("step_time_s")) step = positive(*t, where + ": column step_time_s");
+    else if (const std::string* t = cell("step_time_ms")) step = positive(*t, where + ": column step_time_ms") / 1e3;
     else if (const std::string* t = cell("tokens_per_s"))
-      step = trace.tokens_per_step / positive(*t, where + ", column tokens_per_s");
+      step = trace.tokens_per_step / positive(*t, where + ": column tokens_per_s");
     else if (const std::string* t = cell("tokens_per_s_per_gpu"))
-      step = trace.tokens_per_step / (positive(*t, where + ", column tokens_per_s_per_gpu") * trace.gpus);
+      step = trace.tokens_per_step / (positive(*t, where + ": column tokens_per_s_per_gpu") * trace.gpus);
     else
       throw core::UserError(where + ": no measured value (step_time_s, step_time_ms, tokens_per_s or tokens_per_s_per_gpu)");
     const std::string gpu(trace.hardware.gpu_name.data, trace.hardware.gpu_name.len);

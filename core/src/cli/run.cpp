@@ -166,22 +166,27 @@ void print_recommended(const StudySpec& spec, const RunResult& result, const std
 // per GPU type, as `cotune calibrate --runs` would fit them, and how to keep them as a file.
 void print_machine(const RunResult& result, const std::string& export_history_command) {
   if (result.prior_calibration.empty()) return;
-  std::printf("\nthe machine as the trials measured it (fitted as `cotune calibrate` fits; docs/calibration.md):\n");
+  std::printf("\nthe machine as this workload's measured runs say (this study's and earlier ones in the store, "
+              "fitted as `cotune calibrate` fits; docs/calibration.md):\n");
   bool fitted = false;
   for (const auto& [gpu, fit] : result.prior_calibration) {
-    const std::string trials = std::to_string(fit.trials) + (fit.sampled ? " trials (a sample)" : " trials");
-    if (fit.constants.empty()) {
-      std::printf("  %s, %s: the catalogue's constants explain them (step-time error %.1f %%; fitting none "
-                  "lowered the cross-validated error)\n",
-                  gpu.c_str(), trials.c_str(), 100 * fit.mape_before);
-      continue;
+    const std::string runs =
+        std::to_string(fit.trials) + (fit.trials == 1 ? " run" : " runs") + (fit.sampled ? " (a sample)" : "");
+    if (!fit.refused.empty()) {
+      std::printf("  %s, %s: no constant can be fitted: %s\n", gpu.c_str(), runs.c_str(), fit.refused.c_str());
+    } else if (fit.constants.empty()) {
+      std::printf("  %s, %s: step-time error %.1f %% with the catalogue's constants; fitting any constant did not "
+                  "lower the cross-validated error\n",
+                  gpu.c_str(), runs.c_str(), 100 * fit.mape_before);
+    } else {
+      fitted = true;
+      std::printf("  %s, %s: step-time error %.1f %% with the catalogue's constants, %.1f %% held out with:\n",
+                  gpu.c_str(), runs.c_str(), 100 * fit.mape_before, 100 * fit.held_out_mape);
+      for (const MachineFit::Constant& c : fit.constants)
+        std::printf("    %-28s %10s  (one sigma %s-%s; catalogue %s)\n", c.name.c_str(),
+                    compact_number(c.fitted).c_str(), compact_number(c.low).c_str(), compact_number(c.high).c_str(),
+                    compact_number(c.catalogue).c_str());
     }
-    fitted = true;
-    std::printf("  %s, %s: step-time error %.1f %% with the catalogue's constants, %.1f %% held out with:\n",
-                gpu.c_str(), trials.c_str(), 100 * fit.mape_before, 100 * fit.held_out_mape);
-    for (const MachineFit::Constant& c : fit.constants)
-      std::printf("    %-28s %10s  (one sigma %s-%s; catalogue %s)\n", c.name.c_str(), compact_number(c.fitted).c_str(),
-                  compact_number(c.low).c_str(), compact_number(c.high).c_str(), compact_number(c.catalogue).c_str());
   }
   if (fitted)
     std::printf("  as a calibration file: %s -o runs.csv && cotune calibrate --runs runs.csv --out cal.json\n",
@@ -255,6 +260,7 @@ void print_json(const StudySpec& spec, const RunResult& result, const std::strin
           {{"name", c.name}, {"catalogue", c.catalogue}, {"fitted", c.fitted}, {"low", c.low}, {"high", c.high}});
     machine[gpu] = {{"trials", fit.trials},
                     {"sampled", fit.sampled},
+                    {"refused", fit.refused.empty() ? nlohmann::json() : nlohmann::json(fit.refused)},
                     {"mape_before", fit.mape_before},
                     {"held_out_mape", fit.held_out_mape},
                     {"constants", constants}};

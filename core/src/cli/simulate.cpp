@@ -171,6 +171,20 @@ void print_heaviest_ops(const cotune_trace& t, size_t n) {
   }
 }
 
+// A calibration without an entry for the simulated GPU changes nothing: say so rather than print
+// the catalogue's answer as if it were calibrated.
+void warn_if_uncalibrated(const json& calibration, const cotune_trace& trace, const std::string& path) {
+  if (calibration.is_null()) return;
+  const std::string gpu(trace.hardware.gpu_name.data, trace.hardware.gpu_name.len);
+  if (core::perf::calibration_covers(calibration, gpu)) return;
+  std::string has;
+  for (auto it = calibration.begin(); it != calibration.end(); ++it) has += (has.empty() ? "" : ", ") + it.key();
+  std::fprintf(stderr,
+               "cotune simulate: warning: --calibration '%s' has no constants for %s (it has %s); the catalogue's "
+               "are used\n",
+               path.c_str(), gpu.c_str(), has.empty() ? "none" : has.c_str());
+}
+
 int run_simulate(int argc, char** argv) {
   std::string workload_path, config_path, batch_path, out_path, calibration_path, space_options = "{}",
               space_name = core::kDefaultSpace;
@@ -272,6 +286,7 @@ int run_simulate(int argc, char** argv) {
   if (!reason.empty() && !oom) throw core::UserError("--config '" + config_path + "' is invalid: " + reason);
 
   const cotune_trace& trace = space->lower(values.data());
+  warn_if_uncalibrated(calibration, trace, calibration_path);
   cotune_sim_result r{};
   r.struct_size = sizeof r;
   core::perf::simulate(trace, &r);

@@ -12,6 +12,7 @@
 
 #include <cstdio>
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <vector>
 
@@ -35,6 +36,7 @@ std::string fmt(double v, const char* f = "%.6g") {
 
 struct Outcome {
   std::string status, reason;
+  std::string gpu;  // the GPU it was timed on (catalogue or gpu_spec name)
   double step = 0, tokens = 0, tflops = 0, mfu = 0, mem_gib = 0;
   bool timed = false;
 };
@@ -56,7 +58,9 @@ Outcome simulate_row(const core::Registry& registry, const core::TableSchema& sc
   }
   cotune_sim_result res{};
   res.struct_size = sizeof res;
-  core::perf::simulate(space->lower(values.data()), &res);
+  const cotune_trace& trace = space->lower(values.data());
+  core::perf::simulate(trace, &res);
+  o.gpu.assign(trace.hardware.gpu_name.data, trace.hardware.gpu_name.len);
   o.status = oom ? "oom" : "ok";
   o.timed = true;
   o.step = res.step_time_s, o.tokens = res.tokens_per_s, o.tflops = res.tflops_per_gpu, o.mfu = res.mfu;
@@ -89,6 +93,7 @@ size_t simulate_batch(const core::Registry& registry, const core::TableSchema& s
   out << "\n";
 
   size_t bad = 0;
+  std::set<std::string> uncalibrated;  // GPUs the calibration has no constants for, said once each
   while (reader.next(record)) {
     if (fields.size() == 1 && fields[0].empty()) continue;  // blank line
     Outcome o;
@@ -106,6 +111,11 @@ size_t simulate_batch(const core::Registry& registry, const core::TableSchema& s
       o.reason = e.what();
     }
     if (o.status != "ok") ++bad;
+    if (calibration != nullptr && o.timed && !core::perf::calibration_covers(*calibration, o.gpu) &&
+        uncalibrated.insert(o.gpu).second)
+      std::fprintf(stderr, "cotune simulate: warning: the calibration has no constants for %s (first on line %zu); "
+                           "the catalogue's are used for it\n",
+                   o.gpu.c_str(), record.line);
     fields.resize(header.size());
     for (size_t i = 0; i < header.size(); ++i) out << (i ? "," : "") << csv_field(fields[i]);
     out << "," << o.status;

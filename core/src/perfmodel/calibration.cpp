@@ -398,7 +398,8 @@ CalibrationResult calibrate(const std::vector<CalibrationRun>& runs, const Calib
   }
   if (distinct.size() < fewest)
     throw UserError("calibrate: the runs (" + run_list(runs, all) +
-                    ") are one configuration: their step times cannot tell any constant from another");
+                    ") time alike in the model (one configuration, or layouts it does not tell apart): their step "
+                    "times cannot tell any constant from another");
 
   // How much a constant moves the runs' step times: at its value, and a factor of 4 either way
   // (a floor such as the host's issue time binds only beyond some value).
@@ -591,6 +592,13 @@ json read_calibration_file(const std::string& path) {
     per_gpu[it.key()] = it.value()["constants"];
   }
   return per_gpu;
+}
+
+bool calibration_covers(const json& per_gpu, const std::string& gpu_name) {
+  if (!per_gpu.is_object()) return false;
+  for (auto it = per_gpu.begin(); it != per_gpu.end(); ++it)
+    if (it.key() == gpu_name || catalogue_gpu_name(it.key()) == gpu_name) return true;
+  return false;
 }
 
 void apply_calibration(json& workload, const json& per_gpu, const std::string& where) {

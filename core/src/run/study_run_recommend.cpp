@@ -66,17 +66,19 @@ std::map<std::string, MachineFit> StudyRun::machine_fit() const {
   std::map<std::string, MachineFit> out;
   for (const auto& [gpu, runs] : surrogate_->calibration_runs(train_configs_.data(), train_values_.size(),
                                                               train_values_.data())) {
+    MachineFit& m = out[gpu];
+    m.trials = runs.size();
+    m.sampled = train_values_.size() > Surrogate::kMaxCalibrationRows;
     try {
       const perf::CalibrationResult fit = perf::calibrate(runs, perf::CalibrationOptions{});
-      MachineFit& m = out[gpu];
-      m.trials = runs.size();
-      m.sampled = train_values_.size() > Surrogate::kMaxCalibrationRows;
       m.mape_before = fit.before.mape;
       m.held_out_mape = fit.held_out.mape;
       for (const perf::ConstantFit& c : fit.fitted) m.constants.push_back({c.name, c.before, c.value, c.low, c.high});
     } catch (const UserError& e) {
-      // too few or too alike to determine a constant: nothing to say of the machine
-      log(COTUNE_LOG_DEBUG, "study", "no calibration of " + gpu + " from the trials: " + e.what());
+      // too few or too alike to determine a constant: the summary says so
+      const std::string prefix = "calibrate: ";
+      m.refused = e.what();
+      if (m.refused.rfind(prefix, 0) == 0) m.refused.erase(0, prefix.size());
     }
   }
   return out;

@@ -63,8 +63,11 @@ struct MachineFit {
     std::string name;
     double catalogue = 0, fitted = 0, low = 0, high = 0;
   };
-  size_t trials = 0;     // the measured trials of that GPU type it was fitted on
-  bool sampled = false;  // a seeded sample of the study's measured trials (Surrogate::kMaxCalibrationRows)
+  // The measured runs of that GPU type it was fitted on: the study's trials and the store's earlier
+  // runs of the same workload, what the predictor learns from.
+  size_t trials = 0;
+  bool sampled = false;  // a seeded sample of them (Surrogate::kMaxCalibrationRows)
+  std::string refused;   // why no constant could be fitted (too few runs, or runs the model times alike)
   std::vector<Constant> constants;
   double mape_before = 0;    // the model's step-time error on those trials with the catalogue's constants
   double held_out_mape = 0;  // and held out (k-fold) with the fitted ones
