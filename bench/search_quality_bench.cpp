@@ -268,7 +268,8 @@ Reached loop_trials(const StudySpec& base, const std::string& searcher, Prior pr
   doc["budget"] = {{"trials", cap}};
   doc["seed"] = seed;
   doc["workload"] = base.workload;
-  doc.erase("format");
+  // The example's format stays: its launch target decides how the framework runs the workload
+  // (TorchTitan's kernels for the Mixtral example), as the landscape was timed.
   spec = parse_study_file(doc.dump(), base.file, "/");
   const int first_batch = static_cast<int>(spec.parallel);
 
@@ -523,7 +524,8 @@ ReplayReached replay_trials(const StudySpec& base, const std::string& searcher, 
   doc["seed"] = seed;
   if (g_replay_parallel > 0) doc["parallel"] = g_replay_parallel;
   doc["objective"].erase("constraints");
-  doc.erase("format");
+  // The example's format stays: its launch target decides how the framework runs the workload
+  // (TorchTitan's kernels for the Mixtral example), as the landscape was timed.
   const StudySpec spec = parse_study_file(doc.dump(), base.file, "/");
   fs::remove_all(store_dir);
   fs::create_directories(store_dir);
