@@ -336,6 +336,13 @@ TEST_F(AnalyticPrior, InStudyCalibrationLearnsFromTheFirstTwoTrials) {
   const std::vector<double> first = {measured(0), measured(1)};
   surrogate.fit(config(0), 1, first.data());
   EXPECT_TRUE(surrogate.prior_constants().empty()) << "one trial moved the constants";
+  // The same configuration measured twice tells only the level too.
+  const size_t p = space_->num_params();
+  std::vector<double> twice(config(0), config(0) + p);
+  twice.insert(twice.end(), config(0), config(0) + p);
+  const std::vector<double> again = {measured(0), measured(0) * 1.01};
+  surrogate.fit(twice.data(), 2, again.data());
+  EXPECT_TRUE(surrogate.prior_constants().empty()) << "one configuration measured twice moved the constants";
   surrogate.fit(config(0), 2, first.data());
   ASSERT_EQ(surrogate.prior_constants().count("h100-sxm"), 1u);
   const nlohmann::json& c = surrogate.prior_constants().at("h100-sxm");

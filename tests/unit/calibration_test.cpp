@@ -226,6 +226,11 @@ TEST_F(Calibration, FromOneRunTheUnderdeterminedFitSharesItsErrorByDependence) {
     e_after += std::fabs(std::log(after[i] / others[i].measured_step_s));
   }
   EXPECT_LT(e_after, 0.2 * e_before) << "mean |log error| " << e_after / double(others.size());
+
+  // Two runs fit one constant, but leave none to hold out: no held-out figure rather than a zero.
+  const auto two = perf::calibrate({rs[0], rs[1]}, CalibrationOptions{});
+  EXPECT_EQ(two.folds, 0u);
+  EXPECT_EQ(two.held_out.mape, 0.0);
 }
 
 TEST_F(Calibration, RefusesRunsThatCannotDetermineWhatIsAsked) {

@@ -20,6 +20,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstdio>
 #include <filesystem>
@@ -175,13 +176,16 @@ void print_machine(const RunResult& result, const std::string& export_history_co
     if (!fit.refused.empty()) {
       std::printf("  %s, %s: no constant can be fitted: %s\n", gpu.c_str(), runs.c_str(), fit.refused.c_str());
     } else if (fit.constants.empty()) {
-      std::printf("  %s, %s: step-time error %.1f %% with the catalogue's constants; fitting any constant did not "
-                  "lower the cross-validated error\n",
+      std::printf("  %s, %s: step-time error %.1f %% with the catalogue's constants; no constant lowered the "
+                  "cross-validated error by more than the runs' scatter\n",
                   gpu.c_str(), runs.c_str(), 100 * fit.mape_before);
     } else {
       fitted = true;
-      std::printf("  %s, %s: step-time error %.1f %% with the catalogue's constants, %.1f %% held out with:\n",
-                  gpu.c_str(), runs.c_str(), 100 * fit.mape_before, 100 * fit.held_out_mape);
+      char held_out[64] = " (too few runs to hold any out); fitted";
+      if (std::isfinite(fit.held_out_mape))
+        std::snprintf(held_out, sizeof held_out, ", %.1f %% held out with", 100 * fit.held_out_mape);
+      std::printf("  %s, %s: step-time error %.1f %% with the catalogue's constants%s:\n", gpu.c_str(),
+                  runs.c_str(), 100 * fit.mape_before, held_out);
       for (const MachineFit::Constant& c : fit.constants)
         std::printf("    %-28s %10s  (one sigma %s-%s; catalogue %s)\n", c.name.c_str(),
                     compact_number(c.fitted).c_str(), compact_number(c.low).c_str(), compact_number(c.high).c_str(),
@@ -262,7 +266,8 @@ void print_json(const StudySpec& spec, const RunResult& result, const std::strin
                     {"sampled", fit.sampled},
                     {"refused", fit.refused.empty() ? nlohmann::json() : nlohmann::json(fit.refused)},
                     {"mape_before", fit.mape_before},
-                    {"held_out_mape", fit.held_out_mape},
+                    {"held_out_mape", std::isfinite(fit.held_out_mape) ? nlohmann::json(fit.held_out_mape)
+                                                                       : nlohmann::json()},
                     {"constants", constants}};
   }
   run["prior_calibration"] = machine;

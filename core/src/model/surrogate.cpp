@@ -310,7 +310,7 @@ std::map<std::string, std::vector<perf::CalibrationRun>> Surrogate::calibration_
       if (!modelled || !usable(*modelled) || !usable(r.step_time_s)) continue;
       const double step = r.step_time_s * (sense > 0 ? values[i] / *modelled : *modelled / values[i]);
       by_gpu[std::string(trace.hardware.gpu_name.data, trace.hardware.gpu_name.len)].push_back(
-          {"trial " + std::to_string(i + 1), perf::TraceCopy(trace), step});
+          {"measured run " + std::to_string(i + 1), perf::TraceCopy(trace), step});
     } catch (const std::exception&) {
       // a configuration that does not lower teaches the constants nothing
     }
@@ -335,6 +335,7 @@ void Surrogate::refit_constants(const std::vector<double>& configs, const std::v
   // No cross-validated choice of how many to fit: it costs a fit per fold and count at every
   // refit, and the prior keeps the few cheap candidates steady instead.
   options.underdetermined = true;
+  options.underdetermined_fewest = kFewestTrials;  // two rows the model times alike tell only the level too
   for (const auto& [gpu, runs] : by_gpu) {
     if (runs.size() < kFewestTrials) continue;
     try {

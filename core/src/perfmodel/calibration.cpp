@@ -360,7 +360,8 @@ json CalibrationResult::constants() const {
 }
 
 CalibrationResult calibrate(const std::vector<CalibrationRun>& runs, const CalibrationOptions& options) {
-  const size_t fewest = options.underdetermined && options.fit.empty() ? 1 : 2;
+  const size_t fewest =
+      options.underdetermined && options.fit.empty() ? std::max<size_t>(1, options.underdetermined_fewest) : 2;
   if (runs.size() < fewest)
     throw UserError("calibrate: needs at least two measured runs, got " + std::to_string(runs.size()));
   for (const CalibrationRun& r : runs)
@@ -459,7 +460,7 @@ CalibrationResult calibrate(const std::vector<CalibrationRun>& runs, const Calib
       const size_t k = select_constant_count(runs, index, theta_all, options, &result.selection_error);
       for (size_t i = k; i < index.size(); ++i)
         result.not_fitted.push_back(std::string(kConstants[index[i]].name) +
-                                    ": fitting it did not lower the cross-validated error on these runs");
+                                    ": fitting it did not lower the cross-validated error on these runs by more than its scatter");
       index.resize(k);
     }
     std::sort(index.begin(), index.end());
@@ -495,8 +496,10 @@ CalibrationResult calibrate(const std::vector<CalibrationRun>& runs, const Calib
       const Fit ff = fit_theta(m_train, index, theta0, lo, hi, options.prior_sigma);
       for (double r : m_test.residuals(index, ff.theta)) held.push_back(r);
     }
-    result.held_out = figures(held);
-    result.folds = k;
+    if (!held.empty()) {  // a fold whose other runs are too few to fit on predicts nothing
+      result.held_out = figures(held);
+      result.folds = k;
+    }
   }
   return result;
 }

@@ -64,22 +64,31 @@ std::optional<RecommendedConfig> StudyRun::recommend() {
 
 std::map<std::string, MachineFit> StudyRun::machine_fit() const {
   std::map<std::string, MachineFit> out;
-  for (const auto& [gpu, runs] : surrogate_->calibration_runs(train_configs_.data(), train_values_.size(),
-                                                              train_values_.data())) {
-    MachineFit& m = out[gpu];
-    m.trials = runs.size();
-    m.sampled = train_values_.size() > Surrogate::kMaxCalibrationRows;
-    try {
-      const perf::CalibrationResult fit = perf::calibrate(runs, perf::CalibrationOptions{});
-      m.mape_before = fit.before.mape;
-      m.held_out_mape = fit.held_out.mape;
-      for (const perf::ConstantFit& c : fit.fitted) m.constants.push_back({c.name, c.before, c.value, c.low, c.high});
-    } catch (const UserError& e) {
-      // too few or too alike to determine a constant: the summary says so
-      const std::string prefix = "calibrate: ";
-      m.refused = e.what();
-      if (m.refused.rfind(prefix, 0) == 0) m.refused.erase(0, prefix.size());
+  const size_t usable = static_cast<size_t>(std::count_if(train_values_.begin(), train_values_.end(), [](double v) {
+    return std::isfinite(v) && v > 0;
+  }));
+  try {
+    for (const auto& [gpu, runs] : surrogate_->calibration_runs(train_configs_.data(), train_values_.size(),
+                                                                train_values_.data())) {
+      MachineFit& m = out[gpu];
+      m.trials = runs.size();
+      m.sampled = usable > Surrogate::kMaxCalibrationRows;
+      try {
+        const perf::CalibrationResult fit = perf::calibrate(runs, perf::CalibrationOptions{});
+        m.mape_before = fit.before.mape;
+        m.held_out_mape = fit.folds > 0 ? fit.held_out.mape : kNaN;
+        for (const perf::ConstantFit& c : fit.fitted) m.constants.push_back({c.name, c.before, c.value, c.low, c.high});
+      } catch (const UserError& e) {
+        // too few or too alike to determine a constant: the summary says so
+        const std::string prefix = "calibrate: ";
+        m.refused = e.what();
+        if (m.refused.rfind(prefix, 0) == 0) m.refused.erase(0, prefix.size());
+      }
     }
+  } catch (const std::exception& e) {
+    // Only a report: the study's result stands without it.
+    log(COTUNE_LOG_WARN, "study", std::string("no fit of the machine's constants at the end: ") + e.what());
+    out.clear();
   }
   return out;
 }

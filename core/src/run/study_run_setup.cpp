@@ -517,7 +517,8 @@ RunResult StudyRun::run() {
   result.counted_trials = budget_.counted();
   result.trials_this_run = finished_this_run_;
   result.recommended_config = recommend();
-  if (surrogate_->calibrates_prior()) result.prior_calibration = machine_fit();
+  // What the runs say of the machine: a report, skipped when the user asked the run to stop.
+  if (surrogate_->calibrates_prior() && !stopping_) result.prior_calibration = machine_fit();
   // Kept with the study, so that `cotune export` takes it later.
   if (result.recommended_config) store_->set_study_recommended(study_.id, result.recommended_config->trial_id);
   release_lease();

@@ -70,6 +70,8 @@ struct CalibrationOptions {
   // how much the run depends on each (the most probable constants given the runs). Implies no
   // selection.
   bool underdetermined = false;
+  // With underdetermined: the fewest distinct runs (runs the model times differently) to fit from.
+  size_t underdetermined_fewest = 1;
 };
 
 struct ConstantFit {

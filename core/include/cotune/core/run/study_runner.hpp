@@ -70,7 +70,7 @@ struct MachineFit {
   std::string refused;   // why no constant could be fitted (too few runs, or runs the model times alike)
   std::vector<Constant> constants;
   double mape_before = 0;    // the model's step-time error on those trials with the catalogue's constants
-  double held_out_mape = 0;  // and held out (k-fold) with the fitted ones
+  double held_out_mape = 0;  // and held out (k-fold) with the fitted ones; NaN when too few runs to hold any out
 };
 
 struct RunResult {
