@@ -44,6 +44,20 @@ class AnalyticPrior : public ::testing::Test {
   }
   double model_step_time(const double* c) const { return model(c).step_time_s; }
 
+  // The step time of configuration i on a machine whose H100 has these GPU-description constants
+  // instead of the catalogue's (the space of `machine_`, made by on_machine()).
+  void on_machine(const nlohmann::json& constants) {
+    nlohmann::json w = nlohmann::json::parse(kWorkload);
+    w["cluster"]["calibration"] = {{"h100-sxm", constants}};
+    machine_ = registry_.make_space("llm", w.dump());
+  }
+  double measured(size_t i) const {
+    cotune_sim_result r{};
+    r.struct_size = sizeof r;
+    perf::simulate(machine_->lower(config(i)), &r);
+    return r.step_time_s;
+  }
+
   // Kendall's tau between predicted and true values on configurations [from, n_) of a surrogate
   // fitted on [0, from) of `metric`.
   double held_out_tau(Surrogate& s, size_t from, double (*metric)(const cotune_sim_result&)) const {
@@ -57,7 +71,7 @@ class AnalyticPrior : public ::testing::Test {
   }
 
   Registry registry_;
-  std::unique_ptr<Space> space_;
+  std::unique_ptr<Space> space_, machine_;
   std::unique_ptr<Predictor> predictor_;
   std::vector<double> configs_;
   size_t n_ = 0;
@@ -277,15 +291,7 @@ namespace {
 // constants move to the machine's, and its estimates of the other configurations come far closer
 // than the uncalibrated prior's (the predictor alone corrects the same bias only where it has data).
 TEST_F(AnalyticPrior, InStudyCalibrationMovesTheModelToTheMachineMeasured) {
-  nlohmann::json machine = nlohmann::json::parse(kWorkload);
-  machine["cluster"]["calibration"] = {{"h100-sxm", {{"gemm_efficiency_max", 0.45}, {"host_launch_us", 30}}}};
-  auto real = registry_.make_space("llm", machine.dump());
-  auto measured = [&](size_t i) {
-    cotune_sim_result r{};
-    r.struct_size = sizeof r;
-    perf::simulate(real->lower(config(i)), &r);
-    return r.step_time_s;
-  };
+  on_machine({{"gemm_efficiency_max", 0.45}, {"host_launch_us", 30}});
   constexpr size_t kTrain = 8;
   std::vector<double> y(kTrain);
   for (size_t i = 0; i < kTrain; ++i) y[i] = measured(i);
@@ -322,15 +328,7 @@ TEST_F(AnalyticPrior, InStudyCalibrationMovesTheModelToTheMachineMeasured) {
 // efficiency, and the prior's estimates of configurations not measured move toward the machine's.
 // One measurement tells only the level (the predictor's offset learns it): no constant moves.
 TEST_F(AnalyticPrior, InStudyCalibrationLearnsFromTheFirstTwoTrials) {
-  nlohmann::json machine = nlohmann::json::parse(kWorkload);
-  machine["cluster"]["calibration"] = {{"h100-sxm", {{"gemm_efficiency_max", 0.5}}}};
-  auto real = registry_.make_space("llm", machine.dump());
-  auto measured = [&](size_t i) {
-    cotune_sim_result r{};
-    r.struct_size = sizeof r;
-    perf::simulate(real->lower(config(i)), &r);
-    return r.step_time_s;
-  };
+  on_machine({{"gemm_efficiency_max", 0.5}});
   Surrogate surrogate(*space_, *predictor_, "step_time_s", Prior::kAnalytic, config(0));
   surrogate.calibrate_prior(true);
   const std::vector<double> first = {measured(0), measured(1)};
