@@ -287,7 +287,8 @@ int step_sense(const std::string& metric) {
 }  // namespace
 
 std::map<std::string, std::vector<perf::CalibrationRun>> Surrogate::calibration_runs(const double* configs, size_t n,
-                                                                                     const double* values) const {
+                                                                                     const double* values,
+                                                                                     size_t limit) const {
   std::map<std::string, std::vector<perf::CalibrationRun>> by_gpu;
   const int sense = step_sense(metric_);
   if (sense == 0) return by_gpu;
@@ -295,10 +296,10 @@ std::map<std::string, std::vector<perf::CalibrationRun>> Surrogate::calibration_
   std::vector<size_t> rows;
   for (size_t i = 0; i < n; ++i)
     if (usable(values[i])) rows.push_back(i);
-  if (rows.size() > kMaxCalibrationRows) {
+  if (rows.size() > limit) {
     std::mt19937_64 rng(rows.size());
     std::shuffle(rows.begin(), rows.end(), rng);
-    rows.resize(kMaxCalibrationRows);
+    rows.resize(limit);
   }
   for (size_t i : rows) {
     try {

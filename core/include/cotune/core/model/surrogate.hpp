@@ -97,11 +97,11 @@ class Surrogate {
   // The constants the last fit() found, per GPU type (GPU-description fields; empty when none).
   const std::map<std::string, nlohmann::json>& prior_constants() const { return constants_json_; }
   // The measured configurations as calibration runs (the model's step time scaled by how far the
-  // metric is off), per GPU type: those that lower and that the model can time, at most
-  // kMaxCalibrationRows of them (a seeded sample). Empty for a metric that does not follow the step
-  // time (memory, GPUs).
+  // metric is off), per GPU type: those that lower and that the model can time, at most `limit` of
+  // them (a seeded sample). Empty for a metric that does not follow the step time (memory, GPUs).
   std::map<std::string, std::vector<perf::CalibrationRun>> calibration_runs(const double* configs, size_t n,
-                                                                            const double* values) const;
+                                                                            const double* values,
+                                                                            size_t limit = kMaxCalibrationRows) const;
   static const std::vector<std::string> kInStudyConstants;
   // At most this many measured configurations are calibrated on (a seeded sample beyond).
   static constexpr size_t kMaxCalibrationRows = 256;

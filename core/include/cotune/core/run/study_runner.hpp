@@ -66,7 +66,7 @@ struct MachineFit {
   // The measured runs of that GPU type it was fitted on: the study's trials and the store's earlier
   // runs of the same workload, what the predictor learns from.
   size_t trials = 0;
-  bool sampled = false;  // a seeded sample of them (Surrogate::kMaxCalibrationRows)
+  bool sampled = false;  // a seeded sample of them (64)
   std::string refused;   // why no constant could be fitted (too few runs, or runs the model times alike)
   std::vector<Constant> constants;
   double mape_before = 0;    // the model's step-time error on those trials with the catalogue's constants
