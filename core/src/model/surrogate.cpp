@@ -288,8 +288,10 @@ int step_sense(const std::string& metric) {
 
 std::map<std::string, std::vector<perf::CalibrationRun>> Surrogate::calibration_runs(const double* configs, size_t n,
                                                                                      const double* values,
-                                                                                     size_t limit) const {
+                                                                                     size_t limit,
+                                                                                     bool* sampled) const {
   std::map<std::string, std::vector<perf::CalibrationRun>> by_gpu;
+  if (sampled != nullptr) *sampled = false;
   const int sense = step_sense(metric_);
   if (sense == 0) return by_gpu;
   const size_t p = space_.num_params();
@@ -297,6 +299,7 @@ std::map<std::string, std::vector<perf::CalibrationRun>> Surrogate::calibration_
   for (size_t i = 0; i < n; ++i)
     if (usable(values[i])) rows.push_back(i);
   if (rows.size() > limit) {
+    if (sampled != nullptr) *sampled = true;
     std::mt19937_64 rng(rows.size());
     std::shuffle(rows.begin(), rows.end(), rng);
     rows.resize(limit);

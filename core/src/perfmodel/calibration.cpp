@@ -363,7 +363,8 @@ CalibrationResult calibrate(const std::vector<CalibrationRun>& runs, const Calib
   const size_t fewest =
       options.underdetermined && options.fit.empty() ? std::max<size_t>(1, options.underdetermined_fewest) : 2;
   if (runs.size() < fewest)
-    throw UserError("calibrate: needs at least two measured runs, got " + std::to_string(runs.size()));
+    throw UserError(std::string("calibrate: needs at least ") + (fewest == 1 ? "one measured run" : "two measured runs") +
+                    ", got " + std::to_string(runs.size()));
   for (const CalibrationRun& r : runs)
     if (!(r.measured_step_s > 0) || !std::isfinite(r.measured_step_s))
       throw UserError("calibrate: " + r.label + " has no positive measured step time");
@@ -597,10 +598,14 @@ json read_calibration_file(const std::string& path) {
   return per_gpu;
 }
 
+bool calibration_key_names(const std::string& key, const std::string& gpu_name) {
+  return key == gpu_name || catalogue_gpu_name(key) == gpu_name;
+}
+
 bool calibration_covers(const json& per_gpu, const std::string& gpu_name) {
   if (!per_gpu.is_object()) return false;
   for (auto it = per_gpu.begin(); it != per_gpu.end(); ++it)
-    if (it.key() == gpu_name || catalogue_gpu_name(it.key()) == gpu_name) return true;
+    if (calibration_key_names(it.key(), gpu_name)) return true;
   return false;
 }
 

@@ -3,6 +3,7 @@
 // defined entirely in "gpu_spec"; the network levels, optionally overridden by "network".
 #include <cotune/core/embedded.hpp>
 #include <cotune/core/errors.hpp>
+#include <cotune/core/perfmodel/calibration.hpp>
 #include <cotune/core/perfmodel/perfmodel.hpp>
 
 #include <algorithm>
@@ -251,8 +252,7 @@ void resolve_hardware(const json& cluster, cotune_hardware* out, const std::stri
     }
     // Keyed by the GPU's name as the calibration wrote it, or any spelling of its catalogue name.
     for (auto it = cal.begin(); it != cal.end(); ++it)
-      if (it.key() == g.name || catalogue_gpu_name(it.key()) == g.name)
-        apply_gpu_fields(it.value(), g, where + "/calibration/" + it.key());
+      if (calibration_key_names(it.key(), g.name)) apply_gpu_fields(it.value(), g, where + "/calibration/" + it.key());
   }
   check_complete(g, where + (cluster.contains("gpu_spec") ? "/gpu_spec" : ""));
 

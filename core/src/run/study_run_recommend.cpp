@@ -64,18 +64,16 @@ std::optional<RecommendedConfig> StudyRun::recommend() {
 
 std::map<std::string, MachineFit> StudyRun::machine_fit() const {
   std::map<std::string, MachineFit> out;
-  const size_t usable = static_cast<size_t>(std::count_if(train_values_.begin(), train_values_.end(), [](double v) {
-    return std::isfinite(v) && v > 0;
-  }));
   try {
     // A cross-validated fit costs a fit per fold and count: on a sample of 64 runs it takes under a
     // second (3.5 s on 256), and determines the few constants a summary reports as well.
     constexpr size_t kMachineFitRuns = 64;
+    bool sampled = false;
     for (const auto& [gpu, runs] : surrogate_->calibration_runs(train_configs_.data(), train_values_.size(),
-                                                                train_values_.data(), kMachineFitRuns)) {
+                                                                train_values_.data(), kMachineFitRuns, &sampled)) {
       MachineFit& m = out[gpu];
       m.trials = runs.size();
-      m.sampled = usable > kMachineFitRuns;
+      m.sampled = sampled;
       try {
         const perf::CalibrationResult fit = perf::calibrate(runs, perf::CalibrationOptions{});
         m.mape_before = fit.before.mape;

@@ -98,10 +98,12 @@ class Surrogate {
   const std::map<std::string, nlohmann::json>& prior_constants() const { return constants_json_; }
   // The measured configurations as calibration runs (the model's step time scaled by how far the
   // metric is off), per GPU type: those that lower and that the model can time, at most `limit` of
-  // them (a seeded sample). Empty for a metric that does not follow the step time (memory, GPUs).
+  // them (a seeded sample; *sampled says whether one was drawn). Empty for a metric that does not
+  // follow the step time (memory, GPUs).
   std::map<std::string, std::vector<perf::CalibrationRun>> calibration_runs(const double* configs, size_t n,
                                                                             const double* values,
-                                                                            size_t limit = kMaxCalibrationRows) const;
+                                                                            size_t limit = kMaxCalibrationRows,
+                                                                            bool* sampled = nullptr) const;
   static const std::vector<std::string> kInStudyConstants;
   // At most this many measured configurations are calibrated on (a seeded sample beyond).
   static constexpr size_t kMaxCalibrationRows = 256;

@@ -132,8 +132,10 @@ nlohmann::json calibration_file(const std::vector<CalibrationResult>& results, c
 nlohmann::json read_calibration_file(const std::string& path);
 // Sets workload["cluster"]["calibration"] to the per-GPU constants (replacing any there).
 void apply_calibration(nlohmann::json& workload, const nlohmann::json& per_gpu, const std::string& where);
-// Whether the per-GPU constants have an entry for the GPU of that (catalogue or gpu_spec) name, as
-// the host matches them: the name itself or any spelling of its catalogue name.
+// Whether a calibration's key names the GPU of that (catalogue or gpu_spec) name: the name itself or
+// any spelling of its catalogue name. The host applies an entry by this rule.
+bool calibration_key_names(const std::string& key, const std::string& gpu_name);
+// Whether the per-GPU constants have an entry for that GPU.
 bool calibration_covers(const nlohmann::json& per_gpu, const std::string& gpu_name);
 
 }  // namespace cotune::core::perf
