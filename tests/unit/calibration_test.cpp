@@ -390,4 +390,62 @@ TEST_F(Calibration, CommandLineCalibratesAndSimulateAppliesIt) {
   EXPECT_THAT(r.err, HasSubstr("gemm_efficiency_fp8 cannot be fitted from these runs"));
 }
 
+TEST_F(Calibration, CommandLineFitsWhatItCanAndNamesWhatItLeftOut) {
+  cotune::testing::ScratchDir scratch("calibrate-partial");
+  const std::string dir = scratch.path();
+  // Six H100 runs made with GEMMs at 0.5 of peak; beside them rows that cannot be runs (a layout the
+  // space refuses, a run with no measurement, a GPU the catalogue lacks) and one lone A100 run.
+  std::ofstream csv(dir + "/runs.csv");
+  csv << "hidden,layers,heads,vocab,seq_len,global_batch,gpu,gpus,tp,pp,micro_batch,sp,zero,step_time_s\n";
+  for (auto [tp, pp, mb, gpus] : std::vector<std::array<double, 4>>{{1, 1, 1, 8}, {2, 1, 2, 8}, {4, 2, 1, 16}, {8, 1, 4, 16},
+                                                                   {2, 2, 1, 32}, {1, 1, 4, 8}}) {
+    auto s = registry_.make_space("llm", workload(std::ceil(gpus / 8), {{"gemm_efficiency_max", 0.5}}).dump(), "{}");
+    const auto v = s->parse(json{{"tp", tp}, {"pp", pp}, {"micro_batch", mb}, {"sp", tp > 1}, {"zero", 1}, {"gpus", gpus},
+                                 {"dp", gpus / (tp * pp)}}.dump());
+    cotune_sim_result res{};
+    res.struct_size = sizeof res;
+    perf::simulate(s->lower(v.data()), &res);
+    csv << "2048,16,16,32000,2048,256,h100-sxm," << gpus << "," << tp << "," << pp << "," << mb << ","
+        << (tp > 1 ? "true" : "false") << ",1," << res.step_time_s << "\n";
+  }
+  csv << "2048,16,16,32000,2048,256,h100-sxm,8,32,1,1,true,1,1.5\n"      // line 8: tp 32 on 8 GPUs
+      << "2048,16,16,32000,2048,256,h100-sxm,8,2,1,1,true,1,\n"          // line 9: no measurement
+      << "2048,16,16,32000,2048,256,h100-pcie,8,2,1,1,true,1,1.5\n"      // line 10: not in the catalogue
+      << "2048,16,16,32000,2048,256,a100-80gb,8,2,1,1,true,1,3.0\n";     // line 11: the only A100 run
+  csv.close();
+  std::ofstream(dir + "/cal.json") << "kept unless a new file is written\n";
+
+  CliResult r = run_cli(dir, {"calibrate", "--runs", dir + "/runs.csv", "--out", dir + "/cal.json", "--fit",
+                             "gemm_efficiency_max"});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("runs.csv: line 8: gpus (8) is not divisible by tp*pp*cp (32); the run is left out"));
+  EXPECT_THAT(r.err, HasSubstr("runs.csv: line 9: no measured value"));
+  EXPECT_THAT(r.err, HasSubstr("runs.csv: line 10: column gpu"));
+  EXPECT_THAT(r.err, HasSubstr("(a100-80gb): not calibrated: calibrate: needs at least two measured runs, got 1 (line 11)"));
+  EXPECT_THAT(r.err, HasSubstr("3 run(s) left out and 1 GPU type(s) not calibrated"));
+  EXPECT_THAT(r.out, HasSubstr("h100-sxm: 6 runs"));
+  const json cal = json::parse(std::ifstream(dir + "/cal.json"));
+  EXPECT_NEAR(cal["gpus"]["h100-sxm"]["constants"]["gemm_efficiency_max"].get<double>(), 0.5, 0.01);
+  EXPECT_FALSE(cal["gpus"].contains("a100-80gb"));
+
+  r = run_cli(dir, {"calibrate", "--runs", dir + "/runs.csv", "--fit", "gemm_efficiency_max", "--json"});
+  EXPECT_EQ(r.status, 1) << r.err;
+  const json doc = json::parse(r.out);
+  ASSERT_EQ(doc["left_out"].size(), 3u);
+  EXPECT_EQ(doc["left_out"][0]["line"], 8);
+  EXPECT_EQ(doc["left_out"][2]["line"], 10);
+  ASSERT_EQ(doc["not_calibrated"].size(), 1u);
+  EXPECT_EQ(doc["not_calibrated"][0]["gpu"], "a100-80gb");
+  EXPECT_EQ(doc["fits"].size(), 1u);
+
+  // Nothing that can be fitted: refused as before, and an earlier file at --out is left as it was.
+  std::ofstream(dir + "/none.csv") << "hidden,layers,heads,global_batch,gpus,tp,step_time_s\n"
+                                      "2048,16,16,256,8,1,1.5\n";
+  std::ofstream(dir + "/old.json") << "{}\n";
+  r = run_cli(dir, {"calibrate", "--runs", dir + "/none.csv", "--out", dir + "/old.json"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("none.csv (h100-sxm): calibrate: needs at least two measured runs, got 1 (line 2)"));
+  EXPECT_EQ(cotune::testing::read_file(dir + "/old.json"), "{}\n");
+}
+
 }  // namespace

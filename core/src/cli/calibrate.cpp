@@ -93,11 +93,13 @@ int run_calibrate(int argc, char** argv) {
       "are fitted on its rows by robust least squares on the log step time, each kept near its catalogue\n"
       "value unless the runs say otherwise. It prints each constant with its uncertainty, the error before\n"
       "and after on the runs and a k-fold held-out error, and refuses runs that cannot determine what is\n"
-      "asked (naming them). --gpu: microbenchmarks on the local GPU through the cuda executor.\n"
+      "asked (naming them; other GPU types are still fitted). Rows the space cannot simulate, or with no\n"
+      "measurement, are left out and named. --gpu: microbenchmarks on the local GPU through the cuda executor.\n"
       "Constants: gemm_efficiency_max, gemm_half_efficiency_gflops, gemm_efficiency_fp8, gemm_efficiency_fp4,\n"
       "attention_efficiency, memory_efficiency, kernel_launch_us, host_launch_us,\n"
       "network_efficiency.{node,cluster,island}, latency_us.{node,cluster,island} (docs/calibration.md).\n"
-      "Exit status: 0 ok, 1 no usable GPU or a failed measurement, 2 bad input.\n\noptions");
+      "Exit status: 0 ok; 1 no usable GPU or a failed measurement, or runs or GPU types left out (named;\n"
+      "the file holds the rest); 2 bad input, or nothing could be fitted.\n\noptions");
   desc.add_options()
       ("help,h", "this help")
       ("runs", po::value(&runs_path), "measured runs to fit on (CSV)")
@@ -147,35 +149,63 @@ int run_calibrate(int argc, char** argv) {
 
   core::Registry registry;
   registry.load_default();
-  const auto runs = read_calibration_runs(registry, core::TableSchema::of(registry, space), runs_path);
+  const CalibrationRuns runs = read_calibration_runs(registry, core::TableSchema::of(registry, space), runs_path);
   core::perf::CalibrationOptions options;
   options.fit = split_list(fit);
   options.folds = folds;
   options.held_out = folds >= 2;
   options.prior_sigma = prior_sigma;
   options.select = vm.count("all-constants") == 0;
+  const bool as_json = vm.count("json") > 0;
+  std::FILE* summary = out_path.empty() ? stderr : stdout;
+  for (const SkippedRun& s : runs.skipped)
+    if (!as_json) std::fprintf(stderr, "%s: line %zu: %s; the run is left out\n", runs_path.c_str(), s.line, s.reason.c_str());
+  // Each GPU type is fitted on its own runs; one whose runs cannot determine a constant is refused
+  // (naming them) and the others are still fitted and written.
   std::vector<core::perf::CalibrationResult> results;
-  for (const auto& [name, gpu_runs] : runs) {
+  std::vector<std::pair<std::string, std::string>> refused;  // GPU type, why
+  for (const auto& [name, gpu_runs] : runs.by_gpu) {
     try {
       results.push_back(core::perf::calibrate(gpu_runs, options));
     } catch (const core::UserError& e) {
-      throw core::UserError(runs_path + " (" + name + "): " + e.what());
+      std::string lines;
+      for (const core::perf::CalibrationRun& r : gpu_runs) lines += (lines.empty() ? "" : ", ") + r.label;
+      refused.emplace_back(name, std::string(e.what()) + " (" + lines + ")");
+      if (!as_json) std::fprintf(stderr, "%s (%s): not calibrated: %s\n", runs_path.c_str(), name.c_str(),
+                                 refused.back().second.c_str());
+      continue;
     }
-    if (vm.count("json") == 0) print_result(out_path.empty() ? stderr : stdout, results.back());
+    if (!as_json) print_result(summary, results.back());
+  }
+  if (results.empty()) {
+    std::string why;
+    for (const auto& [name, reason] : refused) why += (why.empty() ? "" : "; ") + runs_path + " (" + name + "): " + reason;
+    if (why.empty()) why = runs_path + ": no run the " + space + " space can simulate";
+    throw core::UserError(why);
   }
   const json file = core::perf::calibration_file(results, runs_path);
-  if (vm.count("json")) {
-    json fits = json::array();
+  // Exit status 1: the file holds what could be fitted, and some runs or GPU types were left out.
+  const int status = runs.skipped.empty() && refused.empty() ? 0 : 1;
+  if (as_json) {
+    json fits = json::array(), left_out = json::array(), not_calibrated = json::array();
     for (const auto& r : results) fits.push_back(result_json(r));
+    for (const SkippedRun& s : runs.skipped) left_out.push_back({{"line", s.line}, {"reason", s.reason}});
+    for (const auto& [name, reason] : refused) not_calibrated.push_back({{"gpu", name}, {"reason", reason}});
     if (!out_path.empty()) {
       std::ofstream f(out_path, std::ios::binary | std::ios::trunc);
       if (!(f << file.dump(2) << "\n")) throw core::UserError("calibrate: --out '" + out_path + "': cannot write it");
     }
-    std::cout << json{{"schema_version", 1}, {"calibration", file}, {"fits", fits}}.dump(2) << "\n";
-    return 0;
+    std::cout << json{{"schema_version", 1}, {"calibration", file}, {"fits", fits}, {"left_out", left_out},
+                      {"not_calibrated", not_calibrated}}
+                     .dump(2)
+              << "\n";
+    return status;
   }
   write_file(file, out_path);
-  return 0;
+  if (status != 0)
+    std::fprintf(stderr, "calibrate: %zu run(s) left out and %zu GPU type(s) not calibrated (above); the file holds "
+                         "the rest\n", runs.skipped.size(), refused.size());
+  return status;
 }
 
 }  // namespace

@@ -16,12 +16,24 @@
 
 namespace cotune::cli {
 
-// Reads RUNS.csv (the columns of the space's table schema, as `simulate --batch` reads them, plus a measured step_time_s, step_time_ms,
-// tokens_per_s or tokens_per_s_per_gpu) into runs grouped by GPU type. Throws UserError naming
-// the row and column of a bad cell, or a row whose layout the space refuses.
-std::map<std::string, std::vector<core::perf::CalibrationRun>> read_calibration_runs(const core::Registry& registry,
-                                                                                     const core::TableSchema& schema,
-                                                                                     const std::string& path);
+// A row of RUNS.csv the space cannot simulate (its workload or layout refused): left out of the
+// fit and named, as `simulate --batch` marks such a row invalid and goes on.
+struct SkippedRun {
+  size_t line = 0;
+  std::string reason;
+};
+
+struct CalibrationRuns {
+  std::map<std::string, std::vector<core::perf::CalibrationRun>> by_gpu;  // the runs, grouped by GPU type
+  std::vector<SkippedRun> skipped;
+};
+
+// Reads RUNS.csv (the columns of the space's table schema, as `simulate --batch` reads them, plus a
+// measured step_time_s, step_time_ms, tokens_per_s or tokens_per_s_per_gpu) into runs grouped by
+// GPU type. Throws UserError naming the row and column of a bad cell; a row the space cannot
+// simulate is skipped with its reason.
+CalibrationRuns read_calibration_runs(const core::Registry& registry, const core::TableSchema& schema,
+                                      const std::string& path);
 
 // Measures the local GPU through the cuda executor and fits the constants of catalogue GPU `base`;
 // fills `out` with {"constants": {...}, "measurements": {...}}. Returns the exit status (1: no

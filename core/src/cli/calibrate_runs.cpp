@@ -26,9 +26,8 @@ double positive(const std::string& text, const std::string& where) {
 
 }  // namespace
 
-std::map<std::string, std::vector<core::perf::CalibrationRun>> read_calibration_runs(const core::Registry& registry,
-                                                                                     const core::TableSchema& schema,
-                                                                                     const std::string& path) {
+CalibrationRuns read_calibration_runs(const core::Registry& registry, const core::TableSchema& schema,
+                                      const std::string& path) {
   if ((schema.info().capabilities & COTUNE_CAP_LOWER_TRACE) == 0)
     throw core::UserError("--space '" + schema.space() + "': the space does not lower configurations to step traces, "
                           "so there is nothing to calibrate the performance model on");
@@ -39,48 +38,42 @@ std::map<std::string, std::vector<core::perf::CalibrationRun>> read_calibration_
   if (!any)
     throw core::UserError(path + ": no measured column (expected step_time_s, step_time_ms, tokens_per_s or "
                           "tokens_per_s_per_gpu beside the columns of cotune simulate --batch)");
-  std::map<std::string, std::vector<core::perf::CalibrationRun>> runs;
+  CalibrationRuns runs;
   for (const core::CsvRecord& rec : table.rows) {
-    const std::string where = path + ": line " + std::to_string(rec.line);
     auto cell = [&](const std::string& col) -> const std::string* {
       const long i = table.column(col);
       return i < 0 || rec.fields[size_t(i)].empty() ? nullptr : &rec.fields[size_t(i)];
     };
-    std::map<std::string, std::string> cells;
-    for (size_t c = 0; c < table.header.size(); ++c)
-      if (schema.reads(table.header[c]) && !rec.fields[c].empty()) cells.emplace(table.header[c], rec.fields[c]);
-    core::TableRow row;
+    // Whatever keeps this row from being a run leaves it out, named; the other rows still count.
     try {
-      row = schema.read(cells);
-    } catch (const std::invalid_argument& e) {
-      throw core::UserError(where + ": " + e.what());
-    }
-    std::unique_ptr<core::Space> space;
-    std::vector<double> values;
-    try {
-      space = registry.make_space(schema.space(), row.workload.dump(), row.options.dump());
-      values = space->parse(row.config.dump());
+      std::map<std::string, std::string> cells;
+      for (size_t c = 0; c < table.header.size(); ++c)
+        if (schema.reads(table.header[c]) && !rec.fields[c].empty()) cells.emplace(table.header[c], rec.fields[c]);
+      const core::TableRow row = schema.read(cells);
+      const std::unique_ptr<core::Space> space =
+          registry.make_space(schema.space(), row.workload.dump(), row.options.dump());
+      const std::vector<double> values = space->parse(row.config.dump());
+      const std::string why = space->explain(values.data());
+      if (!why.empty() && why.rfind("out of memory", 0) != 0)  // it ran, so a memory estimate over the GPU's is no reason
+        throw core::UserError("the " + schema.space() + " space refuses this layout: " + why);
+      const cotune_trace& trace = space->lower(values.data());
+      // The measurement as a step time; tokens per step come from the trace (a preset's seq_len too).
+      double step = 0;
+      if (const std::string* t = cell("step_time_s")) step = positive(*t, "column step_time_s");
+      else if (const std::string* t = cell("step_time_ms")) step = positive(*t, "column step_time_ms") / 1e3;
+      else if (const std::string* t = cell("tokens_per_s"))
+        step = trace.tokens_per_step / positive(*t, "column tokens_per_s");
+      else if (const std::string* t = cell("tokens_per_s_per_gpu"))
+        step = trace.tokens_per_step / (positive(*t, "column tokens_per_s_per_gpu") * trace.gpus);
+      else  // a run that did not finish: nothing to fit on
+        throw core::UserError("no measured value (step_time_s, step_time_ms, tokens_per_s or tokens_per_s_per_gpu)");
+      const std::string gpu(trace.hardware.gpu_name.data, trace.hardware.gpu_name.len);
+      runs.by_gpu[gpu].push_back({"line " + std::to_string(rec.line), core::perf::TraceCopy(trace), step});
     } catch (const std::exception& e) {
-      throw core::UserError(where + ": " + e.what());
+      runs.skipped.push_back({rec.line, e.what()});
     }
-    const std::string why = space->explain(values.data());
-    if (!why.empty() && why.rfind("out of memory", 0) != 0)  // it ran, so a memory estimate over the GPU's is no reason
-      throw core::UserError(where + ": the " + schema.space() + " space refuses this layout: " + why);
-    const cotune_trace& trace = space->lower(values.data());
-    // The measurement as a step time; tokens per step come from the trace (a preset's seq_len too).
-    double step = 0;
-    if (const std::string* t = cell("step_time_s")) step = positive(*t, where + ": column step_time_s");
-    else if (const std::string* t = cell("step_time_ms")) step = positive(*t, where + ": column step_time_ms") / 1e3;
-    else if (const std::string* t = cell("tokens_per_s"))
-      step = trace.tokens_per_step / positive(*t, where + ": column tokens_per_s");
-    else if (const std::string* t = cell("tokens_per_s_per_gpu"))
-      step = trace.tokens_per_step / (positive(*t, where + ": column tokens_per_s_per_gpu") * trace.gpus);
-    else
-      throw core::UserError(where + ": no measured value (step_time_s, step_time_ms, tokens_per_s or tokens_per_s_per_gpu)");
-    const std::string gpu(trace.hardware.gpu_name.data, trace.hardware.gpu_name.len);
-    runs[gpu].push_back({"line " + std::to_string(rec.line), core::perf::TraceCopy(trace), step});
   }
-  if (runs.empty()) throw core::UserError(path + ": no runs (a header and no rows)");
+  if (table.rows.empty()) throw core::UserError(path + ": no runs (a header and no rows)");
   return runs;
 }
 
