@@ -2,11 +2,14 @@
 // temporary directory, and the cotune binary for the commands end to end.
 #include <cotune/core/studyfile/canonical_json.hpp>
 #include <cotune/core/errors.hpp>
+#include <cotune/core/history/csv.hpp>
 #include <cotune/core/history/history_io.hpp>
 #include <cotune/core/abi/table_schema.hpp>
 #include <cotune/core/history/table_runs.hpp>
 #include <cotune/core/registry.hpp>
 #include <cotune/core/store/store.hpp>
+
+#include "support/cli_process.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -448,3 +451,93 @@ TEST_F(HistoryImport, ExportWritesEveryRowAWorkloadTheColumnsCannotSayIncluded) 
 
 }  // namespace
 
+
+namespace {
+
+// The step times simulate --batch gives the rows of `csv_path` (in order; empty for rows not timed).
+std::vector<std::string> simulated_steps(const std::string& csv_path) {
+  const CsvTable t = table_of(cli("simulate --batch " + csv_path).out, "simulated.csv");
+  std::vector<std::string> steps;
+  for (const CsvRecord& r : t.rows) steps.push_back(r.fields[size_t(t.column("step_time_s"))]);
+  return steps;
+}
+
+}  // namespace
+
+// A study launched for TorchTitan measured its trials as TorchTitan runs them (eager kernels, its
+// rules): export-history says so in a format column, import keeps it, and simulate --batch and
+// calibrate time such a row as the study did.
+TEST_F(HistoryImport, AStudysFormatTravelsWithItsRuns) {
+  json study = {{"name", "titan"},
+                {"workload", {{"model", {{"preset", "llama3-8b"}}},
+                              {"training", {{"global_batch", 64}}},
+                              {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 1}}}}},
+                {"space", {{"name", "llm"}, {"options", {{"pp", {1}}, {"cp", {1}}, {"vpp", {1}}}}}},
+                {"searcher", "random"},
+                {"executor", "sim"},
+                {"format", "torchtitan"},
+                {"objective", {{"metric", "tokens_per_s"}, {"direction", "maximize"}}},
+                {"budget", {{"trials", 3}}}};
+  const std::string db = path("titan.db"), out = path("titan.csv");
+  CliRun run = cli("run " + write("titan.json", study.dump(2)) + " --store " + db);
+  ASSERT_EQ(run.status, 0) << run.out;
+  CliRun exported = cli("export-history --all --store " + db + " -o " + out);
+  ASSERT_EQ(exported.status, 0) << exported.out;
+  const TableRuns runs = read_table_runs(read_csv_file(out), {}, registry(), schema());
+  ASSERT_EQ(runs.runs.size(), 3u);
+  for (const TableRun& r : runs.runs) EXPECT_EQ(r.target, "torchtitan");
+
+  // Imported elsewhere and exported again, the rows still say which framework ran them.
+  ASSERT_EQ(cli("import " + out + " --space llm --store " + path("copy.db")).status, 0);
+  const std::string again = path("again.csv");
+  ASSERT_EQ(cli("export-history --all --store " + path("copy.db") + " -o " + again).status, 0);
+  const TableRuns back = read_table_runs(read_csv_file(again), {}, registry(), schema());
+  ASSERT_EQ(back.runs.size(), 3u);
+  EXPECT_EQ(back.runs[0].target, "torchtitan");
+
+  // The rows as simulate --batch takes them (the schema's columns and the format), and the same
+  // rows without a format (Megatron's fused kernels) or with one no framework has.
+  const CsvTable table = read_csv_file(out);
+  std::ofstream titan_csv(path("titan-in.csv")), megatron(path("megatron.csv")), bad(path("bad.csv"));
+  for (std::ofstream* f : {&titan_csv, &megatron, &bad}) {
+    std::vector<size_t> kept;
+    std::vector<std::string> header;
+    for (size_t c = 0; c < table.header.size(); ++c)
+      if (schema().reads(table.header[c]) || table.header[c] == "format") kept.push_back(c), header.push_back(table.header[c]);
+    write_csv_record(*f, header);
+    for (const CsvRecord& r : table.rows) {
+      std::vector<std::string> fields;
+      for (size_t c : kept)
+        fields.push_back(table.header[c] != "format" ? r.fields[c] : f == &titan_csv ? r.fields[c] : f == &megatron ? "" : "pytorch");
+      write_csv_record(*f, fields);
+    }
+  }
+  titan_csv.close(), megatron.close(), bad.close();
+  const std::vector<std::string> titan = simulated_steps(path("titan-in.csv")), fused = simulated_steps(path("megatron.csv"));
+  ASSERT_EQ(titan.size(), 3u);
+  ASSERT_EQ(fused.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_GT(std::stod(titan[i]), std::stod(fused[i])) << "row " << i;
+  // calibrate reads the export as the study measured it: with the format, the catalogue already
+  // explains the runs (the sim executor's noise); without it, they look slower than modelled.
+  std::string text = cotune::testing::read_file(out);
+  for (size_t at; (at = text.find(",torchtitan,")) != std::string::npos;) text.replace(at, 12, ",,");
+  std::ofstream(path("unformatted.csv")) << text;
+  auto mape_before = [&](const std::string& csv) {
+    CliRun c = cli("calibrate --runs " + csv + " --json 2>/dev/null");
+    return json::parse(c.out.substr(c.out.find('{')))["fits"][0]["before"]["mape"].get<double>();
+  };
+  EXPECT_LT(mape_before(out), 0.12);
+  EXPECT_GT(mape_before(path("unformatted.csv")), mape_before(out) + 0.03);
+
+  CliRun unknown = cli("simulate --batch " + path("bad.csv"));
+  EXPECT_EQ(unknown.status, 1);
+  EXPECT_THAT(unknown.out, HasSubstr("column format: unknown format 'pytorch'"));
+
+  // One configuration with --format gives the batch row's time.
+  const json config = json::parse(runs.runs[0].config_json);
+  std::ofstream(path("c.json")) << config.dump();
+  std::ofstream(path("w.json")) << study["workload"].dump();
+  CliRun one = cli("simulate --workload " + path("w.json") + " --config " + path("c.json") + " --format torchtitan --json");
+  ASSERT_EQ(one.status, 0) << one.out;
+  EXPECT_NEAR(json::parse(one.out)["step_time_s"].get<double>() / std::stod(titan[0]), 1.0, 1e-5);
+}

@@ -5,6 +5,7 @@
 #include <cotune/core/studyfile/json_document.hpp>
 #include <cotune/core/perfmodel/perfmodel.hpp>
 #include <cotune/core/registry.hpp>
+#include <cotune/core/run/study_setup.hpp>
 #include <cotune/core/studyfile/study_file.hpp>
 
 #include <boost/program_options.hpp>
@@ -187,16 +188,19 @@ void warn_if_uncalibrated(const json& calibration, const cotune_trace& trace, co
 
 int run_simulate(int argc, char** argv) {
   std::string workload_path, config_path, batch_path, out_path, calibration_path, space_options = "{}",
-              space_name = core::kDefaultSpace;
+              space_name = core::kDefaultSpace, format;
   long long ops = 0;
   po::options_description desc(
-      "usage: cotune simulate --workload W.json --config C.json [--space S] [--json] [--ops N] [--calibration CAL.json]\n"
+      "usage: cotune simulate --workload W.json --config C.json [--space S] [--format F] [--json] [--ops N]\n"
+      "                       [--calibration CAL.json]\n"
       "       cotune simulate --batch IN.csv [--space S] [--out OUT.csv] [--calibration CAL.json]\n\n"
       "Times one configuration of a space (llm by default) with the analytic performance model and\n"
       "prints the breakdown, or simulates every row of a CSV in the space's table schema (the llm\n"
       "space's columns: docs/simulate.md; '-' reads stdin). The space must lower configurations to\n"
       "step traces.\n"
       "--calibration applies the constants `cotune calibrate` fitted (docs/calibration.md).\n"
+      "--format (a batch row's format column) times it as that framework runs it, with its rules, as a\n"
+      "study's \"format\" does (docs/exports.md).\n"
       "Exit status: 0 ok, 1 when the configuration (or any batch row) is not ok, 2 bad input.\n\noptions");
   desc.add_options()
       ("help,h", "this help")
@@ -209,7 +213,9 @@ int run_simulate(int argc, char** argv) {
                                 "--json, as \"ops\")")
       ("batch", po::value(&batch_path), "CSV of workloads and configurations, one per row")
       ("out", po::value(&out_path), "write the batch result here instead of stdout")
-      ("calibration", po::value(&calibration_path), "a calibration file (cotune calibrate) to apply");
+      ("calibration", po::value(&calibration_path), "a calibration file (cotune calibrate) to apply")
+      ("format", po::value(&format), "the framework it runs with, as a study's \"format\": megatron, torchtitan, nemo,\n"
+                                     "deepspeed, optionally @version (with --batch: a format column)");
   po::variables_map vm;
   try {
     po::store(po::parse_command_line(argc, argv, desc), vm);
@@ -235,6 +241,8 @@ int run_simulate(int argc, char** argv) {
   if (!batch_path.empty()) {
     if (!workload_path.empty() || !config_path.empty())
       throw core::UserError("--batch takes its workloads and configurations from the CSV; drop --workload/--config");
+    if (!format.empty())
+      throw core::UserError("--format: with --batch each row names its framework in a format column (docs/simulate.md)");
     std::ifstream file;
     if (batch_path != "-") {
       file.open(batch_path, std::ios::binary);
@@ -273,6 +281,7 @@ int run_simulate(int argc, char** argv) {
   } catch (const core::PluginError& e) {
     throw core::UserError("--workload '" + workload_path + "': " + e.what());
   }
+  if (!format.empty()) core::set_launch_target(*space, core::launch_target_of(format, "--format"), "--format");
   try {
     values = space->parse(config_text);
   } catch (const core::PluginError& e) {

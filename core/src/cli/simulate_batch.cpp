@@ -7,6 +7,9 @@
 #include <cotune/core/history/csv.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/perfmodel/perfmodel.hpp>
+#include <cotune/core/history/table_runs.hpp>
+#include <cotune/core/run/study_setup.hpp>
+#include <cotune/core/studyfile/study_file.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -43,11 +46,16 @@ struct Outcome {
 
 // The row's workload and configuration come from the space's table schema, the same as `cotune
 // import` uses, so both read a row alike.
+// `format` is the row's format cell (a launch target: the framework's rules and kernels apply).
 Outcome simulate_row(const core::Registry& registry, const core::TableSchema& schema,
-                     const std::map<std::string, std::string>& cells, const json* calibration) {
+                     const std::map<std::string, std::string>& cells, const std::string& format,
+                     const json* calibration) {
   core::TableRow row = schema.read(cells);
   if (calibration != nullptr) core::perf::apply_calibration(row.workload, *calibration, "row");
+  const std::string column = std::string("column ") + core::kFormatColumn;
+  const std::string target = format.empty() ? "" : core::launch_target_of(format, column);
   auto space = registry.make_space(schema.space(), row.workload.dump(), row.options.dump());
+  core::set_launch_target(*space, target, column);
   const std::vector<double> values = space->parse(row.config.dump());
   Outcome o;
   o.reason = space->explain(values.data());
@@ -104,7 +112,8 @@ size_t simulate_batch(const core::Registry& registry, const core::TableSchema& s
       std::map<std::string, std::string> cells;
       for (size_t i = 0; i < header.size(); ++i)
         if (schema.reads(header[i]) && !fields[i].empty()) cells.emplace(header[i], fields[i]);
-      o = simulate_row(registry, schema, cells, calibration);
+      const auto format = index.find(core::kFormatColumn);
+      o = simulate_row(registry, schema, cells, format == index.end() ? "" : fields[format->second], calibration);
     } catch (const std::exception& e) {
       o = Outcome{};
       o.status = "invalid";

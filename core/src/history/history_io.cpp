@@ -57,6 +57,7 @@ std::vector<HistoryRow> history_rows(const std::vector<TableRun>& runs, const st
     h.status = r.status;
     json metrics = r.metrics;
     metrics[kHistoryWorkloadMember] = r.workload;
+    if (!r.target.empty()) metrics[kHistoryTargetMember] = r.target;
     h.metrics_json = metrics.dump();
     h.source = source;
     h.row_number = static_cast<std::int64_t>(r.line);
@@ -80,7 +81,12 @@ size_t write_history_csv(std::ostream& out, const std::vector<HistoryRow>& rows,
   };
   std::vector<Line> lines;
   std::set<std::string> metric_names;
-  std::map<std::string, std::optional<json>> study_workloads;  // by study name; nullopt: none
+  struct StudyRuns {
+    std::optional<json> workload;  // nullopt: no such study
+    std::string target;            // its launch target
+  };
+  std::map<std::string, StudyRuns> studies;  // by study name
+  bool uses_format = false;
   std::set<std::string> warned;
   bool uses_workload_json = false;
   auto warn = [&](const std::string& w) {
@@ -96,17 +102,25 @@ size_t write_history_csv(std::ostream& out, const std::vector<HistoryRow>& rows,
     json metrics = json::parse(h.metrics_json, nullptr, false);
     if (!metrics.is_object()) metrics = json::object();
     std::optional<json> workload;
+    std::string target;
     if (metrics.contains(kHistoryWorkloadMember)) {
       workload = metrics[kHistoryWorkloadMember];
+      if (metrics.contains(kHistoryTargetMember) && metrics[kHistoryTargetMember].is_string())
+        target = metrics[kHistoryTargetMember].get<std::string>();
     } else if (h.source.rfind("study:", 0) == 0) {
       const std::string name = h.source.substr(6);
-      auto it = study_workloads.find(name);
-      if (it == study_workloads.end()) {
-        std::optional<json> w;
-        if (auto study = store.find_study(name)) w = spec_from_store(*study).workload;
-        it = study_workloads.emplace(name, w).first;
+      auto it = studies.find(name);
+      if (it == studies.end()) {
+        StudyRuns s;
+        if (auto study = store.find_study(name)) {
+          const StudySpec spec = spec_from_store(*study);
+          s.workload = spec.workload;
+          s.target = spec.launch_target();
+        }
+        it = studies.emplace(name, s).first;
       }
-      workload = it->second;
+      workload = it->second.workload;
+      target = it->second.target;
     }
     if (!workload) {
       warn(label + ": its workload is not known (not imported by cotune import, no study); skipped");
@@ -134,6 +148,7 @@ size_t write_history_csv(std::ostream& out, const std::vector<HistoryRow>& rows,
       line.cells = std::move(config_cells);
       uses_workload_json = true;
     }
+    if (!target.empty()) line.cells[kFormatColumn] = target, uses_format = true;
     line.cells["status"] = std::string(to_string(h.status));
     line.cells[kHistorySourceColumn] = h.source;
     line.cells[kHistoryRowColumn] = std::to_string(h.row_number);
@@ -147,6 +162,7 @@ size_t write_history_csv(std::ostream& out, const std::vector<HistoryRow>& rows,
 
   std::vector<std::string> header = schema.columns();
   if (uses_workload_json) header.push_back("workload_json");
+  if (uses_format) header.push_back(kFormatColumn);
   header.push_back("status");
   header.push_back(kHistorySourceColumn);
   header.push_back(kHistoryRowColumn);

@@ -1,6 +1,8 @@
 #include <cotune/core/studyfile/canonical_json.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/history/table_runs.hpp>
+#include <cotune/core/run/study_setup.hpp>
+#include <cotune/core/studyfile/study_file.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -104,9 +106,12 @@ struct ParsedRow {
   size_t line = 0;
   TableRow row;
   std::string workload_key;
+  std::string target;  // the launch target of the format column
   TrialStatus status = TrialStatus::kOk;
   json metrics = json::object();
   std::map<std::string, std::string> cells;
+  // One space per workload and launch target.
+  std::string group() const { return workload_key + '\n' + target; }
 };
 
 // Adds each value of `from`'s lists to `into`'s (the union of the rows' domains).
@@ -153,7 +158,7 @@ TableRuns read_table_runs(const CsvTable& table, const std::vector<std::pair<std
   for (size_t c = 0; c < header.size(); ++c) {
     const std::string& name = header[c];
     if (schema.reads(name) || recognise_metric(name) || name == "status" || name == "reason" ||
-        name == kHistorySourceColumn || name == kHistoryRowColumn)
+        name == kHistorySourceColumn || name == kHistoryRowColumn || name == kFormatColumn)
       continue;
     bool numeric = true;
     double v;
@@ -198,6 +203,13 @@ TableRuns read_table_runs(const CsvTable& table, const std::vector<std::pair<std
       } catch (const PluginError& e) {  // not a verdict on the row: the plugin failed at reading it
         throw std::invalid_argument(std::string("the space could not read the row: ") + e.what());
       }
+      if (auto f = p.cells.find(kFormatColumn); f != p.cells.end() && !f->second.empty()) {
+        try {
+          p.target = launch_target_of(f->second, "column " + std::string(kFormatColumn));
+        } catch (const UserError& e) {
+          throw std::invalid_argument(e.what());
+        }
+      }
       const double gpus = p.row.devices;
       if (auto s = p.cells.find("status"); s != p.cells.end() && !s->second.empty()) {
         if (s->second == "invalid") {
@@ -235,13 +247,15 @@ TableRuns read_table_runs(const CsvTable& table, const std::vector<std::pair<std
   // union, each row's own values are tried alone: the rows it refuses are rejected with its reason,
   // and the others keep their workload (one bad cell does not take its neighbours down).
   std::map<std::string, std::vector<ParsedRow*>> by_workload;
-  for (ParsedRow& p : parsed) by_workload[p.workload_key].push_back(&p);
+  for (ParsedRow& p : parsed) by_workload[p.group()].push_back(&p);
   std::map<std::string, std::shared_ptr<const Space>> spaces;
-  std::map<std::string, std::string> space_errors;  // by workload key
+  std::map<std::string, std::string> space_errors;  // by group
   std::set<const ParsedRow*> refused;
   const std::string& space_name = schema.space();
   auto make = [&](const ParsedRow& p, const json& options) {
-    return std::shared_ptr<const Space>(registry.make_space(space_name, p.row.workload.dump(), options.dump()));
+    std::unique_ptr<Space> space = registry.make_space(space_name, p.row.workload.dump(), options.dump());
+    set_launch_target(*space, p.target, "column " + std::string(kFormatColumn));
+    return std::shared_ptr<const Space>(std::move(space));
   };
   for (auto& [key, rows] : by_workload) {
     json options;
@@ -271,13 +285,13 @@ TableRuns read_table_runs(const CsvTable& table, const std::vector<std::pair<std
 
   for (ParsedRow& p : parsed) {
     if (refused.count(&p)) continue;
-    if (auto err = space_errors.find(p.workload_key); err != space_errors.end()) {
+    if (auto err = space_errors.find(p.group()); err != space_errors.end()) {
       out.rejected.push_back({p.line, "the workload of this row is not valid: " + err->second});
       continue;
     }
     TableRun run;
     run.line = p.line;
-    run.space = spaces.at(p.workload_key);
+    run.space = spaces.at(p.group());
     try {
       run.config = run.space->parse(p.row.config.dump());
       const std::string why = run.space->explain(run.config.data());
@@ -294,6 +308,7 @@ TableRuns read_table_runs(const CsvTable& table, const std::vector<std::pair<std
     }
     run.workload = std::move(p.row.workload);
     run.workload_key = std::move(p.workload_key);
+    run.target = std::move(p.target);
     run.status = p.status;
     run.metrics = std::move(p.metrics);
     run.cells = std::move(p.cells);

@@ -188,10 +188,21 @@ void parse_launch_format(const std::string& text, const std::string& where, Rend
                   "docs/exports.md)");
 }
 
-std::string StudySpec::launch_target() const {
+namespace {
+std::string target_text(RenderFormat format, const std::string& version) {
   if (format == RenderFormat::kJson) return "";
-  return std::string(to_string(format)) + (format_version.empty() ? "" : "@" + format_version);
+  return std::string(to_string(format)) + (version.empty() ? "" : "@" + version);
 }
+}  // namespace
+
+std::string launch_target_of(const std::string& text, const std::string& where) {
+  RenderFormat format = RenderFormat::kJson;
+  std::string version;
+  parse_launch_format(text, where, &format, &version);
+  return target_text(format, version);
+}
+
+std::string StudySpec::launch_target() const { return target_text(format, format_version); }
 std::string_view to_string(OnStop s) { return word_of(kOnStop, s); }
 
 const std::vector<std::string>& study_file_fields() {

@@ -18,6 +18,9 @@ namespace cotune::core {
 // The member of a history row's metrics_json that holds the workload JSON of an imported row (the
 // history table keeps only the workload's key; export needs the workload itself).
 inline constexpr const char* kHistoryWorkloadMember = "workload";
+// The launch target of an imported row's format column, kept beside its workload so that
+// export-history writes it back.
+inline constexpr const char* kHistoryTargetMember = "launch_target";
 
 // The workload key that `cotune import` gives a run of `workload` written in the space's CSV
 // schema (the workload through the schema's columns and back: defaults spelled as the reader spells

@@ -27,6 +27,9 @@ namespace cotune::core {
 // store it came from finds every row already there.
 inline constexpr const char* kHistorySourceColumn = "history_source";
 inline constexpr const char* kHistoryRowColumn = "history_row";
+// The framework a run was launched with, as a study file's "format" ("torchtitan@v0.2.2"): the row
+// is read, checked and timed under that launch target (Space::set_target), as its study would.
+inline constexpr const char* kFormatColumn = "format";
 
 // "source column=canonical name" from --map; UserError when there is no '=' or a side is empty.
 std::pair<std::string, std::string> parse_column_mapping(const std::string& text);
@@ -56,6 +59,7 @@ struct TableRun {
   // Set when the space's memory estimate says the configuration does not fit although the row was
   // measured: the row is kept (a measurement beats the estimate).
   std::string memory_note;
+  std::string target;  // the launch target of its format column; empty: none
 };
 
 struct RejectedRow {

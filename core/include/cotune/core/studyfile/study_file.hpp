@@ -77,6 +77,9 @@ std::string_view to_string(RenderFormat f);
 // space (Space::set_target).
 void parse_launch_format(const std::string& text, const std::string& where, RenderFormat* format,
                          std::string* version);
+// The launch target (Space::set_target's argument) that a format text names: "Megatron" ->
+// "megatron", "torchtitan@v0.2.2" -> itself, "json" -> "" (no target). Throws as parse_launch_format.
+std::string launch_target_of(const std::string& text, const std::string& where);
 std::string_view to_string(OnStop s);
 
 // The space a study file names when it names none; the table commands (import, simulate --batch,
