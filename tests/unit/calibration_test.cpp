@@ -49,10 +49,11 @@ CliResult run_cli(const std::string& dir, const std::vector<std::string>& args) 
   return r;
 }
 
-json workload(double nodes, const json& calibration = json()) {
+json workload(double nodes, const json& calibration = json(), const std::string& kernels = "") {
   json w = {{"model", {{"hidden", 2048}, {"layers", 16}, {"heads", 16}, {"vocab", 32000}, {"seq_len", 2048}}},
             {"training", {{"global_batch", 256}, {"dtype", "bf16"}}},
             {"cluster", {{"gpu", "h100-sxm"}, {"nodes", nodes}}}};
+  if (!kernels.empty()) w["training"]["kernels"] = kernels;
   if (!calibration.is_null()) w["cluster"]["calibration"] = {{"h100-sxm", calibration}};
   return w;
 }
@@ -63,7 +64,7 @@ class Calibration : public ::testing::Test {
 
   // Runs over layouts of 8 to 32 GPUs: traces on the catalogue's constants, "measured" step times
   // from the model with `truth` applied.
-  std::vector<CalibrationRun> runs(const json& truth, size_t limit = 40) {
+  std::vector<CalibrationRun> runs(const json& truth, size_t limit = 40, const std::string& kernels = "") {
     std::vector<CalibrationRun> out;
     for (double nodes : {1.0, 2.0, 4.0})
       for (double tp : {1.0, 2.0, 4.0, 8.0})
@@ -72,8 +73,8 @@ class Calibration : public ::testing::Test {
             if (out.size() >= limit) return out;
             const json config = {{"tp", tp}, {"pp", pp}, {"micro_batch", mb}, {"sp", tp > 1}, {"zero", 1}};
             if (tp * pp > nodes * 8) continue;
-            auto base = registry_.make_space("llm", workload(nodes).dump(), "{}");
-            auto real = registry_.make_space("llm", workload(nodes, truth).dump(), "{}");
+            auto base = registry_.make_space("llm", workload(nodes, json(), kernels).dump(), "{}");
+            auto real = registry_.make_space("llm", workload(nodes, truth, kernels).dump(), "{}");
             const std::vector<double> v = base->parse(config.dump());
             if (!base->valid(v.data())) continue;
             cotune_sim_result r{};
@@ -112,6 +113,22 @@ TEST_F(Calibration, RecoversTheConstantsTheRunsWereMadeWith) {
   const json c = result.constants();
   EXPECT_NEAR(c["network_efficiency"]["node"].get<double>(), 0.5, 0.01);
   const std::vector<double> again = perf::calibrated_step_times(rs, c);
+  for (size_t i = 0; i < rs.size(); ++i) EXPECT_NEAR(again[i] / rs[i].measured_step_s, 1.0, 0.002) << rs[i].label;
+}
+
+// A PyTorch-native trainer's attention (SDPA) runs at a share of the fused kernels' rate; the
+// constant fitted on its runs is the GPU's own, which applied to them (or to fused runs) is right.
+TEST_F(Calibration, RunsOfSdpaAttentionFitTheGpusOwnAttentionEfficiency) {
+  const auto rs = runs({{"attention_efficiency", 0.45}}, 24, "compiled");
+  ASSERT_GE(rs.size(), 12u);
+  CalibrationOptions options;
+  options.fit = {"attention_efficiency"};
+  options.prior_sigma = 3;
+  const auto result = perf::calibrate(rs, options);
+  ASSERT_EQ(result.fitted.size(), 1u);
+  EXPECT_NEAR(result.fitted[0].before, 0.55, 1e-9);  // the catalogue's, not the SDPA share of it
+  EXPECT_NEAR(result.fitted[0].value, 0.45, 0.005);
+  const std::vector<double> again = perf::calibrated_step_times(rs, result.constants());
   for (size_t i = 0; i < rs.size(); ++i) EXPECT_NEAR(again[i] / rs[i].measured_step_s, 1.0, 0.002) << rs[i].label;
 }
 
@@ -355,6 +372,11 @@ TEST_F(Calibration, CommandLineCalibratesAndSimulateAppliesIt) {
   EXPECT_THAT(r.err, HasSubstr("warning: the calibration has no constants for a100-80gb (first on line 2); the "
                                "catalogue's are used for it"));
   EXPECT_EQ(r.err.find("warning"), r.err.rfind("warning")) << "once per GPU:\n" << r.err;
+  // An entry where nothing was fitted changes nothing either.
+  std::ofstream(dir + "/empty.json") << R"({"cotune_calibration": 1, "gpus": {"h100-sxm": {"constants": {}}}})";
+  r = run_cli(dir, {"simulate", "--batch", dir + "/one.csv", "--calibration", dir + "/empty.json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("warning: the calibration has no constants for h100-sxm (first on line 2)"));
   std::ofstream(dir + "/w.json") << workload(1.0).dump();
   std::ofstream(dir + "/c.json") << R"({"tp": 2, "sp": true})";
   json a100 = workload(1.0);
@@ -363,7 +385,7 @@ TEST_F(Calibration, CommandLineCalibratesAndSimulateAppliesIt) {
   r = run_cli(dir, {"simulate", "--workload", dir + "/a100.json", "--config", dir + "/c.json", "--calibration",
                     dir + "/cal.json"});
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_THAT(r.err, HasSubstr("cal.json' has no constants for a100-80gb (it has h100-sxm); the catalogue's are used"));
+  EXPECT_THAT(r.err, HasSubstr("cal.json' has no constants for a100-80gb (it has some for h100-sxm); the catalogue's are used"));
   r = run_cli(dir, {"simulate", "--workload", dir + "/w.json", "--config", dir + "/c.json", "--calibration",
                     dir + "/cal.json"});
   ASSERT_EQ(r.status, 0) << r.err;

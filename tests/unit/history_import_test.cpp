@@ -456,7 +456,8 @@ namespace {
 
 // The step times simulate --batch gives the rows of `csv_path` (in order; empty for rows not timed).
 std::vector<std::string> simulated_steps(const std::string& csv_path) {
-  const CsvTable t = table_of(cli("simulate --batch " + csv_path).out, "simulated.csv");
+  cli("simulate --batch " + csv_path + " --out " + csv_path + ".simulated");
+  const CsvTable t = read_csv_file(csv_path + ".simulated");
   std::vector<std::string> steps;
   for (const CsvRecord& r : t.rows) steps.push_back(r.fields[size_t(t.column("step_time_s"))]);
   return steps;
@@ -481,7 +482,11 @@ TEST_F(HistoryImport, AStudysFormatTravelsWithItsRuns) {
   const std::string db = path("titan.db"), out = path("titan.csv");
   CliRun run = cli("run " + write("titan.json", study.dump(2)) + " --store " + db);
   ASSERT_EQ(run.status, 0) << run.out;
-  CliRun exported = cli("export-history --all --store " + db + " -o " + out);
+  // show names the workload key that export-history takes.
+  const std::string key = Store(db).find_study("titan")->workload_key;
+  EXPECT_THAT(cli("show titan --store " + db).out,
+              HasSubstr("workload key " + key + " (its runs as CSV: cotune export-history --workload-key " + key + ")"));
+  CliRun exported = cli("export-history --workload-key " + key + " --store " + db + " -o " + out);
   ASSERT_EQ(exported.status, 0) << exported.out;
   const TableRuns runs = read_table_runs(read_csv_file(out), {}, registry(), schema());
   ASSERT_EQ(runs.runs.size(), 3u);
@@ -529,6 +534,15 @@ TEST_F(HistoryImport, AStudysFormatTravelsWithItsRuns) {
   EXPECT_LT(mape_before(out), 0.12);
   EXPECT_GT(mape_before(path("unformatted.csv")), mape_before(out) + 0.03);
 
+  // The export itself: its measured columns come back as measured_<name> beside the model's.
+  CliRun raw = cli("simulate --batch " + out + " --out " + path("raw.csv"));
+  EXPECT_EQ(raw.status, 0) << raw.out;
+  EXPECT_THAT(raw.out, HasSubstr("input columns status, step_time_s, tokens_per_s, tflops_per_gpu, mfu, peak_mem_gib are "
+                                 "written as measured_<name>"));
+  const CsvTable simulated = read_csv_file(path("raw.csv"));
+  EXPECT_GE(simulated.column("measured_step_time_s"), 0);
+  EXPECT_EQ(simulated_steps(out), titan);
+
   CliRun unknown = cli("simulate --batch " + path("bad.csv"));
   EXPECT_EQ(unknown.status, 1);
   EXPECT_THAT(unknown.out, HasSubstr("column format: unknown format 'pytorch'"));
@@ -539,5 +553,9 @@ TEST_F(HistoryImport, AStudysFormatTravelsWithItsRuns) {
   std::ofstream(path("w.json")) << study["workload"].dump();
   CliRun one = cli("simulate --workload " + path("w.json") + " --config " + path("c.json") + " --format torchtitan --json");
   ASSERT_EQ(one.status, 0) << one.out;
-  EXPECT_NEAR(json::parse(one.out)["step_time_s"].get<double>() / std::stod(titan[0]), 1.0, 1e-5);
+  const json timed = json::parse(one.out);
+  EXPECT_NEAR(timed["step_time_s"].get<double>() / std::stod(titan[0]), 1.0, 1e-5);
+  EXPECT_EQ(timed["format"], "torchtitan");
+  EXPECT_THAT(cli("simulate --workload " + path("w.json") + " --config " + path("c.json") + " --format TorchTitan").out,
+              HasSubstr("format          torchtitan (timed as that framework runs it)"));
 }

@@ -310,6 +310,19 @@ TEST_F(LlmSpaceTest, Bf16GradientReductionIsExportedWhereTheFrameworkHasIt) {
   EXPECT_THAT(plain->render(pc.data(), COTUNE_RENDER_NEMO), HasSubstr("    cfg.mixed_precision = \"bf16_mixed\"\n"));
 }
 
+// A layout over the memory estimate is still timed (a run that ran did fit); one the framework
+// refuses is not, so the framework's reason is the one given when both apply.
+TEST_F(LlmSpaceTest, AFrameworkRuleOutranksTheMemoryEstimate) {
+  const json w = {{"model", {{"preset", "llama3-70b"}}}, {"training", {{"global_batch", 64}}},
+                  {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 1}}}};
+  auto s = make(w, {{"tp", {2}}, {"sp", {false}}, {"zero", {0}}});
+  const auto c = config(*s, {{"tp", 2}, {"sp", false}, {"zero", 0}});
+  EXPECT_THAT(s->explain(c.data()), HasSubstr("out of memory"));
+  s->set_target("torchtitan");
+  EXPECT_THAT(s->explain(c.data()), HasSubstr("TorchTitan main"));
+  EXPECT_THAT(s->explain(c.data()), Not(HasSubstr("out of memory")));
+}
+
 TEST_F(LlmSpaceTest, CoDesignOverGpuTypesAndCounts) {
   json w = {{"model", {{"preset", "llama3-8b"}}},
             {"training", {{"global_batch", 256}}},

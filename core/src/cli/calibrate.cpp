@@ -180,7 +180,7 @@ int run_calibrate(int argc, char** argv) {
   if (results.empty()) {
     std::string why;
     for (const auto& [name, reason] : refused) why += (why.empty() ? "" : "; ") + runs_path + " (" + name + "): " + reason;
-    if (why.empty()) why = runs_path + ": no run the " + space + " space can simulate";
+    if (why.empty()) why = runs_path + ": no usable run (each row is named above with why it was left out)";
     throw core::UserError(why);
   }
   const json file = core::perf::calibration_file(results, runs_path);

@@ -71,6 +71,8 @@ void show_study(Store& store, const std::string& name, std::int64_t limit) {
               spec.predictor.name.c_str(), std::string(to_string(spec.predictor.prior)).c_str(),
               spec.searcher.name.c_str(), spec.executor.name.c_str(), static_cast<long long>(spec.parallel));
   std::printf("store %s\n", store.path().c_str());  // a URL's password is redacted
+  std::printf("workload key %s (its runs as CSV: cotune export-history --workload-key %s)\n",
+              study->workload_key.c_str(), study->workload_key.c_str());
   for (const ObjectiveSpec& o : spec.objectives) {
     std::printf("objective: %s %s", std::string(to_string(o.direction)).c_str(), o.metric.c_str());
     for (const Constraint& k : o.constraints) {

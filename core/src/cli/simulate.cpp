@@ -179,9 +179,10 @@ void warn_if_uncalibrated(const json& calibration, const cotune_trace& trace, co
   const std::string gpu(trace.hardware.gpu_name.data, trace.hardware.gpu_name.len);
   if (core::perf::calibration_covers(calibration, gpu)) return;
   std::string has;
-  for (auto it = calibration.begin(); it != calibration.end(); ++it) has += (has.empty() ? "" : ", ") + it.key();
+  for (auto it = calibration.begin(); it != calibration.end(); ++it)
+    if (!it.value().empty()) has += (has.empty() ? "" : ", ") + it.key();
   std::fprintf(stderr,
-               "cotune simulate: warning: --calibration '%s' has no constants for %s (it has %s); the catalogue's "
+               "cotune simulate: warning: --calibration '%s' has no constants for %s (it has some for %s); the catalogue's "
                "are used\n",
                path.c_str(), gpu.c_str(), has.empty() ? "none" : has.c_str());
 }
@@ -281,7 +282,8 @@ int run_simulate(int argc, char** argv) {
   } catch (const core::PluginError& e) {
     throw core::UserError("--workload '" + workload_path + "': " + e.what());
   }
-  if (!format.empty()) core::set_launch_target(*space, core::launch_target_of(format, "--format"), "--format");
+  const std::string target = format.empty() ? "" : core::launch_target_of(format, "--format");
+  core::set_launch_target(*space, target, "--format");
   try {
     values = space->parse(config_text);
   } catch (const core::PluginError& e) {
@@ -304,8 +306,10 @@ int run_simulate(int argc, char** argv) {
   if (vm.count("json")) {
     json j = result_json(status, reason, json::parse(rendered), trace, r);
     if (ops > 0) j["ops"] = heaviest_ops_json(trace, size_t(ops));
+    if (!target.empty()) j["format"] = target;
     std::cout << j.dump(2) << "\n";
   } else {
+    if (!target.empty()) std::printf("format          %s (timed as that framework runs it)\n", target.c_str());
     print_text(status, reason, rendered, trace, r);
     if (ops > 0) print_heaviest_ops(trace, size_t(ops));
   }

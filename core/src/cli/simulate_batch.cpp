@@ -94,9 +94,24 @@ size_t simulate_batch(const core::Registry& registry, const core::TableSchema& s
   }
   static const char* const added[] = {"status", "step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "peak_mem_gib",
                                       "reason"};
-  for (const char* a : added)
-    if (index.count(a)) throw core::UserError(source + ": input column '" + std::string(a) + "' clashes with an output column");
-  for (size_t i = 0; i < header.size(); ++i) out << (i ? "," : "") << csv_field(header[i]);
+  // A file of measured runs (export-history, a RUNS.csv for calibrate) has columns named like the
+  // output's: they are written as measured_<name>, so the run's figures and the model's sit side by side.
+  std::vector<std::string> written = header;
+  std::string renamed;
+  for (const char* a : added) {
+    auto it = index.find(a);
+    if (it == index.end()) continue;
+    const std::string as = std::string("measured_") + a;
+    if (index.count(as))
+      throw core::UserError(source + ": input columns '" + std::string(a) + "' and '" + as + "' would both be written as '" +
+                            as + "' (the output's own '" + a + "' takes the name): drop one");
+    written[it->second] = as;
+    renamed += (renamed.empty() ? "" : ", ") + std::string(a);
+  }
+  if (!renamed.empty())
+    std::fprintf(stderr, "cotune simulate: note: %s: input columns %s are written as measured_<name>; the output's own "
+                         "columns keep the names\n", source.c_str(), renamed.c_str());
+  for (size_t i = 0; i < written.size(); ++i) out << (i ? "," : "") << csv_field(written[i]);
   for (const char* a : added) out << "," << a;
   out << "\n";
 

@@ -605,7 +605,7 @@ bool calibration_key_names(const std::string& key, const std::string& gpu_name) 
 bool calibration_covers(const json& per_gpu, const std::string& gpu_name) {
   if (!per_gpu.is_object()) return false;
   for (auto it = per_gpu.begin(); it != per_gpu.end(); ++it)
-    if (calibration_key_names(it.key(), gpu_name)) return true;
+    if (calibration_key_names(it.key(), gpu_name) && !it.value().empty()) return true;  // {}: nothing fitted
   return false;
 }
 

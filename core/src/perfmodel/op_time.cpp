@@ -21,6 +21,13 @@ constexpr double kAttentionBackwardEfficiency = 0.8;
 constexpr double kAttentionShareOfGemm = 0.8;
 // The head dimension attention_efficiency describes (Llama, Qwen, GPT-3 and most models since).
 constexpr double kAttentionReferenceHeadDim = 128;
+// PyTorch's SDPA attention (COTUNE_OP_SDPA) is FlashAttention-2, which does not use the asynchronous
+// tensor-core instructions of Hopper and Blackwell (bf16 peaks from about 1 PFLOP/s): it reaches
+// about 60 % of the forward throughput of the fused kernels attention_efficiency describes
+// (FlashAttention-3 paper, Dao et al. 2024: FA2 at 330-350 TFLOP/s, FA3 and cuDNN at 550-650 on
+// H100, causal head dim 128). On Ampere FlashAttention-2 is what every framework runs.
+constexpr double kAsyncTensorCorePeak = 900e12;
+constexpr double kSdpaAttentionShare = 0.6;
 
 // Fused attention does, per score of Q K^T, 4 d tensor-core FLOPs forward (10 d backward) and one
 // exponential on the special-function units (the backward rebuilds the softmax: one more). At the
@@ -174,7 +181,9 @@ double op_time_effective(const cotune_op& op, const cotune_hardware& hw) {
         // The kernel's size is one pass's work: the backward factor is more work, not a bigger tile.
         const bool backward = op.phase == COTUNE_PHASE_BACKWARD && !(op.flags & COTUNE_OP_RECOMPUTE);
         const double pass = backward ? w.flops / kAttentionBackwardFactor : w.flops;
-        eff = size_efficiency(hw, pass, peak, hw.attention_efficiency) * (backward ? kAttentionBackwardEfficiency : 1);
+        const double share = (op.flags & COTUNE_OP_SDPA) && bf16_peak(hw) >= kAsyncTensorCorePeak ? kSdpaAttentionShare : 1;
+        eff = size_efficiency(hw, pass, peak, share * hw.attention_efficiency) *
+              (backward ? kAttentionBackwardEfficiency : 1);
         const double per_score = (backward ? kAttentionBackwardFactor : 1) * 4 * kAttentionReferenceHeadDim;
         eff *= head_dim_factor(hw, peak * eff, per_score, op.head_dim);
       }

@@ -93,6 +93,7 @@ nlohmann::json study_json(Store& store, const std::string& name, std::int64_t li
                          {{"name", study->name},
                           {"status", std::string(to_string(study->status))},
                           {"description", spec.description},
+                          {"workload_key", study->workload_key},
                           {"space", spec.space.name},
                           {"predictor", spec.predictor.name},
                           {"searcher", spec.searcher.name},

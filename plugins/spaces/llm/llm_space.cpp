@@ -228,11 +228,18 @@ class LlmSpace {
   size_t gpu_of(const double* v) const { return static_cast<size_t>(v[kGpu]); }
   Config config_of(const double* v) const { return Config::decode(v, module_masks_); }
 
-  // The space's rules, then the launch target's. Allocation-free when valid and `why` is NULL.
+  // The space's rules, then the launch target's. Allocation-free when valid and `why` is NULL. The
+  // memory estimate is the space's last rule, and a target's refusal outranks it: a layout out of
+  // memory by the estimate is still timed (a run that ran did fit), one the framework refuses is not.
   bool valid(const double* v, std::string* why) {
     if (!in_domain(v, why)) return false;
     const Config c = config_of(v);
-    if (!check_config(w_, c, hardware_[gpu_of(v)], why)) return false;
+    if (!check_config(w_, c, hardware_[gpu_of(v)], why)) {
+      std::string rule;
+      if (why != nullptr && has_target_ && why->rfind("out of memory", 0) == 0 && !target_allows(w_, c, target_, &rule))
+        *why = rule;
+      return false;
+    }
     return !has_target_ || target_allows(w_, c, target_, why);
   }
 

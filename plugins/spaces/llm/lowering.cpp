@@ -236,14 +236,6 @@ void step_phase(TraceBuilder& B, const Workload& w, const Config& c, const Shape
 // Eager PyTorch runs about three kernels, moving about three times the bytes, for each elementwise
 // kernel Transformer Engine fuses (workload.hpp).
 constexpr double kEagerKernels = 3;
-// PyTorch's SDPA attention is FlashAttention-2, which does not use the asynchronous tensor-core
-// instructions of Hopper and Blackwell (bf16 peaks from about 1 PFLOP/s): it reaches about 60 % of
-// the forward throughput of the kernels Transformer Engine calls there (FlashAttention-3 paper, Dao
-// et al. 2024: FA2 at 330-350 TFLOP/s, FA3 and cuDNN at 550-650 on H100, causal head dim 128). On
-// Ampere FlashAttention-2 is what every framework runs.
-constexpr double kAsyncTensorCorePeak = 900e12;
-constexpr double kSdpaAttentionShare = 0.6;
-
 void lower_config(const Workload& w, const Config& c, const cotune_hardware& hw, std::vector<cotune_op>& ops,
                   cotune_trace& trace) {
   const Model& m = w.model;
@@ -254,7 +246,8 @@ void lower_config(const Workload& w, const Config& c, const cotune_hardware& hw,
   const RankLayers& r = s.ranks[static_cast<size_t>(rank)];
   const Counts n = counts_of(m, r);
   const Dims d = dims_of(w, c);
-  TraceBuilder B(ops, hw, w.training.dtype, w.training.lora, w.training.kernels == Kernels::kEager ? kEagerKernels : 1);
+  TraceBuilder B(ops, hw, w.training.dtype, w.training.lora, w.training.kernels == Kernels::kEager ? kEagerKernels : 1,
+                 w.training.kernels != Kernels::kFused);
 
   // ---- forward of one micro-batch (all virtual chunks of this rank)
   pipeline_transfer(B, c, d, rank, F);
@@ -296,9 +289,6 @@ void lower_config(const Workload& w, const Config& c, const cotune_hardware& hw,
   trace.memory = memory_estimate(w, c, s);
   trace.hardware = hw;
   trace.hardware.nodes = static_cast<int32_t>(std::ceil(c.gpus / hw.gpus_per_node));
-  if (w.training.kernels != Kernels::kFused && hw.peak_flops[COTUNE_DTYPE_BF16] >= kAsyncTensorCorePeak &&
-      hw.struct_size >= COTUNE_STRUCT_SIZE(cotune_hardware, attention_efficiency))
-    trace.hardware.attention_efficiency *= kSdpaAttentionShare;
 }
 
 }  // namespace cotune_llm

@@ -32,8 +32,8 @@ GroupPlacement place_group(double stride, double size, const cotune_hardware& hw
 }
 
 TraceBuilder::TraceBuilder(std::vector<cotune_op>& ops, const cotune_hardware& hw, int32_t dtype, bool frozen,
-                           double unfused)
-    : ops_(ops), hw_(hw), dtype_(dtype), frozen_(frozen), unfused_(unfused) {
+                           double unfused, bool sdpa)
+    : ops_(ops), hw_(hw), dtype_(dtype), frozen_(frozen), unfused_(unfused), sdpa_(sdpa) {
   ops_.clear();
 }
 
@@ -83,7 +83,7 @@ int32_t TraceBuilder::attention(int32_t phase, double batch, double heads, doubl
                                 double count, uint32_t flags, double kernels) {
   cotune_op& o = next(phase, COTUNE_OP_ATTENTION,
                       flags & COTUNE_OP_RECOMPUTE ? "attention_recompute" : "attention", count,
-                      flags | COTUNE_OP_CAUSAL, kernels);
+                      flags | COTUNE_OP_CAUSAL | (sdpa_ ? COTUNE_OP_SDPA : 0u), kernels);
   o.batch = batch, o.heads = heads, o.seq_q = seq_q, o.seq_kv = seq_kv, o.head_dim = head_dim;
   o.dtype = dtype_ == COTUNE_DTYPE_FP16 ? COTUNE_DTYPE_FP16 : COTUNE_DTYPE_BF16;
   return last();

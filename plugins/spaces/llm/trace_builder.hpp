@@ -30,9 +30,10 @@ class TraceBuilder {
   // `dtype`: the training's GEMM precision; attention and the router stay in bf16. `frozen`: the
   // weights get no gradient (LoRA), so weight-gradient GEMMs are left out. `unfused`: the kernels,
   // and the bytes they move, that an eager framework runs for each fused elementwise kernel (1 when
-  // fused; every memory op but the optimizer's and host work is scaled by it).
+  // fused; every memory op but the optimizer's and host work is scaled by it). `sdpa`: attention
+  // runs PyTorch's SDPA kernels (COTUNE_OP_SDPA), as PyTorch-native trainers do.
   TraceBuilder(std::vector<cotune_op>& ops, const cotune_hardware& hw, int32_t dtype, bool frozen = false,
-               double unfused = 1);
+               double unfused = 1, bool sdpa = false);
 
   // Ops between begin_block and end_block run `count` times per micro-batch (a layer's block on
   // every layer of the stage); end_block appends the quantisation of its low-precision GEMMs as one
@@ -81,6 +82,7 @@ class TraceBuilder {
   int32_t dtype_;
   bool frozen_;
   double unfused_;
+  bool sdpa_;
   // The open block: its phase, runs, flags, and the bytes and kernels of its quantisation per run.
   int32_t block_phase_ = -1;
   double block_count_ = 0;

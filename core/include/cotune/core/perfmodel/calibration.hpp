@@ -135,7 +135,7 @@ void apply_calibration(nlohmann::json& workload, const nlohmann::json& per_gpu, 
 // Whether a calibration's key names the GPU of that (catalogue or gpu_spec) name: the name itself or
 // any spelling of its catalogue name. The host applies an entry by this rule.
 bool calibration_key_names(const std::string& key, const std::string& gpu_name);
-// Whether the per-GPU constants have an entry for that GPU.
+// Whether the per-GPU constants have a non-empty entry for that GPU (an empty one: nothing fitted).
 bool calibration_covers(const nlohmann::json& per_gpu, const std::string& gpu_name);
 
 }  // namespace cotune::core::perf
