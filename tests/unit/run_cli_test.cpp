@@ -123,6 +123,8 @@ TEST_F(RunCli, RunShowAndExport) {
   EXPECT_NE(out().find("--tensor-model-parallel-size"), std::string::npos) << "launch arguments in the table";
   EXPECT_NE(out().find("store: " + store_), std::string::npos) << "the store path";
   EXPECT_NE(err().find("trial 1 ok"), std::string::npos) << "one line per trial without a terminal:\n" << err();
+  EXPECT_NE(err().find("-- 8/8 trials, 0 in flight"), std::string::npos) << "the last trial is done, not in flight:\n"
+                                                                         << err();
 
   ASSERT_EQ(run({"show", "--store", store_}), 0) << err();
   EXPECT_NE(out().find("demo"), std::string::npos);

@@ -295,7 +295,12 @@ size_t StudyRun::poll_round() {
       if (!stopping_ && !done_) resubmit_.push_front(std::move(again));
       continue;
     } else {
-      batch.push_back(commit(r, result));
+      // Out of running_ before it is committed: the progress line its commit prints counts it done,
+      // not in flight.
+      RunningTrial finished = std::move(r);
+      running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(i));
+      batch.push_back(commit(finished, result));
+      continue;
     }
     running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(i));
   }
