@@ -274,7 +274,12 @@ LlmCsvRow llm_row_from_cells(const CsvCellLookup& cell) {
     try {
       hw = cotune::resolve_hardware(probe.dump());
     } catch (const std::exception& e) {
-      throw std::invalid_argument(std::string("column gpu, gpus_per_node or a bandwidth: ") + e.what());
+      // The message names the field (/cluster/gpu, /cluster/gpus_per_node, /cluster/gpu_spec/...).
+      const std::string what = e.what();
+      const char* column = what.find("/cluster/gpu:") != std::string::npos            ? "column gpu"
+                           : what.find("/cluster/gpus_per_node") != std::string::npos ? "column gpus_per_node"
+                                                                                      : "column gpu, gpus_per_node or a bandwidth";
+      throw std::invalid_argument(std::string(column) + ": " + what);
     }
     if (hw.gpus_per_node < 1) throw std::invalid_argument("column gpus_per_node: expected at least 1");
     cluster["nodes"] = std::ceil(gpus / hw.gpus_per_node);
