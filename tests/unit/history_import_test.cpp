@@ -190,6 +190,31 @@ TEST(LlmTableSchema, DefaultsAndInverse) {
             schema().config_columns().end());
 }
 
+// Logs spell precisions, booleans and activation checkpointing their own way; each reads as the
+// space's word, and a word it does not know is still named.
+TEST(LlmTableSchema, ReadsTheSpellingsLogsUse) {
+  std::map<std::string, std::string> cells = {{"preset", "llama3-8b"}, {"global_batch", "64"}, {"gpus", "8"}};
+  auto read = [&](const std::map<std::string, std::string>& extra) {
+    std::map<std::string, std::string> c = cells;
+    c.insert(extra.begin(), extra.end());
+    return schema().read(c);
+  };
+  for (const auto& [given, dtype] : std::vector<std::pair<std::string, std::string>>{
+           {"BF16", "bf16"}, {"bfloat16", "bf16"}, {"MXFP8", "fp8"}, {"fp8_cs", "fp8"}, {"NVFP4", "fp4"}, {"FP16", "fp16"}})
+    EXPECT_EQ(read({{"dtype", given}}).workload["training"]["dtype"], dtype) << given;
+  for (const auto& [given, recompute] : std::vector<std::pair<std::string, std::string>>{
+           {"True", "full"}, {"False", "none"}, {"Full", "full"}, {"selective", "selective"}})
+    EXPECT_EQ(read({{"recompute", given}}).config["recompute"], recompute) << given;
+  EXPECT_EQ(read({{"sp", "True"}, {"tp", "2"}}).config["sp"], true);
+  EXPECT_EQ(read({{"kernels", "Eager"}}).workload["training"]["kernels"], "eager");
+  try {
+    read({{"sp", "maybe"}});
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "column sp: expected true or false, got 'maybe'");
+  }
+}
+
 TEST(RecsysTableSchema, ReadsWritesAndReadsBack) {
   Registry reg;
   ASSERT_TRUE(reg.load_file(COTUNE_PLUGIN_DIR "/libcotune-space-recsys.so"));

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -69,6 +70,28 @@ const std::pair<const char*, const char*> kAliases[] = {{"moe_ffn_hidden", "expe
 // Per-GPU bandwidths a row may give for its cluster (cluster.gpu_spec fields).
 const char* const kBandwidthColumns[] = {"nvlink_GBps", "network_GBps", "island_GBps"};
 
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// Precisions as logs name them: MXFP8, fp8_cs (current scaling), NVFP4, bfloat16.
+std::string dtype_word(const std::string& w) {
+  if (w.rfind("fp8", 0) == 0 || w.rfind("mxfp8", 0) == 0) return "fp8";
+  if (w.rfind("fp4", 0) == 0 || w.rfind("nvfp4", 0) == 0 || w.rfind("mxfp4", 0) == 0) return "fp4";
+  if (w == "bfloat16") return "bf16";
+  if (w == "float16" || w == "half") return "fp16";
+  if (w == "float32") return "fp32";
+  return w;
+}
+
+// Activation checkpointing as logs write it: a yes/no (yes: every layer, full) or the mode.
+std::string recompute_word(const std::string& w) {
+  if (w == "true" || w == "yes" || w == "1" || w == "on") return "full";
+  if (w == "false" || w == "no" || w == "0" || w == "off") return "none";
+  return w;
+}
+
 const char* const kTrainingColumns[] = {"global_batch", "dtype",   "attention", "kernels",
                                         "dropout",      "overlap_grad_reduce", "overlap_moe_comm", "moe_dispatcher",
                                         "grad_reduce",  "peft"};
@@ -118,12 +141,16 @@ class Cells {
   }
   bool boolean(const std::string& col, bool fallback) const {
     if (!has(col)) return fallback;
-    const std::string& t = text(col);
-    if (t == "true" || t == "1" || t == "yes") return true;
-    if (t == "false" || t == "0" || t == "no") return false;
-    throw std::invalid_argument("column " + col + ": expected true or false, got '" + t + "'");
+    const std::string t = lower(text(col));  // logs write True/False (Python) as often as true/false
+    if (t == "true" || t == "1" || t == "yes" || t == "on") return true;
+    if (t == "false" || t == "0" || t == "no" || t == "off") return false;
+    throw std::invalid_argument("column " + col + ": expected true or false, got '" + text(col) + "'");
   }
   std::string string(const std::string& col, const std::string& fallback) const { return has(col) ? text(col) : fallback; }
+  // A keyword cell (dtype, kernels, recompute, ...) in lower case: logs write BF16 and Full too.
+  std::string word(const std::string& col, const std::string& fallback) const {
+    return has(col) ? lower(text(col)) : fallback;
+  }
 
  private:
   const CsvCellLookup& cell_;
@@ -284,14 +311,14 @@ LlmCsvRow llm_row_from_cells(const CsvCellLookup& cell) {
     if (hw.gpus_per_node < 1) throw std::invalid_argument("column gpus_per_node: expected at least 1");
     cluster["nodes"] = std::ceil(gpus / hw.gpus_per_node);
 
-    json training = {{"global_batch", r.integer("global_batch", 0)}, {"dtype", r.string("dtype", "bf16")},
-                     {"attention", r.string("attention", "flash")}, {"dropout", r.boolean("dropout", false)}};
+    json training = {{"global_batch", r.integer("global_batch", 0)}, {"dtype", dtype_word(r.word("dtype", "bf16"))},
+                     {"attention", r.word("attention", "flash")}, {"dropout", r.boolean("dropout", false)}};
     if (r.has("overlap_grad_reduce")) training["overlap_grad_reduce"] = r.boolean("overlap_grad_reduce", true);
     if (r.has("overlap_moe_comm")) training["overlap_moe_comm"] = r.boolean("overlap_moe_comm", false);
-    if (r.has("moe_dispatcher")) training["moe_dispatcher"] = r.text("moe_dispatcher");
-    if (r.has("grad_reduce")) training["grad_reduce"] = r.text("grad_reduce");
-    if (r.has("peft")) training["peft"] = r.text("peft");
-    if (r.has("kernels")) training["kernels"] = r.text("kernels");
+    if (r.has("moe_dispatcher")) training["moe_dispatcher"] = r.word("moe_dispatcher", "");
+    if (r.has("grad_reduce")) training["grad_reduce"] = dtype_word(r.word("grad_reduce", ""));
+    if (r.has("peft")) training["peft"] = r.word("peft", "");
+    if (r.has("kernels")) training["kernels"] = r.word("kernels", "");
     row.workload = {{"model", model}, {"training", training}, {"cluster", cluster}};
   }
 
@@ -299,7 +326,7 @@ LlmCsvRow llm_row_from_cells(const CsvCellLookup& cell) {
   double zero = r.integer("zero", 0);
   if (!r.has("zero") && r.has("fsdp") && r.integer("fsdp", 0) > 0) zero = 3;
 
-  const std::string recompute = r.string("recompute", "none");
+  const std::string recompute = recompute_word(r.word("recompute", "none"));
   const bool sp = r.boolean("sp", false);
   row.config = {{"tp", tp}, {"pp", pp}, {"dp", dp}, {"cp", cp}, {"ep", r.integer("ep", 1)},
                 {"micro_batch", r.integer("micro_batch", 1)}, {"vpp", r.integer("vpp", 1)},
