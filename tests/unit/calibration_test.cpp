@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -459,6 +460,33 @@ TEST_F(Calibration, CommandLineFitsWhatItCanAndNamesWhatItLeftOut) {
   ASSERT_EQ(doc["not_calibrated"].size(), 1u);
   EXPECT_EQ(doc["not_calibrated"][0]["gpu"], "a100-80gb");
   EXPECT_EQ(doc["fits"].size(), 1u);
+
+  // The file read as import reads it: a measured column of another name through --map, failed runs
+  // left out by their status.
+  std::string text = cotune::testing::read_file(dir + "/runs.csv");
+  text.replace(text.find("step_time_s"), 11, "iteration (ms)");
+  std::istringstream lines(text);
+  std::ostringstream mapped;
+  std::string line;
+  for (int n = 0; std::getline(lines, line); ++n) {
+    if (n == 0) {
+      mapped << line << ",status\n";
+      continue;
+    }
+    const size_t comma = line.rfind(',');
+    const std::string value = line.substr(comma + 1);
+    mapped << line.substr(0, comma + 1) << (value.empty() ? "" : std::to_string(std::stod(value) * 1000))
+           << (n == 2 ? ",failed\n" : ",ok\n");
+  }
+  std::ofstream(dir + "/mapped.csv") << mapped.str();
+  r = run_cli(dir, {"calibrate", "--runs", dir + "/mapped.csv", "--map", "iteration (ms)=step_time_ms", "--fit",
+                    "gemm_efficiency_max", "--json"});
+  EXPECT_EQ(r.status, 1) << r.err;
+  const json via_map = json::parse(r.out);
+  EXPECT_EQ(via_map["fits"][0]["runs"], 5) << "six H100 runs, one of them failed";
+  EXPECT_EQ(via_map["left_out"][0]["line"], 3);
+  EXPECT_THAT(via_map["left_out"][0]["reason"].get<std::string>(), HasSubstr("status failed"));
+  EXPECT_NEAR(via_map["calibration"]["gpus"]["h100-sxm"]["constants"]["gemm_efficiency_max"].get<double>(), 0.5, 0.01);
 
   // Nothing that can be fitted: refused as before, and an earlier file at --out is left as it was.
   std::ofstream(dir + "/none.csv") << "hidden,layers,heads,global_batch,gpus,tp,step_time_s\n"

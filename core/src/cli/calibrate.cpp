@@ -3,6 +3,7 @@
 // `simulate --calibration`, study files ("calibration") and `predictor eval --calibration` apply.
 #include <cotune/core/perfmodel/calibration.hpp>
 #include <cotune/core/errors.hpp>
+#include <cotune/core/history/table_runs.hpp>
 #include <cotune/core/registry.hpp>
 
 #include <boost/program_options.hpp>
@@ -82,6 +83,7 @@ void write_file(const json& file, const std::string& path) {
 
 int run_calibrate(int argc, char** argv) {
   std::string runs_path, base, out_path, fit, executor_options = "{}", space = core::kDefaultSpace;
+  std::vector<std::string> maps;
   size_t folds = 5;
   double prior_sigma = 0.5;
   po::options_description desc(
@@ -89,7 +91,8 @@ int run_calibrate(int argc, char** argv) {
       "       cotune calibrate --gpu --base NAME [--out CAL.json] [--executor-options JSON]\n\n"
       "Fits the performance model's hardware and software constants and writes a calibration file.\n"
       "--runs: RUNS.csv has the columns of `cotune simulate --batch` (docs/simulate.md) and a measured\n"
-      "step_time_s (or step_time_ms, tokens_per_s, tokens_per_s_per_gpu); the constants of each GPU type\n"
+      "step_time_s (or step_time_ms, iteration_time_s, tokens_per_s, tokens_per_s_per_gpu, or a column\n"
+      "--map names), read as cotune import reads it; the constants of each GPU type\n"
       "are fitted on its rows by robust least squares on the log step time, each kept near its catalogue\n"
       "value unless the runs say otherwise. It prints each constant with its uncertainty, the error before\n"
       "and after on the runs and a k-fold held-out error, and refuses runs that cannot determine what is\n"
@@ -108,6 +111,8 @@ int run_calibrate(int argc, char** argv) {
       ("gpu", "calibrate on the local GPU instead (microbenchmarks)")
       ("base", po::value(&base), "with --gpu: the catalogue GPU whose peaks, memory and network the measurement refines")
       ("out", po::value(&out_path), "write the calibration file here (default: stdout)")
+      ("map", po::value(&maps)->composing(), "with --runs: \"source column=canonical name\" (repeatable), as "
+                                             "cotune import takes it")
       ("fit", po::value(&fit), "comma-separated constants to fit (default: the most telling constants, as many as "
                                "lower the cross-validated error)")
       ("all-constants", "without --fit: every constant the runs determine, not only those that lower the "
@@ -149,7 +154,11 @@ int run_calibrate(int argc, char** argv) {
 
   core::Registry registry;
   registry.load_default();
-  const CalibrationRuns runs = read_calibration_runs(registry, core::TableSchema::of(registry, space), runs_path);
+  std::vector<std::pair<std::string, std::string>> mapping;
+  for (const std::string& m : maps) mapping.push_back(core::parse_column_mapping(m));
+  const CalibrationRuns runs =
+      read_calibration_runs(registry, core::TableSchema::of(registry, space), runs_path, mapping);
+  for (const std::string& w : runs.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
   core::perf::CalibrationOptions options;
   options.fit = split_list(fit);
   options.folds = folds;

@@ -12,6 +12,7 @@
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace cotune::cli {
@@ -26,14 +27,17 @@ struct SkippedRun {
 struct CalibrationRuns {
   std::map<std::string, std::vector<core::perf::CalibrationRun>> by_gpu;  // the runs, grouped by GPU type
   std::vector<SkippedRun> skipped;
+  std::vector<std::string> warnings;  // columns ignored (text that is neither a schema column nor a metric)
 };
 
-// Reads RUNS.csv (the columns of the space's table schema, as `simulate --batch` reads them, plus a
-// measured step_time_s, step_time_ms, tokens_per_s or tokens_per_s_per_gpu) into runs grouped by
-// GPU type. Throws UserError naming the row and column of a bad cell; a row the space cannot
-// simulate is skipped with its reason.
+// Reads RUNS.csv as `cotune import` reads a file (core/history/table_runs.hpp: the space's table
+// schema, `mapping` from --map, a format column, a status column) with a measured step time or
+// tokens per second (step_time_s, step_time_ms, iteration_time_s, tokens_per_s_per_gpu, ...) into
+// runs grouped by GPU type. Header problems are UserErrors; a row that cannot be a run (a bad cell,
+// a layout the space refuses, a status other than ok, no measurement) is skipped with its reason.
 CalibrationRuns read_calibration_runs(const core::Registry& registry, const core::TableSchema& schema,
-                                      const std::string& path);
+                                      const std::string& path,
+                                      const std::vector<std::pair<std::string, std::string>>& mapping);
 
 // Measures the local GPU through the cuda executor and fits the constants of catalogue GPU `base`;
 // fills `out` with {"constants": {...}, "measurements": {...}}. Returns the exit status (1: no

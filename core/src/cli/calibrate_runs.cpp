@@ -1,87 +1,64 @@
-// Measured runs for `cotune calibrate --runs` (see calibrate.hpp): each CSV row through its space's
-// table schema to its step trace, with the step time it took.
-#include <cotune/core/history/csv.hpp>
+// Measured runs for `cotune calibrate --runs` (see calibrate.hpp): the CSV read as import reads it
+// (the shared reader: mapping, recognised metric columns, a format column, status), each run
+// lowered to its step trace with the step time it took.
 #include <cotune/core/errors.hpp>
-#include <cotune/core/perfmodel/perfmodel.hpp>
+#include <cotune/core/history/csv.hpp>
 #include <cotune/core/history/table_runs.hpp>
-#include <cotune/core/run/study_setup.hpp>
-#include <cotune/core/studyfile/study_file.hpp>
+#include <cotune/core/perfmodel/perfmodel.hpp>
 
-#include <cmath>
-#include <stdexcept>
+#include <algorithm>
+#include <string>
 
 #include "cli/calibrate.hpp"
 
 namespace cotune::cli {
-namespace {
-
-using nlohmann::json;
-
-double positive(const std::string& text, const std::string& where) {
-  try {
-    size_t used = 0;
-    const double v = std::stod(text, &used);
-    if (used == text.size() && std::isfinite(v) && v > 0) return v;
-  } catch (const std::exception&) {
-  }
-  throw core::UserError(where + ": expected a positive number, got '" + text + "'");
-}
-
-}  // namespace
 
 CalibrationRuns read_calibration_runs(const core::Registry& registry, const core::TableSchema& schema,
-                                      const std::string& path) {
+                                      const std::string& path,
+                                      const std::vector<std::pair<std::string, std::string>>& mapping) {
   if ((schema.info().capabilities & COTUNE_CAP_LOWER_TRACE) == 0)
     throw core::UserError("--space '" + schema.space() + "': the space does not lower configurations to step traces, "
                           "so there is nothing to calibrate the performance model on");
   const core::CsvTable table = core::read_csv_file(path);
-  const char* const measured[] = {"step_time_s", "step_time_ms", "tokens_per_s", "tokens_per_s_per_gpu"};
-  bool any = false;
-  for (const char* m : measured) any = any || table.column(m) >= 0;
-  if (!any)
-    throw core::UserError(path + ": no measured column (expected step_time_s, step_time_ms, tokens_per_s or "
-                          "tokens_per_s_per_gpu beside the columns of cotune simulate --batch)");
-  CalibrationRuns runs;
-  for (const core::CsvRecord& rec : table.rows) {
-    auto cell = [&](const std::string& col) -> const std::string* {
-      const long i = table.column(col);
-      return i < 0 || rec.fields[size_t(i)].empty() ? nullptr : &rec.fields[size_t(i)];
-    };
-    // Whatever keeps this row from being a run leaves it out, named; the other rows still count.
-    try {
-      std::map<std::string, std::string> cells;
-      for (size_t c = 0; c < table.header.size(); ++c)
-        if (schema.reads(table.header[c]) && !rec.fields[c].empty()) cells.emplace(table.header[c], rec.fields[c]);
-      const core::TableRow row = schema.read(cells);
-      const std::unique_ptr<core::Space> space =
-          registry.make_space(schema.space(), row.workload.dump(), row.options.dump());
-      // Timed as its framework runs it (a study's "format"): TorchTitan's eager kernels, its rules.
-      if (const std::string* f = cell(core::kFormatColumn)) {
-        const std::string column = std::string("column ") + core::kFormatColumn;
-        core::set_launch_target(*space, core::launch_target_of(*f, column), column);
-      }
-      const std::vector<double> values = space->parse(row.config.dump());
-      const std::string why = space->explain(values.data());
-      if (!why.empty() && why.rfind("out of memory", 0) != 0)  // it ran, so a memory estimate over the GPU's is no reason
-        throw core::UserError("the " + schema.space() + " space refuses this layout: " + why);
-      const cotune_trace& trace = space->lower(values.data());
-      // The measurement as a step time; tokens per step come from the trace (a preset's seq_len too).
-      double step = 0;
-      if (const std::string* t = cell("step_time_s")) step = positive(*t, "column step_time_s");
-      else if (const std::string* t = cell("step_time_ms")) step = positive(*t, "column step_time_ms") / 1e3;
-      else if (const std::string* t = cell("tokens_per_s"))
-        step = trace.tokens_per_step / positive(*t, "column tokens_per_s");
-      else if (const std::string* t = cell("tokens_per_s_per_gpu"))
-        step = trace.tokens_per_step / (positive(*t, "column tokens_per_s_per_gpu") * trace.gpus);
-      else  // a run that did not finish: nothing to fit on
-        throw core::UserError("no measured value (step_time_s, step_time_ms, tokens_per_s or tokens_per_s_per_gpu)");
-      const std::string gpu(trace.hardware.gpu_name.data, trace.hardware.gpu_name.len);
-      runs.by_gpu[gpu].push_back({"line " + std::to_string(rec.line), core::perf::TraceCopy(trace), step});
-    } catch (const std::exception& e) {
-      runs.skipped.push_back({rec.line, e.what()});
-    }
-  }
   if (table.rows.empty()) throw core::UserError(path + ": no runs (a header and no rows)");
+  // A column that gives the step time or the tokens per second (as import recognises them, after --map).
+  bool measured = false;
+  for (const std::string& column : table.header) {
+    std::string name = column;
+    for (const auto& [from, to] : mapping)
+      if (from == column) name = to;
+    const auto m = core::recognise_metric(name);
+    measured = measured || (m && (m->canonical == "step_time_s" || m->canonical == "tokens_per_s"));
+  }
+  if (!measured)
+    throw core::UserError(path + ": no measured column (expected step_time_s, step_time_ms, iteration_time_s, "
+                          "iteration_time_ms, tokens_per_s or tokens_per_s_per_gpu beside the columns of cotune "
+                          "simulate --batch; --map names another)");
+
+  const core::TableRuns read = core::read_table_runs(table, mapping, registry, schema);
+  CalibrationRuns runs;
+  runs.warnings = read.warnings;
+  for (const core::RejectedRow& r : read.rejected) runs.skipped.push_back({r.line, r.reason});
+  for (const core::TableRun& run : read.runs) {
+    if (run.status != core::TrialStatus::kOk) {
+      runs.skipped.push_back({run.line, "status " + std::string(core::to_string(run.status)) + ": no step time to fit"});
+      continue;
+    }
+    const cotune_trace& trace = run.space->lower(run.config.data());
+    // The measurement as a step time; tokens per step come from the trace (a preset's seq_len too).
+    double step = 0;
+    if (run.metrics.contains("step_time_s")) step = run.metrics["step_time_s"].get<double>();
+    else if (run.metrics.contains("tokens_per_s") && run.metrics["tokens_per_s"].get<double>() > 0)
+      step = trace.tokens_per_step / run.metrics["tokens_per_s"].get<double>();
+    if (!(step > 0)) {  // a run that did not finish: nothing to fit on
+      runs.skipped.push_back({run.line, "no measured value (a positive step time or tokens per second)"});
+      continue;
+    }
+    const std::string gpu(trace.hardware.gpu_name.data, trace.hardware.gpu_name.len);
+    runs.by_gpu[gpu].push_back({"line " + std::to_string(run.line), core::perf::TraceCopy(trace), step});
+  }
+  std::sort(runs.skipped.begin(), runs.skipped.end(),
+            [](const SkippedRun& a, const SkippedRun& b) { return a.line < b.line; });
   return runs;
 }
 
