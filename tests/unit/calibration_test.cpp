@@ -85,6 +85,27 @@ class Calibration : public ::testing::Test {
           }
     return out;
   }
+  // The step time of a layout on a machine whose GEMMs reach 0.5 of peak: the model's own, with that
+  // constant.
+  double at_half_gemm(double tp, double pp, double mb, double gpus) {
+    auto s = registry_.make_space("llm", workload(std::ceil(gpus / 8), {{"gemm_efficiency_max", 0.5}}).dump(), "{}");
+    const auto v = s->parse(json{{"tp", tp}, {"pp", pp}, {"micro_batch", mb}, {"sp", tp > 1}, {"zero", 1}, {"gpus", gpus},
+                                 {"dp", gpus / (tp * pp)}}.dump());
+    cotune_sim_result r{};
+    r.struct_size = sizeof r;
+    perf::simulate(s->lower(v.data()), &r);
+    return r.step_time_s;
+  }
+  // RUNS.csv of six H100 runs of that machine (lines 2-7), header included.
+  static constexpr const char* kRunsHeader =
+      "hidden,layers,heads,vocab,seq_len,global_batch,gpu,gpus,tp,pp,micro_batch,sp,zero,step_time_s\n";
+  void write_half_gemm_runs(std::ostream& csv) {
+    csv << kRunsHeader;
+    for (auto [tp, pp, mb, gpus] : std::vector<std::array<double, 4>>{
+             {1, 1, 1, 8}, {2, 1, 2, 8}, {4, 2, 1, 16}, {8, 1, 4, 16}, {2, 2, 1, 32}, {1, 1, 4, 8}})
+      csv << "2048,16,16,32000,2048,256,h100-sxm," << gpus << "," << tp << "," << pp << "," << mb << ","
+          << (tp > 1 ? "true" : "false") << ",1," << at_half_gemm(tp, pp, mb, gpus) << "\n";
+  }
   Registry registry_;
 };
 
@@ -313,23 +334,9 @@ TEST_F(Calibration, TheFileRoundTripsAndABadOneNamesTheField) {
 TEST_F(Calibration, CommandLineCalibratesAndSimulateAppliesIt) {
   cotune::testing::ScratchDir scratch("calibrate");
   const std::string dir = scratch.path();
-  // Step times as if GEMMs ran at 0.5 of peak: the model's own, with that constant.
+  // Step times as if GEMMs ran at 0.5 of peak.
   std::ofstream csv(dir + "/runs.csv");
-  csv << "hidden,layers,heads,vocab,seq_len,global_batch,gpus,tp,pp,micro_batch,sp,zero,step_time_s\n";
-  auto real = [&](double tp, double pp, double mb, double gpus) {
-    json w = workload(std::ceil(gpus / 8), {{"gemm_efficiency_max", 0.5}});
-    auto s = registry_.make_space("llm", w.dump(), "{}");
-    const auto v = s->parse(json{{"tp", tp}, {"pp", pp}, {"micro_batch", mb}, {"sp", tp > 1}, {"zero", 1}, {"gpus", gpus},
-                                 {"dp", gpus / (tp * pp)}}.dump());
-    cotune_sim_result r{};
-    r.struct_size = sizeof r;
-    perf::simulate(s->lower(v.data()), &r);
-    return r.step_time_s;
-  };
-  for (auto [tp, pp, mb, gpus] : std::vector<std::array<double, 4>>{{1, 1, 1, 8}, {2, 1, 2, 8}, {4, 2, 1, 16}, {8, 1, 4, 16},
-                                                                   {2, 2, 1, 32}, {1, 1, 4, 8}})
-    csv << "2048,16,16,32000,2048,256," << gpus << "," << tp << "," << pp << "," << mb << "," << (tp > 1 ? "true" : "false")
-        << ",1," << real(tp, pp, mb, gpus) << "\n";
+  write_half_gemm_runs(csv);
   csv.close();
   CliResult r = run_cli(dir, {"calibrate", "--runs", dir + "/runs.csv", "--out", dir + "/cal.json", "--fit",
                              "gemm_efficiency_max"});
@@ -361,7 +368,7 @@ TEST_F(Calibration, CommandLineCalibratesAndSimulateAppliesIt) {
   const double calibrated = std::stod(r.out.substr(r.out.find("ok,") + 3));
   r = run_cli(dir, {"simulate", "--batch", dir + "/one.csv"});
   const double catalogue = std::stod(r.out.substr(r.out.find("ok,") + 3));
-  EXPECT_NEAR(calibrated / real(2, 1, 1, 8), 1.0, 0.01);
+  EXPECT_NEAR(calibrated / at_half_gemm(2, 1, 1, 8), 1.0, 0.01);
   EXPECT_LT(catalogue, calibrated);
   EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
   // A file with no constants for the GPU simulated changes nothing, and says so.
@@ -419,18 +426,7 @@ TEST_F(Calibration, CommandLineFitsWhatItCanAndNamesWhatItLeftOut) {
   // Six H100 runs made with GEMMs at 0.5 of peak; beside them rows that cannot be runs (a layout the
   // space refuses, a run with no measurement, a GPU the catalogue lacks) and one lone A100 run.
   std::ofstream csv(dir + "/runs.csv");
-  csv << "hidden,layers,heads,vocab,seq_len,global_batch,gpu,gpus,tp,pp,micro_batch,sp,zero,step_time_s\n";
-  for (auto [tp, pp, mb, gpus] : std::vector<std::array<double, 4>>{{1, 1, 1, 8}, {2, 1, 2, 8}, {4, 2, 1, 16}, {8, 1, 4, 16},
-                                                                   {2, 2, 1, 32}, {1, 1, 4, 8}}) {
-    auto s = registry_.make_space("llm", workload(std::ceil(gpus / 8), {{"gemm_efficiency_max", 0.5}}).dump(), "{}");
-    const auto v = s->parse(json{{"tp", tp}, {"pp", pp}, {"micro_batch", mb}, {"sp", tp > 1}, {"zero", 1}, {"gpus", gpus},
-                                 {"dp", gpus / (tp * pp)}}.dump());
-    cotune_sim_result res{};
-    res.struct_size = sizeof res;
-    perf::simulate(s->lower(v.data()), &res);
-    csv << "2048,16,16,32000,2048,256,h100-sxm," << gpus << "," << tp << "," << pp << "," << mb << ","
-        << (tp > 1 ? "true" : "false") << ",1," << res.step_time_s << "\n";
-  }
+  write_half_gemm_runs(csv);
   csv << "2048,16,16,32000,2048,256,h100-sxm,8,32,1,1,true,1,1.5\n"      // line 8: tp 32 on 8 GPUs
       << "2048,16,16,32000,2048,256,h100-sxm,8,2,1,1,true,1,\n"          // line 9: no measurement
       << "2048,16,16,32000,2048,256,h100-pcie,8,2,1,1,true,1,1.5\n"      // line 10: not in the catalogue
