@@ -399,7 +399,8 @@ TEST_F(Calibration, CommandLineCalibratesAndSimulateAppliesIt) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
 
-  // A bad cell names its line and column; a layout the space refuses names its line.
+  // A bad cell names its line and column, a layout the space refuses its line; such a row is left out,
+  // and the one run left cannot be fitted alone (exit 2, as nothing is written).
   std::ofstream(dir + "/bad.csv") << "hidden,layers,heads,global_batch,gpus,tp,step_time_s\n"
                                      "2048,16,16,256,8,1,1.5\n2048,16,16,256,8,x,1.5\n";
   r = run_cli(dir, {"calibrate", "--runs", dir + "/bad.csv"});

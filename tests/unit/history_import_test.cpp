@@ -301,12 +301,25 @@ TEST_F(HistoryImport, HeaderProblemsAreUserErrors) {
   } catch (const UserError& e) {
     EXPECT_THAT(e.what(), HasSubstr("has no column 'tensor paralelism'"));
   }
-  try {
-    read_table_runs(table_of("hidden,layers,heads,global_batch,gpus,step_time_s,step_time_ms\n1024,8,16,64,8,1,1000\n"), {}, registry(), schema());
-    FAIL();
-  } catch (const UserError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("'step_time_s' and 'step_time_ms' both give the metric 'step_time_s'"));
-  }
+}
+
+// Published tables give a metric in several columns and fill one: per row the metric's own column
+// wins, else the first filled; cells that disagree reject the row.
+TEST_F(HistoryImport, SeveralColumnsOfOneMetricAgreeOrRejectTheRow) {
+  const TableRuns runs = read_table_runs(
+      table_of("hidden,layers,heads,global_batch,gpus,step_time_ms,step_time_s,tokens_per_s,tokens_per_s_per_gpu\n"
+               "1024,8,16,64,8,1000,1,,\n"          // agree: step_time_s 1
+               "1024,8,16,64,8,500,,,\n"            // only ms: 0.5 s
+               "1024,8,16,64,8,,,,1000\n"           // per GPU only: 8000 tokens/s
+               "1024,8,16,64,8,1000,2,,\n"),        // disagree
+      {}, registry(), schema());
+  ASSERT_EQ(runs.runs.size(), 3u);
+  EXPECT_DOUBLE_EQ(runs.runs[0].metrics["step_time_s"].get<double>(), 1);
+  EXPECT_DOUBLE_EQ(runs.runs[1].metrics["step_time_s"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(runs.runs[2].metrics["tokens_per_s"].get<double>(), 8000);
+  ASSERT_EQ(runs.rejected.size(), 1u);
+  EXPECT_EQ(runs.rejected[0].line, 5u);
+  EXPECT_EQ(runs.rejected[0].reason, "columns step_time_ms and step_time_s give different step_time_s (2 against 1000)");
 }
 
 TEST_F(HistoryImport, BadRowsAreRejectedWithTheirLine) {
@@ -559,14 +572,11 @@ TEST_F(HistoryImport, AStudysFormatTravelsWithItsRuns) {
   EXPECT_LT(mape_before(out), 0.12);
   EXPECT_GT(mape_before(path("unformatted.csv")), mape_before(out) + 0.03);
 
-  // The export itself: its measured columns come back as measured_<name> beside the model's.
-  CliRun raw = cli("simulate --batch " + out + " --out " + path("raw.csv"));
-  EXPECT_EQ(raw.status, 0) << raw.out;
-  EXPECT_THAT(raw.out, HasSubstr("input columns status, step_time_s, tokens_per_s, tflops_per_gpu, mfu, peak_mem_gib are "
-                                 "written as measured_<name>"));
-  const CsvTable simulated = read_csv_file(path("raw.csv"));
-  EXPECT_GE(simulated.column("measured_step_time_s"), 0);
-  EXPECT_EQ(simulated_steps(out), titan);
+  // The export itself holds measured columns named like simulate's output: refused, saying why.
+  CliRun raw = cli("simulate --batch " + out);
+  EXPECT_EQ(raw.status, 2);
+  EXPECT_THAT(raw.out, HasSubstr("input columns named like the output's (status, step_time_s, tokens_per_s, "
+                                 "tflops_per_gpu, mfu, peak_mem_gib): drop or rename them"));
 
   CliRun unknown = cli("simulate --batch " + path("bad.csv"));
   EXPECT_EQ(unknown.status, 1);

@@ -189,7 +189,12 @@ int run_calibrate(int argc, char** argv) {
   if (results.empty()) {
     std::string why;
     for (const auto& [name, reason] : refused) why += (why.empty() ? "" : "; ") + runs_path + " (" + name + "): " + reason;
-    if (why.empty()) why = runs_path + ": no usable run (each row is named above with why it was left out)";
+    if (why.empty()) {
+      why = runs_path + ": no usable run";
+      for (size_t i = 0; i < runs.skipped.size() && i < 3; ++i)
+        why += std::string(i ? "; " : " (") + "line " + std::to_string(runs.skipped[i].line) + ": " + runs.skipped[i].reason;
+      if (!runs.skipped.empty()) why += runs.skipped.size() > 3 ? "; ...)" : ")";
+    }
     throw core::UserError(why);
   }
   const json file = core::perf::calibration_file(results, runs_path);

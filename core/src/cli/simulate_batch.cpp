@@ -94,24 +94,16 @@ size_t simulate_batch(const core::Registry& registry, const core::TableSchema& s
   }
   static const char* const added[] = {"status", "step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "peak_mem_gib",
                                       "reason"};
-  // A file of measured runs (export-history, a RUNS.csv for calibrate) has columns named like the
-  // output's: they are written as measured_<name>, so the run's figures and the model's sit side by side.
-  std::vector<std::string> written = header;
-  std::string renamed;
-  for (const char* a : added) {
-    auto it = index.find(a);
-    if (it == index.end()) continue;
-    const std::string as = std::string("measured_") + a;
-    if (index.count(as))
-      throw core::UserError(source + ": input columns '" + std::string(a) + "' and '" + as + "' would both be written as '" +
-                            as + "' (the output's own '" + a + "' takes the name): drop one");
-    written[it->second] = as;
-    renamed += (renamed.empty() ? "" : ", ") + std::string(a);
-  }
-  if (!renamed.empty())
-    std::fprintf(stderr, "cotune simulate: note: %s: input columns %s are written as measured_<name>; the output's own "
-                         "columns keep the names\n", source.c_str(), renamed.c_str());
-  for (size_t i = 0; i < written.size(); ++i) out << (i ? "," : "") << csv_field(written[i]);
+  // A file of measured runs (export-history's, a RUNS.csv for calibrate) has columns named like the
+  // output's. Written back beside the model's they would read as measurements of a file that holds
+  // the model's figures under the measured names, so they are refused, saying what to do.
+  std::string clashing;
+  for (const char* a : added)
+    if (index.count(a)) clashing += (clashing.empty() ? "" : ", ") + std::string(a);
+  if (!clashing.empty())
+    throw core::UserError(source + ": input columns named like the output's (" + clashing +
+                          "): drop or rename them (a file of measured runs calibrates as it is: cotune calibrate --runs)");
+  for (size_t i = 0; i < header.size(); ++i) out << (i ? "," : "") << csv_field(header[i]);
   for (const char* a : added) out << "," << a;
   out << "\n";
 

@@ -80,14 +80,6 @@ std::vector<std::string> mapped_header(const CsvTable& table,
       if (header[i] == header[j])
         throw UserError(table.source + ": columns '" + table.header[j] + "' and '" + table.header[i] +
                         "' both stand for '" + header[i] + "' (after --map)");
-  std::map<std::string, std::string> by_metric;
-  for (const std::string& c : header)
-    if (auto m = recognise_metric(c)) {
-      auto [it, fresh] = by_metric.emplace(m->canonical, c);
-      if (!fresh)
-        throw UserError(table.source + ": columns '" + it->second + "' and '" + c + "' both give the metric '" +
-                        m->canonical + "'; keep one (or --map the other to a new name)");
-    }
   return header;
 }
 
@@ -223,11 +215,25 @@ TableRuns read_table_runs(const CsvTable& table, const std::vector<std::pair<std
                                       s->second + "'");
         p.status = *st;
       }
+      // Several columns may give one metric (published tables carry tokens_per_s beside
+      // tokens_per_s_per_gpu, and fill one): the column of the metric's own name wins, else the first
+      // filled; filled cells that disagree by more than 1 % reject the row.
+      std::map<std::string, std::pair<std::string, double>> given;  // metric -> (column, value)
       for (size_t c = 0; c < header.size(); ++c) {
         const std::string& text = rec.fields[c];
         if (text.empty()) continue;
-        if (auto m = recognise_metric(header[c])) p.metrics[m->canonical] = metric_value(header[c], text, *m, gpus);
+        const auto m = recognise_metric(header[c]);
+        if (!m) continue;
+        const double v = metric_value(header[c], text, *m, gpus);
+        auto [it, fresh] = given.emplace(m->canonical, std::make_pair(header[c], v));
+        if (fresh) continue;
+        const double other = it->second.second;
+        if (std::fabs(v - other) > 0.01 * std::max(std::fabs(v), std::fabs(other)))
+          throw std::invalid_argument("columns " + it->second.first + " and " + header[c] + " give different " +
+                                      m->canonical + " (" + text + " against " + p.cells[it->second.first] + ")");
+        if (header[c] == m->canonical) it->second = {header[c], v};
       }
+      for (const auto& [metric, from] : given) p.metrics[metric] = from.second;
       for (size_t c : extra) {
         double v;
         if (!rec.fields[c].empty() && parse_number(rec.fields[c], &v)) p.metrics[header[c]] = v;

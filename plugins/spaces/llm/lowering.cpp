@@ -246,8 +246,12 @@ void lower_config(const Workload& w, const Config& c, const cotune_hardware& hw,
   const RankLayers& r = s.ranks[static_cast<size_t>(rank)];
   const Counts n = counts_of(m, r);
   const Dims d = dims_of(w, c);
+  // SDPA attention under PyTorch-native kernels. A GPU whose description gives no attention
+  // efficiency (the MI300X's) is timed by the host's older rule, a share of its GEMM efficiency,
+  // which says nothing of SDPA: no flag there.
+  const bool sdpa = w.training.kernels != Kernels::kFused && hw.attention_efficiency > 0;
   TraceBuilder B(ops, hw, w.training.dtype, w.training.lora, w.training.kernels == Kernels::kEager ? kEagerKernels : 1,
-                 w.training.kernels != Kernels::kFused);
+                 sdpa);
 
   // ---- forward of one micro-batch (all virtual chunks of this rank)
   pipeline_transfer(B, c, d, rank, F);

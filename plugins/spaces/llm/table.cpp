@@ -172,7 +172,7 @@ json model_of(const Cells& r) {
     json v;
     if (c.kind == Kind::kBool) v = r.boolean(c.column, false);
     else if (c.kind == Kind::kNumber) v = r.number(c.column);
-    else if (c.kind == Kind::kText) v = r.text(c.column);
+    else if (c.kind == Kind::kText) v = r.word(c.column, "");  // the activation's name: SwiGLU is swiglu
     else v = r.integer(c.column, 0);
     if (c.mla) model["mla"][c.field] = v;
     else model[c.field] = v;
