@@ -167,7 +167,7 @@ int run_calibrate(int argc, char** argv) {
   options.select = vm.count("all-constants") == 0;
   const bool as_json = vm.count("json") > 0;
   std::FILE* summary = out_path.empty() ? stderr : stdout;
-  for (const SkippedRun& s : runs.skipped)
+  for (const core::RejectedRow& s : runs.skipped)
     if (!as_json) std::fprintf(stderr, "%s: line %zu: %s; the run is left out\n", runs_path.c_str(), s.line, s.reason.c_str());
   // Each GPU type is fitted on its own runs; one whose runs cannot determine a constant is refused
   // (naming them) and the others are still fitted and written.
@@ -203,7 +203,7 @@ int run_calibrate(int argc, char** argv) {
   if (as_json) {
     json fits = json::array(), left_out = json::array(), not_calibrated = json::array();
     for (const auto& r : results) fits.push_back(result_json(r));
-    for (const SkippedRun& s : runs.skipped) left_out.push_back({{"line", s.line}, {"reason", s.reason}});
+    for (const core::RejectedRow& s : runs.skipped) left_out.push_back({{"line", s.line}, {"reason", s.reason}});
     for (const auto& [name, reason] : refused) not_calibrated.push_back({{"gpu", name}, {"reason", reason}});
     if (!out_path.empty()) {
       std::ofstream f(out_path, std::ios::binary | std::ios::trunc);

@@ -5,6 +5,7 @@
 #define COTUNE_CLI_CALIBRATE_HPP_
 
 #include <cotune/core/abi/table_schema.hpp>
+#include <cotune/core/history/table_runs.hpp>
 #include <cotune/core/perfmodel/calibration.hpp>
 #include <cotune/core/registry.hpp>
 
@@ -17,16 +18,9 @@
 
 namespace cotune::cli {
 
-// A row of RUNS.csv the space cannot simulate (its workload or layout refused): left out of the
-// fit and named, as `simulate --batch` marks such a row invalid and goes on.
-struct SkippedRun {
-  size_t line = 0;
-  std::string reason;
-};
-
 struct CalibrationRuns {
   std::map<std::string, std::vector<core::perf::CalibrationRun>> by_gpu;  // the runs, grouped by GPU type
-  std::vector<SkippedRun> skipped;
+  std::vector<core::RejectedRow> skipped;  // rows that cannot be runs, left out of the fit and named
   std::vector<std::string> warnings;  // columns ignored (text that is neither a schema column nor a metric)
 };
 

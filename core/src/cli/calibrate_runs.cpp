@@ -58,7 +58,7 @@ CalibrationRuns read_calibration_runs(const core::Registry& registry, const core
     runs.by_gpu[gpu].push_back({"line " + std::to_string(run.line), core::perf::TraceCopy(trace), step});
   }
   std::sort(runs.skipped.begin(), runs.skipped.end(),
-            [](const SkippedRun& a, const SkippedRun& b) { return a.line < b.line; });
+            [](const core::RejectedRow& a, const core::RejectedRow& b) { return a.line < b.line; });
   return runs;
 }
 

@@ -282,8 +282,7 @@ int run_simulate(int argc, char** argv) {
   } catch (const core::PluginError& e) {
     throw core::UserError("--workload '" + workload_path + "': " + e.what());
   }
-  const std::string target = format.empty() ? "" : core::launch_target_of(format, "--format");
-  core::set_launch_target(*space, target, "--format");
+  const std::string target = core::set_launch_format(*space, format, "--format");
   try {
     values = space->parse(config_text);
   } catch (const core::PluginError& e) {

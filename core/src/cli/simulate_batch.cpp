@@ -9,7 +9,6 @@
 #include <cotune/core/perfmodel/perfmodel.hpp>
 #include <cotune/core/history/table_runs.hpp>
 #include <cotune/core/run/study_setup.hpp>
-#include <cotune/core/studyfile/study_file.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -52,10 +51,8 @@ Outcome simulate_row(const core::Registry& registry, const core::TableSchema& sc
                      const json* calibration) {
   core::TableRow row = schema.read(cells);
   if (calibration != nullptr) core::perf::apply_calibration(row.workload, *calibration, "row");
-  const std::string column = std::string("column ") + core::kFormatColumn;
-  const std::string target = format.empty() ? "" : core::launch_target_of(format, column);
   auto space = registry.make_space(schema.space(), row.workload.dump(), row.options.dump());
-  core::set_launch_target(*space, target, column);
+  core::set_launch_format(*space, format, std::string("column ") + core::kFormatColumn);
   const std::vector<double> values = space->parse(row.config.dump());
   Outcome o;
   o.reason = space->explain(values.data());

@@ -52,6 +52,12 @@ void set_launch_target(Space& space, const std::string& target, const std::strin
   }
 }
 
+std::string set_launch_format(Space& space, const std::string& format, const std::string& where) {
+  const std::string target = format.empty() ? "" : launch_target_of(format, where);
+  set_launch_target(space, target, where);
+  return target;
+}
+
 std::string stored_study_json(const StudySpec& spec) {
   nlohmann::json doc = nlohmann::json::parse(spec.text);
   doc["workload"] = spec.workload;

@@ -1,5 +1,6 @@
 // The llm space's table schema (see table.hpp).
 #include "table.hpp"
+#include "workload.hpp"
 
 #include <cotune/cotune.hpp>
 
@@ -11,6 +12,7 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
@@ -70,11 +72,6 @@ const std::pair<const char*, const char*> kAliases[] = {{"moe_ffn_hidden", "expe
 // Per-GPU bandwidths a row may give for its cluster (cluster.gpu_spec fields).
 const char* const kBandwidthColumns[] = {"nvlink_GBps", "network_GBps", "island_GBps"};
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 // Precisions as logs name them: MXFP8, fp8_cs (current scaling), NVFP4, bfloat16.
 std::string dtype_word(const std::string& w) {
   if (w.rfind("fp8", 0) == 0 || w.rfind("mxfp8", 0) == 0) return "fp8";
@@ -85,11 +82,17 @@ std::string dtype_word(const std::string& w) {
   return w;
 }
 
+// A yes/no cell in lower case as logs write it (True/False, yes/no, on/off, 1/0); nullopt otherwise.
+std::optional<bool> truth(const std::string& w) {
+  if (w == "true" || w == "yes" || w == "1" || w == "on") return true;
+  if (w == "false" || w == "no" || w == "0" || w == "off") return false;
+  return std::nullopt;
+}
+
 // Activation checkpointing as logs write it: a yes/no (yes: every layer, full) or the mode.
 std::string recompute_word(const std::string& w) {
-  if (w == "true" || w == "yes" || w == "1" || w == "on") return "full";
-  if (w == "false" || w == "no" || w == "0" || w == "off") return "none";
-  return w;
+  const std::optional<bool> t = truth(w);
+  return t ? (*t ? "full" : "none") : w;
 }
 
 const char* const kTrainingColumns[] = {"global_batch", "dtype",   "attention", "kernels",
@@ -141,9 +144,7 @@ class Cells {
   }
   bool boolean(const std::string& col, bool fallback) const {
     if (!has(col)) return fallback;
-    const std::string t = lower(text(col));  // logs write True/False (Python) as often as true/false
-    if (t == "true" || t == "1" || t == "yes" || t == "on") return true;
-    if (t == "false" || t == "0" || t == "no" || t == "off") return false;
+    if (const std::optional<bool> t = truth(lower(text(col)))) return *t;
     throw std::invalid_argument("column " + col + ": expected true or false, got '" + text(col) + "'");
   }
   std::string string(const std::string& col, const std::string& fallback) const { return has(col) ? text(col) : fallback; }

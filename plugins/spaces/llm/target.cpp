@@ -47,12 +47,6 @@ const FrameworkInfo& info(Framework f) {
   return frameworks().front();
 }
 
-std::string lower(std::string_view s) {
-  std::string out;
-  for (char c : s) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 std::string num(double v) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.15g", v);

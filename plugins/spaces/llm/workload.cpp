@@ -1,6 +1,8 @@
 // Parser of the LLM workload JSON.
 #include "workload.hpp"
 
+#include <cctype>
+
 #include <cmath>
 #include <stdexcept>
 
@@ -118,6 +120,12 @@ Workload parse_workload(const json& j) {
   if (!j["cluster"].is_object()) throw std::invalid_argument("/cluster: expected an object");
   w.cluster = j["cluster"];
   return w;
+}
+
+std::string lower(std::string_view s) {
+  std::string out;
+  for (char c : s) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
 }
 
 }  // namespace cotune_llm

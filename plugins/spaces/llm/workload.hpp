@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <string_view>
 
 #include "model.hpp"
 
@@ -70,6 +71,9 @@ const char* dtype_name(int32_t dtype);
 // The hardware's dense peak FLOP/s for a GEMM dtype (fp4 from the ABI 1.2 field; 0 when the GPU, or
 // a host older than 1.2, has none).
 double dtype_peak(const cotune_hardware& hw, int32_t dtype);
+
+// `s` in lower case (ASCII): keywords in launch targets and table cells are read in any case.
+std::string lower(std::string_view s);
 
 }  // namespace cotune_llm
 

@@ -24,6 +24,9 @@ std::unique_ptr<Space> make_study_space(const Registry& registry, const StudySpe
 // Space::set_target(target) unless target is empty; a target the space does not know is a UserError
 // prefixed with `where`.
 void set_launch_target(Space& space, const std::string& target, const std::string& where);
+// The same from a format text as a study file's "format" writes it ("TorchTitan@v0.2.2"; empty or
+// json: none); returns the launch target set. Errors are UserErrors prefixed with `where`.
+std::string set_launch_format(Space& space, const std::string& format, const std::string& where);
 
 // The study document as the store keeps it: the study file with its workload inlined and its plugin
 // paths absolute.
