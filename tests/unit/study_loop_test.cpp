@@ -345,6 +345,26 @@ TEST_F(StudyLoop, ConstraintsMakeTrialsInfeasibleButKeepThem) {
     EXPECT_LE(*metric_value(*b.trial.metrics_json, "peak_mem_gib"), 30);
 }
 
+TEST_F(StudyLoop, TheSearchDoesNotSpendTrialsOnWhatTheModelSaysBreaksAConstraint) {
+  // The sim executor reports the model's own memory: with the searcher's random exploration off,
+  // every proposal is one the model expects to fit under the bound, so no trial is infeasible, while
+  // a random search under the same bound measures some that are.
+  auto infeasible = [&](const std::string& name) {
+    size_t n = 0;
+    for (const TrialRecord& t : trials(name)) n += static_cast<size_t>(t.status == TrialStatus::kOk && !t.objective);
+    return n;
+  };
+  json guided = study("guided", {{"trials", 16}});
+  guided["searcher"] = {{"name", "reinforce"}, {"options", {{"explore", 0}}}};
+  guided["objective"]["constraints"] = json::array({{{"metric", "peak_mem_gib"}, {"max", 30}}});
+  EXPECT_EQ(run(spec(guided)).counted_trials, 16);
+  EXPECT_EQ(infeasible("guided"), 0u);
+  json blind = study("blind", {{"trials", 16}}, "random");
+  blind["objective"]["constraints"] = guided["objective"]["constraints"];
+  run(spec(blind));
+  EXPECT_GT(infeasible("blind"), 0u) << "the bound should cut through the space";
+}
+
 TEST_F(StudyLoop, TwoObjectivesKeepTheParetoFront) {
   json doc = study("pareto", {{"trials", 24}});
   doc.erase("objective");

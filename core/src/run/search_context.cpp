@@ -43,8 +43,8 @@ double normalised_score(double value, Direction direction) {
 }
 
 SearchContext::SearchContext(const Space& space, const Surrogate& surrogate, Direction direction,
-                             const std::unordered_set<std::string>& seen)
-    : space_(space), surrogate_(surrogate), direction_(direction), seen_(seen) {
+                             const std::unordered_set<std::string>& seen, const ConstraintEstimate* constraints)
+    : space_(space), surrogate_(surrogate), direction_(direction), seen_(seen), constraints_(constraints) {
   context_.struct_size = COTUNE_STRUCT_SIZE(cotune_search_context, score_version);
   context_.score_version = surrogate.version();
   context_.ctx = this;
@@ -76,6 +76,19 @@ void SearchContext::score(const double* configs, size_t n, double* out_score, do
     if (!valid[i]) continue;
     rows.insert(rows.end(), configs + i * p, configs + (i + 1) * p);
     index.push_back(i);
+  }
+  if (constraints_ != nullptr && !constraints_->empty() && !index.empty()) {
+    std::vector<int32_t> breaks(index.size());
+    constraints_->breaks(rows.data(), index.size(), breaks.data());
+    std::vector<double> kept_rows;
+    std::vector<size_t> kept;
+    for (size_t j = 0; j < index.size(); ++j) {
+      if (breaks[j]) continue;
+      kept_rows.insert(kept_rows.end(), rows.begin() + j * p, rows.begin() + (j + 1) * p);
+      kept.push_back(index[j]);
+    }
+    rows.swap(kept_rows);
+    index.swap(kept);
   }
   if (index.empty()) return;
   if (!surrogate_.informed()) {

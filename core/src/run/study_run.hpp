@@ -10,6 +10,7 @@
 #include <cotune/core/registry.hpp>
 #include <cotune/core/store/store.hpp>
 #include <cotune/core/run/study_runner.hpp>
+#include <cotune/core/model/constraint_estimate.hpp>
 #include <cotune/core/model/surrogate.hpp>
 
 #include <nlohmann/json.hpp>
@@ -146,6 +147,7 @@ class StudyRun {
   std::unique_ptr<Searcher> searcher_;
   std::unique_ptr<Executor> executor_;
   std::unique_ptr<Surrogate> surrogate_;
+  std::unique_ptr<ConstraintEstimate> constraints_;  // what the model says of the constraints
   std::unique_ptr<Store> store_;
   StudyRecord study_;
   std::string workload_json_;

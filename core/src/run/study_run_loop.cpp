@@ -126,7 +126,7 @@ std::vector<RunningTrial> StudyRun::propose(size_t n) {
   refit();
   const size_t p = space_->num_params();
   const Direction direction = spec_.objectives.front().direction;
-  SearchContext context(*space_, *surrogate_, direction, seen_);
+  SearchContext context(*space_, *surrogate_, direction, seen_, constraints_.get());
   std::vector<double> out(n * p);
   const size_t got = searcher_->propose(context.get(), n, out.data());
   save_searcher_state();
@@ -472,6 +472,7 @@ void StudyRun::refit(bool every_row) {
   const size_t rows = train_values_.size();
   const size_t step = std::max<size_t>(1, fitted_on_ / 32) * (worker_ ? workers_ : 1);
   if (every_row ? rows == fitted_on_ : fitted_on_ != SIZE_MAX && rows < fitted_on_ + step) return;
+  constraints_->update();
   // A worker takes the fit another worker saved, when it is newer than its own and short of this
   // worker's trials by no more than a lone run's fit falls behind (a round of `parallel` trials, or
   // the 1/32 above): the trials are the same study's, so it is the fit this worker would make,

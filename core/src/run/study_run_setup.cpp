@@ -195,6 +195,14 @@ void StudyRun::load_components() {
   surrogate_ = std::make_unique<Surrogate>(*space_, *predictor_, objective.metric, spec_.predictor.prior,
                                            probe.data());
   surrogate_->calibrate_prior(spec_.predictor.calibrate);
+  constraints_ = std::make_unique<ConstraintEstimate>(*space_, spec_.objectives);
+  if (!constraints_->empty()) {
+    std::string list;
+    for (const std::string& c : constraints_->describe()) list += (list.empty() ? "" : ", ") + c;
+    log(COTUNE_LOG_INFO, "study",
+        "the search skips configurations the performance model, corrected by the measured trials, expects to "
+        "break " + list);
+  }
   if (spec_.predictor.prior != Prior::kNone && !surrogate_->uses_prior())
     log(COTUNE_LOG_INFO, "study",
         std::string(to_string(spec_.predictor.prior)) + " prior off: " + surrogate_->prior_note());
@@ -304,8 +312,10 @@ void StudyRun::release_lease() noexcept {
 }
 
 void StudyRun::add_training(const double* config, const std::string& metrics_json, const TrainingRowOrigin& origin) {
-  auto v = metric_value(metrics_json, spec_.objectives.front().metric);
+  const nlohmann::json metrics = nlohmann::json::parse(metrics_json, nullptr, /*allow_exceptions=*/false);
+  auto v = metric_value(metrics, spec_.objectives.front().metric);
   if (!v) return;
+  constraints_->learn(config, metrics);
   train_configs_.insert(train_configs_.end(), config, config + space_->num_params());
   train_values_.push_back(*v);
   train_origins_.push_back(origin);
