@@ -294,6 +294,38 @@ TEST_F(HistoryImport, MappedColumnsAndUnits) {
   EXPECT_EQ(a.space->key(a.config.data()), "tp=2;pp=1;dp=4;cp=1;ep=1;micro_batch=1;vpp=1;zero=0;recompute=none;sp=false;gpus=8;gpu=h100-sxm");
 }
 
+TEST_F(HistoryImport, MegatronArgumentNamesAndStatusWordsAsTeamsWriteThem) {
+  // A team's scraped table: Megatron-LM's argument names, its elapsed time per iteration in ms, a
+  // GPU type column and Slurm-like status words, read with no --map.
+  const char* text =
+      "num_layers,hidden_size,num_attention_heads,seq_length,padded_vocab_size,global_batch_size,micro_batch_size,"
+      "tensor_model_parallel_size,pipeline_model_parallel_size,num_gpus,gpu_type,status,elapsed_time_per_iteration_ms\n"
+      "24,1024,16,2048,51200,256,4,2,1,16,A100-SXM4-80GB,COMPLETED,779.6\n"
+      "24,1024,16,2048,51200,256,8,1,1,8,A100-SXM4-80GB,Out_Of_Memory,\n"
+      "24,1024,16,2048,51200,256,2,1,1,8,A100-SXM4-80GB,success,1319.2\n"
+      "24,1024,16,2048,51200,256,2,1,2,8,A100-SXM4-80GB,exploded,1.0\n";
+  const TableRuns runs = read_table_runs(table_of(text), {}, registry(), schema());
+  ASSERT_EQ(runs.runs.size(), 3u) << (runs.rejected.empty() ? "" : runs.rejected.front().reason);
+  EXPECT_EQ(runs.runs[0].status, TrialStatus::kOk);
+  EXPECT_EQ(runs.runs[1].status, TrialStatus::kOom);
+  EXPECT_EQ(runs.runs[2].status, TrialStatus::kOk);
+  EXPECT_DOUBLE_EQ(runs.runs[0].metrics["step_time_s"].get<double>(), 0.7796);
+  const json config = json::parse(runs.runs[0].config_json);
+  EXPECT_EQ(config["tp"], 2);
+  EXPECT_EQ(config["dp"], 8);
+  EXPECT_EQ(config["gpu"], "a100-80gb");
+  EXPECT_EQ(runs.runs[0].workload["model"]["hidden"], 1024);
+  ASSERT_EQ(runs.rejected.size(), 1u);
+  EXPECT_THAT(runs.rejected[0].reason, AllOf(HasSubstr("column status"), HasSubstr("'exploded'")));
+  // A table that says the schema's own name beside a Megatron-LM one keeps its own.
+  const TableRuns both = read_table_runs(
+      table_of("tp,tensor_model_parallel_size,pp,dp,micro_batch,gpus,gpu,hidden,layers,heads,seq_len,vocab,global_batch,"
+               "step_time_s\n2,4,1,4,1,8,h100-sxm,1024,24,16,2048,51200,256,1.0\n"),
+      {}, registry(), schema());
+  ASSERT_EQ(both.runs.size(), 1u) << (both.rejected.empty() ? "" : both.rejected.front().reason);
+  EXPECT_EQ(json::parse(both.runs[0].config_json)["tp"], 2);
+}
+
 TEST_F(HistoryImport, HeaderProblemsAreUserErrors) {
   try {
     read_table_runs(table_of(kMapped), {{"tensor paralelism", "tp"}}, registry(), schema());

@@ -214,4 +214,18 @@ TEST_F(SimulateCli, BatchWritesOneRowPerInputRow) {
 
   CliRun to_stdout = cli("--batch " + in);
   EXPECT_EQ(parse_csv(to_stdout.out).size(), 6u) << to_stdout.out;
+
+  // The same first row under Megatron-LM's argument names times alike, and keeps those names.
+  const std::string megatron = write("megatron.csv",
+                                     "hidden_size,num_layers,num_attention_heads,num_query_groups,ffn_hidden_size,"
+                                     "padded_vocab_size,seq_length,global_batch_size,gpu_type,world_size,"
+                                     "tensor_model_parallel_size,pipeline_model_parallel_size,micro_batch_size,"
+                                     "recompute_granularity,sequence_parallel,zero\n"
+                                     "8192,80,64,8,28672,128256,8192,1024,h100-sxm,512,8,4,1,selective,true,1\n");
+  auto named = parse_csv(cli("--batch " + megatron).out);
+  ASSERT_EQ(named.size(), 2u);
+  EXPECT_EQ(named[0][0], "hidden_size");
+  const auto at = std::find(named[0].begin(), named[0].end(), "step_time_s") - named[0].begin();
+  ASSERT_LT(at, (long)named[0].size());
+  EXPECT_EQ(named[1][at], rows[1][col("step_time_s")]);
 }

@@ -24,7 +24,7 @@ CalibrationRuns read_calibration_runs(const core::Registry& registry, const core
   // A column that gives the step time or the tokens per second (as import recognises them, after --map).
   bool measured = false;
   for (const std::string& column : table.header) {
-    std::string name = column;
+    std::string name = core::canonical_column(column, schema, table.header);
     for (const auto& [from, to] : mapping)
       if (from == column) name = to;
     const auto m = core::recognise_metric(name);

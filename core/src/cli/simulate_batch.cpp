@@ -100,6 +100,10 @@ size_t simulate_batch(const core::Registry& registry, const core::TableSchema& s
   if (!clashing.empty())
     throw core::UserError(source + ": input columns named like the output's (" + clashing +
                           "): drop or rename them (a file of measured runs calibrates as it is: cotune calibrate --runs)");
+  // What each column stands for (Megatron-LM argument names read as the schema's): the output keeps
+  // the input's own names.
+  std::vector<std::string> reads(header.size());
+  for (size_t i = 0; i < header.size(); ++i) reads[i] = core::canonical_column(header[i], schema, header);
   for (size_t i = 0; i < header.size(); ++i) out << (i ? "," : "") << csv_field(header[i]);
   for (const char* a : added) out << "," << a;
   out << "\n";
@@ -115,7 +119,7 @@ size_t simulate_batch(const core::Registry& registry, const core::TableSchema& s
                                     std::to_string(header.size()));
       std::map<std::string, std::string> cells;
       for (size_t i = 0; i < header.size(); ++i)
-        if (schema.reads(header[i]) && !fields[i].empty()) cells.emplace(header[i], fields[i]);
+        if (schema.reads(reads[i]) && !fields[i].empty()) cells.emplace(reads[i], fields[i]);
       const auto format = index.find(core::kFormatColumn);
       o = simulate_row(registry, schema, cells, format == index.end() ? "" : fields[format->second], calibration);
     } catch (const std::exception& e) {

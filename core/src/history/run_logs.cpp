@@ -114,6 +114,16 @@ const char* const kCombined[] = {"padded_vocab_size", "vocab_size", "group_query
                                  "moe_shared_expert_intermediate_size", "fp8", "bf16", "fp16", "hidden_dropout",
                                  "attention_dropout", "moe_token_dispatcher_type", "moe_enable_deepep"};
 
+}  // namespace
+
+std::string megatron_argument_column(const std::string& name) {
+  for (const auto& [from, to] : kDirect)
+    if (name == from) return to;
+  return "";
+}
+
+namespace {
+
 bool known_setting(const std::string& name, const ColumnCheck& is_column) {
   for (const auto& d : kDirect)
     if (name == d.first) return true;

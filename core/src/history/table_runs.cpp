@@ -1,10 +1,12 @@
 #include <cotune/core/studyfile/canonical_json.hpp>
 #include <cotune/core/errors.hpp>
+#include <cotune/core/history/run_logs.hpp>
 #include <cotune/core/history/table_runs.hpp>
 #include <cotune/core/run/study_setup.hpp>
 #include <cotune/core/studyfile/study_file.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <set>
 #include <stdexcept>
@@ -68,13 +70,18 @@ bool valid_utf8(const std::string& s) {
 
 // The header after the mapping, checked.
 std::vector<std::string> mapped_header(const CsvTable& table,
-                                       const std::vector<std::pair<std::string, std::string>>& mapping) {
+                                       const std::vector<std::pair<std::string, std::string>>& mapping,
+                                       const TableSchema& schema) {
   std::vector<std::string> header = table.header;
+  std::vector<bool> mapped(header.size(), false);
   for (const auto& [from, to] : mapping) {
     const long i = table.column(from);
     if (i < 0) throw UserError("--map '" + from + "=" + to + "': " + table.source + " has no column '" + from + "'");
     header[size_t(i)] = to;
+    mapped[size_t(i)] = true;
   }
+  for (size_t i = 0; i < header.size(); ++i)
+    if (!mapped[i]) header[i] = canonical_column(header[i], schema, header);
   for (size_t i = 0; i < header.size(); ++i)
     for (size_t j = 0; j < i; ++j)
       if (header[i] == header[j])
@@ -125,6 +132,37 @@ std::pair<std::string, std::string> parse_column_mapping(const std::string& text
   return {text.substr(0, eq), text.substr(eq + 1)};
 }
 
+std::optional<TrialStatus> measured_status(const std::string& cell) {
+  std::string w;
+  for (char c : cell) w += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  static const std::pair<const char*, TrialStatus> kWords[] = {
+      {"ok", TrialStatus::kOk},          {"completed", TrialStatus::kOk},      {"complete", TrialStatus::kOk},
+      {"success", TrialStatus::kOk},     {"succeeded", TrialStatus::kOk},      {"done", TrialStatus::kOk},
+      {"finished", TrialStatus::kOk},    {"failed", TrialStatus::kFailed},     {"fail", TrialStatus::kFailed},
+      {"error", TrialStatus::kFailed},   {"node_fail", TrialStatus::kFailed},  {"boot_fail", TrialStatus::kFailed},
+      {"oom", TrialStatus::kOom},        {"out_of_memory", TrialStatus::kOom}, {"timeout", TrialStatus::kTimeout},
+      {"timed_out", TrialStatus::kTimeout}, {"deadline", TrialStatus::kTimeout}, {"cancelled", TrialStatus::kCancelled},
+      {"canceled", TrialStatus::kCancelled}, {"unavailable", TrialStatus::kUnavailable}};
+  for (const auto& [word, status] : kWords)
+    if (w == word) return status;
+  return std::nullopt;
+}
+
+std::string canonical_column(const std::string& name, const TableSchema& schema, const std::vector<std::string>& header) {
+  if (schema.reads(name) || recognise_metric(name)) return name;
+  static const std::pair<const char*, const char*> kSpellings[] = {
+      {"num_gpus", "gpus"},         {"n_gpus", "gpus"},           {"num_nodes", "nodes"},
+      {"gpu_type", "gpu"},          {"padded_vocab_size", "vocab"}, {"vocab_size", "vocab"},
+      {"num_query_groups", "kv_heads"}, {"recompute_granularity", "recompute"},
+      {"elapsed_time_per_iteration_ms", "step_time_ms"}, {"elapsed_time_per_iteration_s", "step_time_s"}};
+  std::string to = megatron_argument_column(name);
+  for (const auto& [from, column] : kSpellings)
+    if (to.empty() && name == from) to = column;
+  if (to.empty() || !(schema.reads(to) || recognise_metric(to))) return name;
+  if (std::find(header.begin(), header.end(), to) != header.end()) return name;  // the table says it itself
+  return to;
+}
+
 std::optional<MetricConversion> recognise_metric(const std::string& column) {
   for (const MetricName& m : metric_table())
     if (column == m.column) return m.conversion;
@@ -139,7 +177,7 @@ std::vector<std::string> recognised_metric_names() {
 
 TableRuns read_table_runs(const CsvTable& table, const std::vector<std::pair<std::string, std::string>>& mapping,
                           const Registry& registry, const TableSchema& schema, const json* calibration) {
-  const std::vector<std::string> header = mapped_header(table, mapping);
+  const std::vector<std::string> header = mapped_header(table, mapping, schema);
   for (size_t c = 0; c < header.size(); ++c)
     if (!valid_utf8(header[c]) || !valid_utf8(table.header[c]))
       throw UserError(table.source + ": line 1: the name of column " + std::to_string(c + 1) + " is not valid UTF-8");
@@ -209,9 +247,10 @@ TableRuns read_table_runs(const CsvTable& table, const std::vector<std::pair<std
           throw std::invalid_argument("status is 'invalid'" +
                                       (why != p.cells.end() && !why->second.empty() ? " (" + why->second + ")" : ""));
         }
-        auto st = trial_status_from_string(s->second);
-        if (!st || !is_finished(*st))
-          throw std::invalid_argument("column status: expected ok, failed, oom, timeout, cancelled or unavailable, got '" +
+        auto st = measured_status(s->second);
+        if (!st)
+          throw std::invalid_argument("column status: expected ok, failed, oom, timeout, cancelled or unavailable "
+                                      "(or completed, success, error, out_of_memory, timed_out, ... in any case), got '" +
                                       s->second + "'");
         p.status = *st;
       }

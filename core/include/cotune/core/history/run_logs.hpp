@@ -53,6 +53,10 @@ ConvertedRuns read_runs_file(const std::string& path, RunsFormat format,
                              const std::map<std::string, std::string>& settings = {},
                              const ColumnCheck& is_column = {});
 
+// The schema column a Megatron-LM argument name stands for ("tensor_model_parallel_size" -> "tp"),
+// or "" for a name that is not one of those read as they are.
+std::string megatron_argument_column(const std::string& name);
+
 // The schema cells of one run from its settings by name (Megatron-LM argument names, or the
 // schema's own column names); names it does not know are left out.
 std::map<std::string, std::string> cells_from_settings(const std::map<std::string, std::string>& settings,

@@ -43,6 +43,19 @@ struct MetricConversion {
 };
 // nullopt for a name that is not a recognised metric (docs/history.md lists them).
 std::optional<MetricConversion> recognise_metric(const std::string& column);
+// The status of a measured run from a status cell, in any case: ok (or completed, complete,
+// success, succeeded, done, finished), failed (fail, error, node_fail, boot_fail), oom
+// (out_of_memory), timeout (timed_out, deadline), cancelled (canceled), unavailable. nullopt for
+// another word.
+std::optional<TrialStatus> measured_status(const std::string& cell);
+
+// The column a header name stands for in a table of runs: itself when the schema reads it or it is a
+// recognised metric, else the schema column of a Megatron-LM argument name ("hidden_size" ->
+// "hidden") or of a common spelling ("num_gpus" -> "gpus", "gpu_type" -> "gpu",
+// "padded_vocab_size" -> "vocab", "elapsed_time_per_iteration_ms" -> "step_time_ms") when the
+// header does not already hold that column; else itself.
+std::string canonical_column(const std::string& name, const TableSchema& schema, const std::vector<std::string>& header);
+
 // Every recognised metric column name, for messages and documentation.
 std::vector<std::string> recognised_metric_names();
 
