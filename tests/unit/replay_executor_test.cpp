@@ -206,6 +206,24 @@ TEST_F(ReplayExecutorTest, MetricsOptionMapsColumnsAndWhereFiltersRows) {
               HasSubstr("no column 'rack'"));
 }
 
+TEST_F(ReplayExecutorTest, TimeColumnsInAnotherUnitAreConvertedAndStatusWordsRead) {
+  // A step time kept in milliseconds is the metric step_time_s in seconds, found by its name or
+  // mapped to it; "completed" and "OUT_OF_MEMORY" are the statuses teams' tables and Slurm write.
+  table_ = write("ms.csv",
+                 "tp,pp,dp,cp,ep,micro_batch,vpp,zero,recompute,sp,gpus,gpu,global_batch,status,elapsed_ms,step_time_ms\n"
+                 "2,1,8,1,1,1,1,1,selective,true,16,h100-sxm,256,completed,1500,1500\n"
+                 "4,1,4,1,1,2,1,0,none,false,16,h100-sxm,256,OUT_OF_MEMORY,,\n");
+  auto by_name = executor();
+  TrialResult r = run(*by_name, cfg(2, 8, 1, "selective", true));
+  ASSERT_EQ(r.status, COTUNE_STATUS_OK) << r.error;
+  EXPECT_DOUBLE_EQ(json::parse(r.metrics_json)["step_time_s"].get<double>(), 1.5);
+  EXPECT_EQ(run(*by_name, cfg(4, 4, 2, "none", false, 0)).status, COTUNE_STATUS_OOM);
+  auto mapped = executor({{"metrics", {{"step_time_s", "elapsed_ms"}}}});
+  r = run(*mapped, cfg(2, 8, 1, "selective", true));
+  ASSERT_EQ(r.status, COTUNE_STATUS_OK) << r.error;
+  EXPECT_DOUBLE_EQ(json::parse(r.metrics_json)["step_time_s"].get<double>(), 1.5);
+}
+
 TEST_F(ReplayExecutorTest, MissingFileIsAClearError) {
   EXPECT_THAT(create_error({{"file", dir_ + "/absent.csv"}}), AllOf(HasSubstr("absent.csv"), HasSubstr("cannot open")));
   EXPECT_THAT(create_error({{"metrics", {{"x", "y"}}}, {"file", 3}}), HasSubstr("options/file"));
@@ -243,8 +261,8 @@ TEST_F(ReplayExecutorTest, BadCellsNameTheLineAndColumn) {
   EXPECT_THAT(create_error({{"file", table_}}),
               AllOf(HasSubstr("badmetric.csv line 2"), HasSubstr("column tokens_per_s"), HasSubstr("'fast'")));
   table_ = write("badstatus.csv", std::string(kHeader) +
-                                      "2,1,8,1,1,1,1,1,selective,true,16,h100-sxm,4096,256,bf16,,done,,1,2\n");
-  EXPECT_THAT(create_error({{"file", table_}}), AllOf(HasSubstr("line 2, column status"), HasSubstr("'done'")));
+                                      "2,1,8,1,1,1,1,1,selective,true,16,h100-sxm,4096,256,bf16,,exploded,,1,2\n");
+  EXPECT_THAT(create_error({{"file", table_}}), AllOf(HasSubstr("line 2, column status"), HasSubstr("'exploded'")));
   // A parameter cell is read when the table is indexed for the study's workload (first submit).
   table_ = write("badparam.csv", std::string(kHeader) +
                                      "two,1,8,1,1,1,1,1,selective,true,16,h100-sxm,4096,256,bf16,,ok,,1,2\n");

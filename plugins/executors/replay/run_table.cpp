@@ -29,13 +29,41 @@ std::string lower(std::string_view s) {
 // COTUNE_STATUS_* of a status cell; -1 for rows that measured nothing; throws for anything else.
 int32_t row_status(std::string_view cell, const std::string& where) {
   const std::string s = lower(cell);
-  if (s.empty() || s == "ok") return COTUNE_STATUS_OK;
-  if (s == "failed") return COTUNE_STATUS_FAILED;
-  if (s == "oom") return COTUNE_STATUS_OOM;
-  if (s == "timeout") return COTUNE_STATUS_TIMEOUT;
-  if (s == "invalid" || s == "cancelled" || s == "unavailable") return -1;
+  for (const char* ok : {"", "ok", "completed", "complete", "success", "succeeded", "done", "finished"})
+    if (s == ok) return COTUNE_STATUS_OK;
+  for (const char* failed : {"failed", "fail", "error", "node_fail", "boot_fail"})
+    if (s == failed) return COTUNE_STATUS_FAILED;
+  if (s == "oom" || s == "out_of_memory") return COTUNE_STATUS_OOM;
+  if (s == "timeout" || s == "timed_out" || s == "deadline") return COTUNE_STATUS_TIMEOUT;
+  if (s == "invalid" || s == "cancelled" || s == "canceled" || s == "unavailable") return -1;
   bad(where + ": expected ok, failed, oom or timeout (or invalid, cancelled, unavailable for rows that measured "
-              "nothing), got '" + std::string(cell) + "'");
+              "nothing; completed, success, error, out_of_memory, timed_out, ... in any case), got '" +
+      std::string(cell) + "'");
+}
+
+// Seconds per unit of a time suffix ("_s", "_ms", "_us", "_min", "_h"); 0 for a name without one.
+double seconds_per_unit(const std::string& name) {
+  static const std::pair<const char*, double> kUnits[] = {{"_ms", 1e-3}, {"_us", 1e-6}, {"_min", 60}, {"_h", 3600},
+                                                          {"_s", 1}};
+  for (const auto& [suffix, seconds] : kUnits) {
+    const std::string s(suffix);
+    if (name.size() > s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0) return seconds;
+  }
+  return 0;
+}
+
+// The factor that turns a cell of `column` into the metric's unit: a time metric ("step_time_s")
+// read from a column in another time unit ("step_time_ms", "iteration_time_ms") is converted; 1
+// otherwise.
+double unit_factor(const std::string& metric, const std::string& column) {
+  const double to = seconds_per_unit(metric), from = seconds_per_unit(column);
+  return to > 0 && from > 0 ? from / to : 1.0;
+}
+
+// The stem of a time metric ("step_time" of "step_time_s"); "" for a metric without a time unit.
+std::string time_stem(const std::string& metric) {
+  if (seconds_per_unit(metric) <= 0) return "";
+  return metric.substr(0, metric.rfind('_'));
 }
 
 }  // namespace
@@ -69,17 +97,28 @@ RunTable::RunTable(const ReplayOptions& options) : file_(options.file) {
 
   // Metric columns: the ones named, else every column named like a known metric.
   std::vector<size_t> metric_cols;
+  std::vector<double> factors;  // per metric: the cell's unit into the metric's
   if (!options.metrics.empty()) {
     for (const auto& [metric, col] : options.metrics) {
       metric_names_.push_back(metric);
       metric_cols.push_back(require_column(col, "metrics/" + metric));
+      factors.push_back(unit_factor(metric, col));
     }
   } else {
-    for (const std::string& m : default_metric_columns())
-      if (std::optional<size_t> c = column(m)) {
+    for (const std::string& m : default_metric_columns()) {
+      std::optional<size_t> c = column(m);
+      // A time metric the table gives in another unit ("step_time_ms", "iteration_time_ms"):
+      // converted into the metric's.
+      const std::string stem = time_stem(m);
+      for (const std::string& base : {stem, std::string(stem == "step_time" ? "iteration_time" : "")})
+        for (const char* unit : {"_s", "_ms", "_us", "_min", "_h"})
+          if (!c && !base.empty()) c = column(base + unit);
+      if (c) {
         metric_names_.push_back(m);
         metric_cols.push_back(*c);
+        factors.push_back(unit_factor(m, columns_[*c]));
       }
+    }
     if (metric_names_.empty()) {
       std::string known;
       for (const std::string& m : default_metric_columns()) known += (known.empty() ? "" : ", ") + m;
@@ -124,7 +163,7 @@ RunTable::RunTable(const ReplayOptions& options) : file_(options.file) {
         if (!v)
           bad(at + ", column " + columns_[metric_cols[m]] + ": expected a number for the metric " + metric_names_[m] +
               ", got '" + cell + "'");
-        row.metrics[m] = *v;
+        row.metrics[m] = *v * factors[m];
       }
     }
     row.cells = std::move(fields);
