@@ -71,7 +71,9 @@ class ConstraintEstimate {
   const Space& space_;
   std::vector<Metric> metrics_;
   std::vector<Bound> bounds_;
-  std::mt19937_64 rng_{0x636f6e73};  // the reservoir's draws: fixed, so a resumed study decides alike
+  // The reservoir's draws: a fixed seed, so that a resumed study decides alike.
+  // NOLINTNEXTLINE(cert-msc32-c,cert-msc51-cpp)
+  std::mt19937_64 rng_{0x636f6e73};
 };
 
 }  // namespace cotune::core
