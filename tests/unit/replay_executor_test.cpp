@@ -255,6 +255,25 @@ TEST_F(ReplayExecutorTest, MissingParameterColumnNamesTheColumn) {
   EXPECT_DOUBLE_EQ(json::parse(r.metrics_json)["tokens_per_s"].get<double>(), 777);
 }
 
+TEST_F(ReplayExecutorTest, ATeamsOwnColumnNamesAndSpellingsAreRead) {
+  // Megatron-LM's names for tp and pp, "Selective" and "H100-SXM" written as a team's table does.
+  table_ = write("team.csv",
+                 "tensor_model_parallel_size,pipeline_model_parallel_size,micro_batch_size,recompute,sp,gpus,gpu,"
+                 "global_batch,step_time_s\n"
+                 "2,1,1,Selective,true,16,H100-SXM,256,1.25\n");
+  // Every column the space needs and the table lacks is named at once.
+  EXPECT_THAT(submit_error(*executor(), cfg(2, 8, 1, "selective", true)),
+              AllOf(HasSubstr("no column 'tp', 'pp', 'dp'"), HasSubstr("\"columns\""), HasSubstr("\"defaults\"")));
+  auto ex = executor({{"columns", {{"tp", "tensor_model_parallel_size"}, {"pp", "pipeline_model_parallel_size"},
+                                   {"micro_batch", "micro_batch_size"}}},
+                      {"defaults", {{"dp", 8}, {"cp", 1}, {"ep", 1}, {"vpp", 1}, {"zero", 1}}}});
+  TrialResult r = run(*ex, cfg(2, 8, 1, "selective", true));
+  ASSERT_EQ(r.status, COTUNE_STATUS_OK) << r.error;
+  EXPECT_DOUBLE_EQ(json::parse(r.metrics_json)["step_time_s"].get<double>(), 1.25);
+  EXPECT_THAT(create_error({{"file", table_}, {"columns", {{"tp", "tensor_parallel"}}}}),
+              AllOf(HasSubstr("options/columns/tp"), HasSubstr("no column 'tensor_parallel'")));
+}
+
 TEST_F(ReplayExecutorTest, BadCellsNameTheLineAndColumn) {
   table_ = write("badmetric.csv", std::string(kHeader) +
                                       "2,1,8,1,1,1,1,1,selective,true,16,h100-sxm,4096,256,bf16,,ok,,fast,2\n");

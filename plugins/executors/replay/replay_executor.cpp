@@ -69,9 +69,11 @@ class ReplayExecutor {
       index_ = std::make_unique<ReplayIndex>(table_, options_, std::string(workload), params);
     std::vector<double> out, row(params.size());
     size_t unexpressed = 0;
+    std::string first_why;
     for (const auto& [values, rows] : index_->configurations()) {
-      if (!encode_values(study, values, row.data())) {
-        ++unexpressed;
+      std::string why;
+      if (!encode_values(study, values, row.data(), &why)) {
+        if (unexpressed++ == 0) first_why = why + " (line " + std::to_string(table_.rows()[rows->front()].line) + ")";
         continue;
       }
       out.insert(out.end(), row.begin(), row.end());
@@ -79,8 +81,8 @@ class ReplayExecutor {
     if (unexpressed > 0)
       cotune::log(COTUNE_LOG_WARN, "org.cotune.executor.replay",
                   table_.file() + ": " + std::to_string(unexpressed) +
-                      " measured configuration(s) hold a value that is not a choice of the space's parameter; "
-                      "they are left out of the search");
+                      " measured configuration(s) hold a value that is not a choice of the space's parameter, "
+                      "first " + first_why + "; they are left out of the search");
     return out;
   }
 

@@ -3,6 +3,7 @@
 #include <cotune/cotune.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -147,14 +148,26 @@ std::vector<TrialParam> study_params(const cotune_trial& study) {
   return out;
 }
 
-bool encode_values(const cotune_trial& study, const std::vector<std::string>& values, double* out) {
+bool encode_values(const cotune_trial& study, const std::vector<std::string>& values, double* out, std::string* why) {
   if (values.size() != study.num_params) return false;
+  auto same = [](std::string_view a, std::string_view b) {  // a choice in any case: "Selective", "H100-SXM"
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+             return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+           });
+  };
   for (size_t i = 0; i < study.num_params; ++i) {
     const cotune_param& p = *study.params[i];
     if (p.type == COTUNE_PARAM_CATEGORICAL) {
       size_t c = 0;
-      while (c < p.num_choices && cotune::view(p.choices[c]) != values[i]) ++c;
-      if (c == p.num_choices) return false;
+      while (c < p.num_choices && !same(cotune::view(p.choices[c]), values[i])) ++c;
+      if (c == p.num_choices) {
+        if (why != nullptr) {
+          std::string choices;
+          for (size_t k = 0; k < p.num_choices; ++k) choices += (k ? ", " : "") + std::string(cotune::view(p.choices[k]));
+          *why = "parameter " + std::string(cotune::view(p.name)) + ": '" + values[i] + "' is not one of " + choices;
+        }
+        return false;
+      }
       out[i] = static_cast<double>(c);
     } else if (p.type == COTUNE_PARAM_BOOL) {
       out[i] = values[i] == "true" ? 1.0 : 0.0;
@@ -185,7 +198,10 @@ std::vector<std::pair<std::vector<std::string>, const std::vector<size_t>*>> Rep
 std::string ReplayIndex::key(const std::vector<TrialParam>& params) {
   std::string k;
   for (const TrialParam& p : params) {
-    k += p.value;
+    if (p.kind == ValueKind::kText)  // a choice in any case: a table's "Selective" is the space's "selective"
+      for (char c : p.value) k += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    else
+      k += p.value;
     k += '\x1f';  // unit separator: cannot be confused with a character of a value
   }
   return k;
@@ -232,11 +248,18 @@ ReplayIndex::ReplayIndex(const RunTable& table, const ReplayOptions& options, st
       sources[i].fallback = v;
     }
     if (!sources[i].column && !sources[i].fallback && p.optional_default) sources[i].fallback = *p.optional_default;
-    if (!sources[i].column && !sources[i].fallback)
-      bad("replay executor: " + file + " has no column '" + p.name + "' for the parameter " + p.name +
-          " (its columns: " + all_columns + "); add the column, or give the parameter's value for every row with "
-          "the option \"defaults\": {\"" + p.name + "\": ...}");
   }
+  std::string missing, example;
+  for (size_t i = 0; i < params.size(); ++i)
+    if (!sources[i].column && !sources[i].fallback) {
+      missing += (missing.empty() ? "'" : ", '") + params[i].name + "'";
+      example += (example.empty() ? "" : ", ") + ("\"" + params[i].name + "\": ...");
+    }
+  if (!missing.empty())
+    bad("replay executor: " + file + " has no column " + missing + " for the space's parameters of that name (its "
+        "columns: " + all_columns + "); add them (a column of the table's own name is read under the parameter's "
+        "with the option \"columns\": {\"tp\": \"tensor_model_parallel_size\"}), or give a value that holds for "
+        "every row with the option \"defaults\": {" + example + "}");
   for (const auto& d : options.defaults)
     if (!param_names.count(d.first))
       bad("replay executor options/defaults/" + d.first + ": the space has no parameter of that name");

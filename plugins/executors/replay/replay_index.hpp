@@ -47,8 +47,10 @@ std::vector<TrialParam> trial_params(const cotune_trial& trial);
 std::vector<TrialParam> study_params(const cotune_trial& study);
 
 // The configuration values (as the space encodes them: a number, 1/0, a choice's index) of
-// canonical parameter values; false when one cannot be expressed (a choice the space lacks).
-bool encode_values(const cotune_trial& study, const std::vector<std::string>& values, double* out);
+// canonical parameter values (a choice matched in any case); false when one cannot be expressed
+// (a choice the space lacks), with `why` naming the parameter, the value and the choices.
+bool encode_values(const cotune_trial& study, const std::vector<std::string>& values, double* out,
+                   std::string* why = nullptr);
 
 class ReplayIndex {
  public:

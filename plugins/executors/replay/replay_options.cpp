@@ -65,6 +65,9 @@ ReplayOptions parse_replay_options(std::string_view text) {
       r.where = scalar_map(v, key);
     } else if (key == "defaults") {
       r.defaults = scalar_map(v, key);
+    } else if (key == "columns") {
+      if (!v.is_object() || v.empty()) bad(key, "expected an object of parameter: column, got " + v.dump());
+      for (auto m = v.begin(); m != v.end(); ++m) r.columns.emplace_back(m.key(), column_name(m.value(), key + "/" + m.key()));
     } else if (key == "capacity") {
       if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > 1000000)
         bad(key, "expected an integer from 1 to 1000000, got " + v.dump());
@@ -73,8 +76,8 @@ ReplayOptions parse_replay_options(std::string_view text) {
       if (!v.is_boolean()) bad(key, "expected true or false, got " + v.dump());
       r.restrict_search = v.get<bool>();
     } else {
-      bad(key, "unknown option (expected file, metrics, status_column, reason_column, where, defaults, capacity, "
-               "restrict_search)");
+      bad(key, "unknown option (expected file, metrics, status_column, reason_column, where, defaults, columns, "
+               "capacity, restrict_search)");
     }
   }
   if (!has_file) bad("file", "required: the CSV of measured runs to answer trials from");

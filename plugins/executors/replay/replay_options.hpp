@@ -1,7 +1,8 @@
 // Options of the replay executor (documented in docs/executors.md):
 //   {"file": "runs.csv", "metrics": {"tokens_per_s": "measured tokens/s"},
 //    "status_column": "status", "reason_column": "reason", "where": {"cluster": "a"},
-//    "defaults": {"vpp": 1}, "capacity": 64, "restrict_search": true}
+//    "defaults": {"vpp": 1}, "columns": {"tp": "tensor_model_parallel_size"}, "capacity": 64,
+//    "restrict_search": true}
 #ifndef COTUNE_EXECUTOR_REPLAY_OPTIONS_HPP_
 #define COTUNE_EXECUTOR_REPLAY_OPTIONS_HPP_
 
@@ -24,6 +25,8 @@ struct ReplayOptions {
   std::optional<std::string> reason_column;  // unset: "reason" or else "error" when the table has it
   std::vector<std::pair<std::string, nlohmann::json>> where;     // column -> value every row must hold
   std::vector<std::pair<std::string, nlohmann::json>> defaults;  // parameter -> value of absent/empty cells
+  // parameter or workload field -> the table's column that holds it (the table's own name for it)
+  std::vector<std::pair<std::string, std::string>> columns;
   int32_t capacity = 64;
   // The study searches only the table's configurations (candidates()); false: the whole space, and
   // what the table lacks comes back unavailable.

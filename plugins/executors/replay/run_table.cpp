@@ -94,6 +94,14 @@ RunTable::RunTable(const ReplayOptions& options) : file_(options.file) {
     columns_.push_back(std::move(name));
   }
   result_column_.assign(columns_.size(), false);
+  // The table's own names for parameters and workload fields: read under the space's names.
+  for (const auto& [name, col] : options.columns) {
+    const size_t c = require_column(col, "columns/" + name);
+    if (col != name && column(name))
+      bad("replay executor options/columns/" + name + ": " + options.file + " has a column '" + name +
+          "' already; map '" + col + "' to another name or leave it out");
+    columns_[c] = name;
+  }
 
   // Metric columns: the ones named, else every column named like a known metric.
   std::vector<size_t> metric_cols;
