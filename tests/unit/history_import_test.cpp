@@ -326,6 +326,19 @@ TEST_F(HistoryImport, MegatronArgumentNamesAndStatusWordsAsTeamsWriteThem) {
   EXPECT_EQ(json::parse(both.runs[0].config_json)["tp"], 2);
 }
 
+TEST(TableRuns, RejectionsOfOneReasonAreSaidOnce) {
+  std::vector<RejectedRow> rows;
+  for (size_t line = 2; line <= 9; ++line) rows.push_back({line, "column hidden: missing"});
+  rows.insert(rows.begin() + 1, {12, "column tp: expected a number, got 'x'"});
+  const std::vector<RejectionGroup> g = rejection_groups(rows);
+  ASSERT_EQ(g.size(), 2u);
+  EXPECT_EQ(g[0].where, "lines 2, 3, 4, 5, 6 and 3 more");
+  EXPECT_EQ(g[0].reason, "column hidden: missing");
+  EXPECT_EQ(g[0].rows, 8u);
+  EXPECT_EQ(g[1].where, "line 12");
+  EXPECT_EQ(g[1].rows, 1u);
+}
+
 TEST_F(HistoryImport, HeaderProblemsAreUserErrors) {
   try {
     read_table_runs(table_of(kMapped), {{"tensor paralelism", "tp"}}, registry(), schema());
@@ -469,7 +482,7 @@ TEST_F(HistoryImport, CommandsEndToEnd) {
   // A run of the recsys space is read by its own schema: this llm file's rows lack its columns.
   CliRun recsys = cli("import " + runs + " --space recsys --store " + path("recsys.db"));
   EXPECT_EQ(recsys.status, 1);
-  EXPECT_THAT(recsys.out, HasSubstr("line 2: rejected: column preset: missing (required)"));
+  EXPECT_THAT(recsys.out, HasSubstr("lines 2, 3, 4: rejected: column preset: missing (required)"));
   CliRun no_key = cli("export-history --store " + db);
   EXPECT_EQ(no_key.status, 2);
   EXPECT_THAT(no_key.out, HasSubstr("give exactly one of --workload-key K and --all"));

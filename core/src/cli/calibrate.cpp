@@ -167,8 +167,10 @@ int run_calibrate(int argc, char** argv) {
   options.select = vm.count("all-constants") == 0;
   const bool as_json = vm.count("json") > 0;
   std::FILE* summary = out_path.empty() ? stderr : stdout;
-  for (const core::RejectedRow& s : runs.skipped)
-    if (!as_json) std::fprintf(stderr, "%s: line %zu: %s; the run is left out\n", runs_path.c_str(), s.line, s.reason.c_str());
+  if (!as_json)
+    for (const core::RejectionGroup& g : core::rejection_groups(runs.skipped))
+      std::fprintf(stderr, "%s: %s: %s; %s\n", runs_path.c_str(), g.where.c_str(), g.reason.c_str(),
+                   g.rows == 1 ? "the run is left out" : "the runs are left out");
   // Each GPU type is fitted on its own runs; one whose runs cannot determine a constant is refused
   // (naming them) and the others are still fitted and written.
   std::vector<core::perf::CalibrationResult> results;

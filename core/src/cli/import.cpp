@@ -55,7 +55,8 @@ bool import_file(const std::string& file, const std::string& format_option, cons
   const TableRuns runs = read_table_runs(converted.table, mapping, registry, schema);
   for (const std::string& w : runs.warnings) std::cerr << "warning: " << w << "\n";
   for (const std::string& n : runs.notes) std::cerr << "note: " << n << "\n";
-  for (const RejectedRow& r : runs.rejected) std::cerr << file << ": line " << r.line << ": rejected: " << r.reason << "\n";
+  for (const RejectionGroup& g : rejection_groups(runs.rejected))
+    std::cerr << file << ": " << g.where << ": rejected: " << g.reason << "\n";
   size_t memory_notes = 0;
   std::set<std::string> workloads;
   for (const TableRun& r : runs.runs) {

@@ -132,6 +132,24 @@ std::pair<std::string, std::string> parse_column_mapping(const std::string& text
   return {text.substr(0, eq), text.substr(eq + 1)};
 }
 
+std::vector<RejectionGroup> rejection_groups(const std::vector<RejectedRow>& rows) {
+  constexpr size_t kLinesShown = 5;
+  std::vector<std::pair<std::string, std::vector<size_t>>> groups;  // reason -> lines
+  for (const RejectedRow& r : rows) {
+    auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& x) { return x.first == r.reason; });
+    if (g == groups.end()) g = groups.insert(groups.end(), {r.reason, {}});
+    g->second.push_back(r.line);
+  }
+  std::vector<RejectionGroup> out;
+  for (const auto& [reason, lines] : groups) {
+    std::string where = lines.size() == 1 ? "line " : "lines ";
+    for (size_t i = 0; i < lines.size() && i < kLinesShown; ++i) where += (i ? ", " : "") + std::to_string(lines[i]);
+    if (lines.size() > kLinesShown) where += " and " + std::to_string(lines.size() - kLinesShown) + " more";
+    out.push_back({where, reason, lines.size()});
+  }
+  return out;
+}
+
 std::optional<TrialStatus> measured_status(const std::string& cell) {
   std::string w;
   for (char c : cell) w += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

@@ -80,6 +80,15 @@ struct RejectedRow {
   std::string reason;
 };
 
+// The rejected rows for a message, rows of one reason together, in the order the reasons first
+// appear: where ("line 7", "lines 2, 3, 4, 5, 6 and 101 more") and why.
+struct RejectionGroup {
+  std::string where;
+  std::string reason;
+  size_t rows = 0;
+};
+std::vector<RejectionGroup> rejection_groups(const std::vector<RejectedRow>& rows);
+
 struct TableRuns {
   std::vector<TableRun> runs;
   std::vector<RejectedRow> rejected;
