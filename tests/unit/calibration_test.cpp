@@ -347,6 +347,28 @@ TEST_F(Calibration, CommandLineCalibratesAndSimulateAppliesIt) {
   const json cal = json::parse(std::ifstream(dir + "/cal.json"));
   EXPECT_NEAR(cal["gpus"]["h100-sxm"]["constants"]["gemm_efficiency_max"].get<double>(), 0.5, 0.01);
 
+  // --rows: each run's measured step time beside the model's, before and after the fit.
+  r = run_cli(dir, {"calibrate", "--runs", dir + "/runs.csv", "--out", dir + "/cal2.json", "--fit",
+                    "gemm_efficiency_max", "--rows", dir + "/rows.csv"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::ifstream rows_file(dir + "/rows.csv");
+  std::string line;
+  ASSERT_TRUE(std::getline(rows_file, line));
+  EXPECT_EQ(line, "run,gpu,measured_step_time_s,model_step_time_s,calibrated_step_time_s,model_error,calibrated_error");
+  size_t rows = 0;
+  while (std::getline(rows_file, line)) {
+    ++rows;
+    std::vector<std::string> cell;
+    std::stringstream fields(line);
+    for (std::string c; std::getline(fields, c, ',');) cell.push_back(c);
+    ASSERT_EQ(cell.size(), 7u) << line;
+    EXPECT_EQ(cell[1], "h100-sxm");
+    EXPECT_LT(std::stod(cell[5]), -0.1) << "the catalogue's faster GEMMs: the model is too fast, " << line;
+    EXPECT_LT(std::fabs(std::stod(cell[6])), 0.02) << line;
+    EXPECT_NEAR(std::stod(cell[3]) / std::stod(cell[2]) - 1, std::stod(cell[5]), 1e-4);
+  }
+  EXPECT_EQ(rows, 6u);
+
   // --json: the calibration and each fit's figures as one document.
   r = run_cli(dir, {"calibrate", "--runs", dir + "/runs.csv", "--fit", "gemm_efficiency_max", "--json"});
   ASSERT_EQ(r.status, 0) << r.err;

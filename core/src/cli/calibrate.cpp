@@ -81,8 +81,29 @@ void write_file(const json& file, const std::string& path) {
               "--calibration)\n", path.c_str());
 }
 
+// Each run's measured step time beside the model's, with the catalogue's constants and with the
+// fitted ones (the catalogue's where its GPU type was not calibrated): a CSV, one row per run.
+void write_rows(const std::string& path, const CalibrationRuns& runs, const std::vector<core::perf::CalibrationResult>& results) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) throw core::UserError("calibrate: --rows '" + path + "': cannot write it");
+  f << "run,gpu,measured_step_time_s,model_step_time_s,calibrated_step_time_s,model_error,calibrated_error\n";
+  for (const auto& [gpu, gpu_runs] : runs.by_gpu) {
+    json constants = json::object();
+    for (const core::perf::CalibrationResult& r : results)
+      if (r.gpu == gpu || core::perf::calibration_key_names(gpu, r.gpu)) constants = r.constants();
+    const std::vector<double> model = core::perf::calibrated_step_times(gpu_runs, json::object());
+    const std::vector<double> fitted = core::perf::calibrated_step_times(gpu_runs, constants);
+    for (size_t i = 0; i < gpu_runs.size(); ++i) {
+      const double m = gpu_runs[i].measured_step_s;
+      f << gpu_runs[i].label << "," << gpu << "," << m << "," << model[i] << "," << fitted[i] << ","
+        << model[i] / m - 1 << "," << fitted[i] / m - 1 << "\n";
+    }
+  }
+  if (!f.flush()) throw core::UserError("calibrate: --rows '" + path + "': cannot write it");
+}
+
 int run_calibrate(int argc, char** argv) {
-  std::string runs_path, base, out_path, fit, executor_options = "{}", space = core::kDefaultSpace;
+  std::string runs_path, base, out_path, rows_path, fit, executor_options = "{}", space = core::kDefaultSpace;
   std::vector<std::string> maps;
   size_t folds = 5;
   double prior_sigma = 0.5;
@@ -111,6 +132,9 @@ int run_calibrate(int argc, char** argv) {
       ("gpu", "calibrate on the local GPU instead (microbenchmarks)")
       ("base", po::value(&base), "with --gpu: the catalogue GPU whose peaks, memory and network the measurement refines")
       ("out", po::value(&out_path), "write the calibration file here (default: stdout)")
+      ("rows", po::value(&rows_path), "with --runs: also write each run's measured step time beside the model's, "
+                                      "before and after the fit, as CSV (run, gpu, measured_step_time_s, "
+                                      "model_step_time_s, calibrated_step_time_s, model_error, calibrated_error)")
       ("map", po::value(&maps)->composing(), "with --runs: \"source column=canonical name\" (repeatable), as "
                                              "cotune import takes it")
       ("fit", po::value(&fit), "comma-separated constants to fit (default: the most telling constants, as many as "
@@ -142,6 +166,7 @@ int run_calibrate(int argc, char** argv) {
 
   if (gpu) {
     if (base.empty()) throw core::UserError("calibrate: --gpu needs --base NAME (a catalogue GPU, e.g. h100-sxm)");
+    if (!rows_path.empty()) throw core::UserError("calibrate: --rows goes with --runs (the runs to compare with the model)");
     json measured;
     const int status = calibrate_on_gpu(base, executor_options, &measured);
     if (status != 0) return status;
@@ -199,6 +224,7 @@ int run_calibrate(int argc, char** argv) {
     }
     throw core::UserError(why);
   }
+  if (!rows_path.empty()) write_rows(rows_path, runs, results);
   const json file = core::perf::calibration_file(results, runs_path);
   // Exit status 1: the file holds what could be fitted, and some runs or GPU types were left out.
   const int status = runs.skipped.empty() && refused.empty() ? 0 : 1;
