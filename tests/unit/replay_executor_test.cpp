@@ -528,4 +528,31 @@ TEST_F(ReplayExecutorTest, ListsTheConfigurationsItMeasuredForTheWorkload) {
   EXPECT_THAT(create_error({{"restrict_search", "yes"}}), HasSubstr("restrict_search"));
 }
 
+TEST_F(ReplayExecutorTest, EmptyCellsStateNothingAndAForeignTableSaysWhy) {
+  // export-history's output leaves a workload default (nodes) and an optional parameter (etp) empty:
+  // the rows still answer the study that states them.
+  table_ = write("exported.csv",
+                 "tp,pp,dp,cp,ep,etp,micro_batch,vpp,zero,recompute,sp,gpus,gpu,nodes,global_batch,step_time_s\n"
+                 "2,1,8,1,1,,1,1,1,selective,true,16,h100-sxm,,256,1.5\n");
+  auto ex = executor();
+  TrialResult r = run(*ex, cfg(2, 8, 1, "selective", true));
+  ASSERT_EQ(r.status, COTUNE_STATUS_OK) << r.error;
+  EXPECT_DOUBLE_EQ(json::parse(r.metrics_json)["step_time_s"].get<double>(), 1.5);
+  // Rows of another global batch only: the listing names the cell that differs.
+  const json w = workload(512);
+  const std::string workload_json = w.dump();
+  auto space = registry_.make_space("llm", workload_json);
+  cotune_trial study = cotune::core::empty_trial();
+  study.workload_json = cotune_str{workload_json.data(), workload_json.size()};
+  study.params = space->raw_params();
+  study.num_params = space->num_params();
+  try {
+    ex->candidates(study);
+    ADD_FAILURE() << "a table with no row of the workload listed configurations";
+  } catch (const cotune::core::PluginError& e) {
+    EXPECT_THAT(e.what(), AllOf(HasSubstr("none of the 1 rows"), HasSubstr("line 2, column global_batch: '256'"),
+                                HasSubstr("the workload says 512")));
+  }
+}
+
 }  // namespace

@@ -169,7 +169,7 @@ std::optional<TrialStatus> measured_status(const std::string& cell) {
 std::string canonical_column(const std::string& name, const TableSchema& schema, const std::vector<std::string>& header) {
   if (schema.reads(name) || recognise_metric(name)) return name;
   static const std::pair<const char*, const char*> kSpellings[] = {
-      {"num_gpus", "gpus"},         {"n_gpus", "gpus"},           {"num_nodes", "nodes"},
+      {"num_gpus", "gpus"},         {"n_gpus", "gpus"},
       {"gpu_type", "gpu"},          {"padded_vocab_size", "vocab"}, {"vocab_size", "vocab"},
       {"num_query_groups", "kv_heads"}, {"recompute_granularity", "recompute"},
       {"elapsed_time_per_iteration_ms", "step_time_ms"}, {"elapsed_time_per_iteration_s", "step_time_s"}};

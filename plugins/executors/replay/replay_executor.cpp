@@ -67,6 +67,12 @@ class ReplayExecutor {
     const std::string_view workload = cotune::view(study.workload_json);
     if (!index_ || !index_->built_for(workload, params))
       index_ = std::make_unique<ReplayIndex>(table_, options_, std::string(workload), params);
+    if (index_->workload_rows() == 0 && !table_.rows().empty())
+      throw cotune::Error(COTUNE_ERR_INVALID_ARGUMENT,
+                          "replay executor: none of the " + std::to_string(table_.rows().size()) + " rows of " +
+                              table_.file() + " is of the study's workload (" + index_->compared() + "); first: " +
+                              index_->first_mismatch() +
+                              " (state what the rows hold in the workload, or choose rows with the option \"where\")");
     std::vector<double> out, row(params.size());
     size_t unexpressed = 0;
     std::string first_why;

@@ -247,7 +247,8 @@ ReplayIndex::ReplayIndex(const RunTable& table, const ReplayOptions& options, st
       if (!ok) bad("replay executor options/defaults/" + name + ": expected " + kind_name(p.kind) + ", got " + value.dump());
       sources[i].fallback = v;
     }
-    if (!sources[i].column && !sources[i].fallback && p.optional_default) sources[i].fallback = *p.optional_default;
+    // A parameter the space added later: an absent column or an empty cell holds runs at its default.
+    if (!sources[i].fallback && p.optional_default) sources[i].fallback = *p.optional_default;
   }
   std::string missing, example;
   for (size_t i = 0; i < params.size(); ++i)
@@ -291,8 +292,17 @@ ReplayIndex::ReplayIndex(const RunTable& table, const ReplayOptions& options, st
   std::vector<std::set<std::string>> open_values(undecided_.size());
   for (size_t r = 0; r < rows.size(); ++r) {
     const RunRow& row = rows[r];
+    // An empty workload cell does not say the row is of another workload (a default left unstated).
     bool same_workload = true;
-    for (const auto& [c, value] : decided) same_workload = same_workload && cell_matches(row.cells[c], value);
+    for (const auto& [c, value] : decided) {
+      const std::string& cell = row.cells[c];
+      if (trim(cell).empty() || cell_matches(cell, value)) continue;
+      same_workload = false;
+      if (first_mismatch_.empty())
+        first_mismatch_ = file + " line " + std::to_string(row.line) + ", column " + table.columns()[c] + ": '" +
+                          std::string(trim(cell)) + "' where the workload says " + cell_text(value);
+      break;
+    }
     if (!same_workload) continue;
     ++workload_rows_;
     for (size_t i = 0; i < params.size(); ++i) {

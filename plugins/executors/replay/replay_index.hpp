@@ -74,6 +74,8 @@ class ReplayIndex {
   const std::vector<size_t>& undecided() const { return undecided_; }
   // The workload columns compared, with the workload's values: "global_batch=256, dtype=bf16".
   const std::string& compared() const { return compared_; }
+  // The first row of another workload and the cell that says so ("" when every row is of this one).
+  const std::string& first_mismatch() const { return first_mismatch_; }
 
  private:
   static std::string key(const std::vector<TrialParam>& params);
@@ -85,6 +87,7 @@ class ReplayIndex {
   size_t workload_rows_ = 0;
   std::vector<size_t> undecided_;
   std::string compared_;
+  std::string first_mismatch_;
 };
 
 }  // namespace cotune_replay
