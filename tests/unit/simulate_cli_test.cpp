@@ -178,6 +178,25 @@ TEST_F(SimulateCli, BadInputExitsWithTwoAndSaysWhy) {
   EXPECT_EQ(cli("").status, 2);
 }
 
+TEST_F(SimulateCli, ARefusedBatchLeavesTheOutFileAsItWas) {
+  const std::string measured = write("measured.csv", "preset,gpu,gpus,global_batch,status,step_time_s\n"
+                                                     "llama3-8b,h100-sxm,8,64,ok,1.0\n");
+  const std::string out = (dir_ / "kept.csv").string();
+  std::ofstream(out) << "an earlier result\n";
+  CliRun r = cli("--batch " + measured + " --out " + out);
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("drop or rename them"));
+  std::ifstream kept(out);
+  std::string line;
+  std::getline(kept, line);
+  EXPECT_EQ(line, "an earlier result");
+  EXPECT_FALSE(std::filesystem::exists(out + ".partial"));
+  // Nothing at the path before: nothing after.
+  const std::string fresh = (dir_ / "fresh.csv").string();
+  EXPECT_EQ(cli("--batch " + measured + " --out " + fresh).status, 2);
+  EXPECT_FALSE(std::filesystem::exists(fresh));
+}
+
 TEST_F(SimulateCli, BatchWritesOneRowPerInputRow) {
   const std::string in = write("in.csv",
                                "name,hidden,layers,heads,kv_heads,ffn_hidden,vocab,seq_len,global_batch,gpu,gpus,tp,pp,"

@@ -250,19 +250,38 @@ int run_simulate(int argc, char** argv) {
       if (!file) throw core::UserError("--batch '" + batch_path + "': cannot open it");
     }
     std::istream& in = batch_path == "-" ? std::cin : file;
+    // --out is written beside itself and renamed once the batch is done: a refused input leaves no
+    // empty file behind, and an earlier file at the path stays as it was.
+    const std::string partial = out_path + ".partial";
     std::ofstream outfile;
     if (!out_path.empty()) {
-      outfile.open(out_path, std::ios::binary | std::ios::trunc);
+      outfile.open(partial, std::ios::binary | std::ios::trunc);
       if (!outfile) throw core::UserError("--out '" + out_path + "': cannot write it");
     }
     std::ostream& out = out_path.empty() ? std::cout : outfile;
-    const core::TableSchema schema = core::TableSchema::of(registry, space_name);
-    if ((schema.info().capabilities & COTUNE_CAP_LOWER_TRACE) == 0)
-      throw core::UserError("--space '" + space_name + "': the space does not lower configurations to step traces, so "
-                            "the performance model cannot time them");
-    const size_t bad =
-        simulate_batch(registry, schema, in, batch_path, out, calibration.is_null() ? nullptr : &calibration);
-    out.flush();
+    size_t bad = 0;
+    try {
+      const core::TableSchema schema = core::TableSchema::of(registry, space_name);
+      if ((schema.info().capabilities & COTUNE_CAP_LOWER_TRACE) == 0)
+        throw core::UserError("--space '" + space_name + "': the space does not lower configurations to step traces, "
+                              "so the performance model cannot time them");
+      bad = simulate_batch(registry, schema, in, batch_path, out, calibration.is_null() ? nullptr : &calibration);
+      out.flush();
+      if (!out) throw core::UserError("--out '" + out_path + "': cannot write it");
+    } catch (...) {
+      if (!out_path.empty()) {
+        outfile.close();
+        std::remove(partial.c_str());
+      }
+      throw;
+    }
+    if (!out_path.empty()) {
+      outfile.close();
+      if (std::rename(partial.c_str(), out_path.c_str()) != 0) {
+        std::remove(partial.c_str());
+        throw core::UserError("--out '" + out_path + "': cannot write it");
+      }
+    }
     return bad == 0 ? 0 : 1;
   }
 
