@@ -117,6 +117,15 @@ class ReplayExecutorTest : public ::testing::Test {
     return "";
   }
 
+  // The study trial a host gives candidates(): the workload and the space's parameters (both borrowed).
+  static cotune_trial study_of(const std::string& workload_json, const Space& space) {
+    cotune_trial study = cotune::core::empty_trial();
+    study.workload_json = cotune_str{workload_json.data(), workload_json.size()};
+    study.params = space.raw_params();
+    study.num_params = space.num_params();
+    return study;
+  }
+
   static json cfg(int tp, int dp, int mb, const char* recompute, bool sp = false, int zero = 1) {
     return {{"tp", tp}, {"pp", 1}, {"dp", dp}, {"micro_batch", mb}, {"zero", zero}, {"recompute", recompute}, {"sp", sp}};
   }
@@ -503,13 +512,9 @@ TEST_F(ReplayStudy, TheSearchProposesOnlyWhatTheTableMeasured) {
 TEST_F(ReplayExecutorTest, ListsTheConfigurationsItMeasuredForTheWorkload) {
   auto ex = executor();
   ASSERT_TRUE(ex->has_candidates());
-  const json w = workload(256);
-  const std::string workload_json = w.dump();
+  const std::string workload_json = workload(256).dump();
   auto space = registry_.make_space("llm", workload_json);
-  cotune_trial study = cotune::core::empty_trial();
-  study.workload_json = cotune_str{workload_json.data(), workload_json.size()};
-  study.params = space->raw_params();
-  study.num_params = space->num_params();
+  const cotune_trial study = study_of(workload_json, *space);
   const std::vector<double> rows = ex->candidates(study);
   const size_t p = space->num_params();
   ASSERT_EQ(rows.size() % p, 0u);
@@ -539,13 +544,9 @@ TEST_F(ReplayExecutorTest, EmptyCellsStateNothingAndAForeignTableSaysWhy) {
   ASSERT_EQ(r.status, COTUNE_STATUS_OK) << r.error;
   EXPECT_DOUBLE_EQ(json::parse(r.metrics_json)["step_time_s"].get<double>(), 1.5);
   // Rows of another global batch only: the listing names the cell that differs.
-  const json w = workload(512);
-  const std::string workload_json = w.dump();
+  const std::string workload_json = workload(512).dump();
   auto space = registry_.make_space("llm", workload_json);
-  cotune_trial study = cotune::core::empty_trial();
-  study.workload_json = cotune_str{workload_json.data(), workload_json.size()};
-  study.params = space->raw_params();
-  study.num_params = space->num_params();
+  const cotune_trial study = study_of(workload_json, *space);
   try {
     ex->candidates(study);
     ADD_FAILURE() << "a table with no row of the workload listed configurations";
