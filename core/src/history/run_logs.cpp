@@ -501,17 +501,14 @@ ConvertedRuns sacct_output(const std::string& path, const std::map<std::string, 
       continue;
     }
     cells.insert(config.begin(), config.end());
-    if (st == "COMPLETED") {
-    } else if (st == "FAILED" || st == "NODE_FAIL" || st == "BOOT_FAIL") {
-      cells["status"] = "failed";
-    } else if (st == "OUT_OF_MEMORY") {
-      cells["status"] = "oom";
-    } else if (st == "TIMEOUT" || st == "DEADLINE") {
-      cells["status"] = "timeout";
-    } else {
+    // COMPLETED, FAILED/NODE_FAIL/BOOT_FAIL, OUT_OF_MEMORY, TIMEOUT/DEADLINE: a measurement;
+    // CANCELLED, PREEMPTED, RUNNING, ...: none.
+    const std::optional<TrialStatus> status = measured_status(st);
+    if (!status || !counts_against_budget(*status)) {
       out.skipped.push_back({i + 1, "job " + cell(id) + ": State " + st + ": not a finished measurement"});
       continue;
     }
+    if (*status != TrialStatus::kOk) cells["status"] = std::string(to_string(*status));
     double seconds = 0;
     if (elapsed_seconds(cell(elapsed), &seconds)) cells["wall_time_s"] = number_text(seconds);
     // AllocTRES "billing=64,cpu=64,gres/gpu:h100=16,mem=...,node=2": the GPUs, and their type.
