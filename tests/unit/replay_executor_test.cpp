@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -283,6 +284,43 @@ TEST_F(ReplayExecutorTest, ATeamsOwnColumnNamesAndSpellingsAreRead) {
               AllOf(HasSubstr("options/columns/tp"), HasSubstr("no column 'tensor_parallel'")));
 }
 
+TEST_F(ReplayExecutorTest, AParameterTheTableDoesNotStateIsLeftToTheSpace) {
+  // Megatron-style logs give the GPU count, not the data-parallel degree.
+  table_ = write("nodp.csv",
+                 "tp,pp,cp,ep,micro_batch,vpp,zero,recompute,sp,gpus,gpu,global_batch,step_time_s\n"
+                 "2,1,1,1,1,1,1,selective,true,16,h100-sxm,256,1.25\n"
+                 "4,1,1,1,1,1,1,selective,true,16,h100-sxm,256,1.5\n");
+  EXPECT_THAT(submit_error(*executor(), cfg(2, 8, 1, "selective", true)),
+              AllOf(HasSubstr("no column 'dp'"), HasSubstr("\"unstated\": [\"dp\"]")));
+  auto ex = executor({{"unstated", {"dp"}}});
+  TrialResult r = run(*ex, cfg(2, 8, 1, "selective", true));
+  ASSERT_EQ(r.status, COTUNE_STATUS_OK) << r.error;
+  EXPECT_DOUBLE_EQ(json::parse(r.metrics_json)["step_time_s"].get<double>(), 1.25);
+  // The listing leaves dp to the host (NaN, ABI 1.7) and states the rest.
+  const std::string workload_json = workload(256).dump();
+  auto space = registry_.make_space("llm", workload_json);
+  const std::vector<double> rows = ex->candidates(study_of(workload_json, *space));
+  const size_t p = space->num_params();
+  ASSERT_EQ(rows.size(), 2 * p);
+  size_t dp_index = p;
+  for (size_t i = 0; i < p; ++i)
+    if (space->params()[i].name == "dp") dp_index = i;
+  ASSERT_LT(dp_index, p);
+  std::set<double> tps;
+  for (size_t r0 = 0; r0 < rows.size(); r0 += p) {
+    for (size_t i = 0; i < p; ++i)
+      EXPECT_EQ(std::isnan(rows[r0 + i]), i == dp_index) << space->params()[i].name;
+    tps.insert(rows[r0]);
+  }
+  EXPECT_EQ(tps, (std::set<double>{2, 4}));
+  // A parameter the table states, or one the space lacks, is refused by name.
+  EXPECT_THAT(submit_error(*executor({{"unstated", {"tp"}}}), cfg(2, 8, 1, "selective", true)),
+              AllOf(HasSubstr("options/unstated"), HasSubstr("has a column tp")));
+  EXPECT_THAT(submit_error(*executor({{"unstated", {"dp", "data_parallel"}}}), cfg(2, 8, 1, "selective", true)),
+              AllOf(HasSubstr("options/unstated"), HasSubstr("no parameter data_parallel")));
+  EXPECT_THAT(create_error({{"unstated", "dp"}}), HasSubstr("options/unstated: expected a list of parameter names"));
+}
+
 TEST_F(ReplayExecutorTest, BadCellsNameTheLineAndColumn) {
   table_ = write("badmetric.csv", std::string(kHeader) +
                                       "2,1,8,1,1,1,1,1,selective,true,16,h100-sxm,4096,256,bf16,,ok,,fast,2\n");
@@ -507,6 +545,28 @@ TEST_F(ReplayStudy, TheSearchProposesOnlyWhatTheTableMeasured) {
     EXPECT_EQ(counted, 5) << searcher << ": four measured configurations and one oom";
     EXPECT_EQ(unavailable, 0) << searcher;
   }
+}
+
+TEST_F(ReplayStudy, TheSpaceCompletesWhatTheTableDoesNotState) {
+  // The same table without its dp column: the host completes each listed configuration's dp as the
+  // space does (the GPUs left after tp, pp and cp), so the study measures the same configurations.
+  std::ifstream in(table_);
+  std::string line, csv;
+  while (std::getline(in, line)) {
+    const size_t a = line.find(','), b = line.find(',', a + 1), c = line.find(',', b + 1);
+    csv += line.substr(0, b) + line.substr(c) + "\n";  // drops the third column, dp
+  }
+  ASSERT_EQ(csv.substr(0, csv.find('\n')), "tp,pp,cp,ep,micro_batch,vpp,zero,recompute,sp,gpus,gpu,global_batch,status,"
+                                           "tokens_per_s");
+  std::ofstream(table_) << csv;
+  json doc = study("unstated-dp", {{"trials", 50}});
+  doc["executor"]["options"]["unstated"] = {"dp"};
+  core::RunResult r = run(doc);
+  EXPECT_EQ(r.status, core::StudyStatus::kFinished);
+  EXPECT_THAT(r.reason, HasSubstr("no unmeasured configuration"));
+  auto [counted, unavailable] = check_trials(trials("unstated-dp"));
+  EXPECT_EQ(counted, 5) << "four measured configurations and one oom";
+  EXPECT_EQ(unavailable, 0);
 }
 
 TEST_F(ReplayExecutorTest, ListsTheConfigurationsItMeasuredForTheWorkload) {

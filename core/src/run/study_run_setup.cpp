@@ -15,6 +15,7 @@
 #include <cctype>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <limits>
 
@@ -42,6 +43,41 @@ std::string directory_name(const std::string& name) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_') c = '_';
   if (out == "." || out == "..") out = "_";
   return out;
+}
+
+// Completes the candidates' values the executor left unstated (NaN, ABI 1.7: a table without that
+// parameter's column) as the space completes a configuration JSON without those keys: its default,
+// or a value it derives from the others (the llm space's dp: the GPUs left after tp, pp and cp).
+// Rows the space cannot complete are dropped; returns how many, with the first reason.
+size_t complete_unstated(const Space& space, std::vector<double>& rows, std::string* first_why) {
+  const size_t n = space.num_params();
+  if (n == 0) return 0;
+  std::vector<double> kept;
+  kept.reserve(rows.size());
+  size_t dropped = 0;
+  for (size_t r = 0; r + n <= rows.size(); r += n) {
+    const double* row = rows.data() + r;
+    if (std::none_of(row, row + n, [](double v) { return std::isnan(v); })) {
+      kept.insert(kept.end(), row, row + n);
+      continue;
+    }
+    nlohmann::json stated = nlohmann::json::object();
+    for (size_t i = 0; i < n; ++i) {
+      if (std::isnan(row[i])) continue;
+      const Param& p = space.params()[i];
+      if (p.type == COTUNE_PARAM_CATEGORICAL) stated[p.name] = p.format(row[i]);
+      else if (p.type == COTUNE_PARAM_BOOL) stated[p.name] = row[i] != 0;
+      else stated[p.name] = row[i];
+    }
+    try {
+      const std::vector<double> full = space.parse(stated.dump());
+      kept.insert(kept.end(), full.begin(), full.end());
+    } catch (const std::exception& e) {
+      if (dropped++ == 0) *first_why = stated.dump() + ": " + e.what();
+    }
+  }
+  rows = std::move(kept);
+  return dropped;
 }
 
 }  // namespace
@@ -81,6 +117,12 @@ void StudyRun::restrict_to_executor_candidates() {
   }
   const size_t listed = space_->num_params() == 0 ? 0 : rows.size() / space_->num_params();
   const std::string& name = executor_->info().name;
+  std::string why;
+  if (const size_t dropped = complete_unstated(*space_, rows, &why))
+    log(COTUNE_LOG_WARN, "study",
+        "the executor '" + name + "' leaves parameters of " + std::to_string(dropped) +
+            " configuration(s) unstated that the space '" + space_->info().name + "' cannot complete, first " + why +
+            "; they are left out of the search");
   const size_t kept = space_->restrict_to(rows, "the executor '" + name + "' has no answer for it");
   if (kept == 0)
     throw UserError(spec_.file + ": /executor: the executor '" + name + "' answers " + std::to_string(listed) +

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <set>
@@ -73,12 +74,17 @@ class ReplayExecutor {
                               table_.file() + " is of the study's workload (" + index_->compared() + "); first: " +
                               index_->first_mismatch() +
                               " (state what the rows hold in the workload, or choose rows with the option \"where\")");
+    const std::vector<bool>& unstated = index_->unstated();
+    if (std::find(unstated.begin(), unstated.end(), true) != unstated.end() && cotune::host().abi_minor < 7)
+      throw cotune::Error(COTUNE_ERR_FAILED_PRECONDITION,
+                          "replay executor options/unstated: the host (ABI 1." + std::to_string(cotune::host().abi_minor) +
+                              ") cannot complete unstated parameters; that needs ABI 1.7");
     std::vector<double> out, row(params.size());
     size_t unexpressed = 0;
     std::string first_why;
     for (const auto& [values, rows] : index_->configurations()) {
       std::string why;
-      if (!encode_values(study, values, row.data(), &why)) {
+      if (!encode_values(study, values, row.data(), &why, &unstated)) {
         if (unexpressed++ == 0) first_why = why + " (line " + std::to_string(table_.rows()[rows->front()].line) + ")";
         continue;
       }

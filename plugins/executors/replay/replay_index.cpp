@@ -148,7 +148,8 @@ std::vector<TrialParam> study_params(const cotune_trial& study) {
   return out;
 }
 
-bool encode_values(const cotune_trial& study, const std::vector<std::string>& values, double* out, std::string* why) {
+bool encode_values(const cotune_trial& study, const std::vector<std::string>& values, double* out, std::string* why,
+                   const std::vector<bool>* unstated) {
   if (values.size() != study.num_params) return false;
   auto same = [](std::string_view a, std::string_view b) {  // a choice in any case: "Selective", "H100-SXM"
     return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
@@ -157,7 +158,9 @@ bool encode_values(const cotune_trial& study, const std::vector<std::string>& va
   };
   for (size_t i = 0; i < study.num_params; ++i) {
     const cotune_param& p = *study.params[i];
-    if (p.type == COTUNE_PARAM_CATEGORICAL) {
+    if (unstated != nullptr && i < unstated->size() && (*unstated)[i]) {
+      out[i] = std::nan("");
+    } else if (p.type == COTUNE_PARAM_CATEGORICAL) {
       size_t c = 0;
       while (c < p.num_choices && !same(cotune::view(p.choices[c]), values[i])) ++c;
       if (c == p.num_choices) {
@@ -218,7 +221,15 @@ bool ReplayIndex::built_for(std::string_view workload_json, const std::vector<Tr
 }
 
 const std::vector<size_t>* ReplayIndex::find(const std::vector<TrialParam>& params) const {
-  auto it = rows_.find(key(params));
+  auto it = rows_.end();
+  if (std::find(unstated_.begin(), unstated_.end(), true) == unstated_.end()) {
+    it = rows_.find(key(params));
+  } else {  // the table says nothing of these: match on the others
+    std::vector<TrialParam> stated = params;
+    for (size_t i = 0; i < stated.size() && i < unstated_.size(); ++i)
+      if (unstated_[i]) stated[i].value.clear();
+    it = rows_.find(key(stated));
+  }
   return it == rows_.end() ? nullptr : &it->second;
 }
 
@@ -236,10 +247,21 @@ ReplayIndex::ReplayIndex(const RunTable& table, const ReplayOptions& options, st
   };
   std::vector<Source> sources(params.size());
   std::set<std::string> param_names;
+  unstated_.assign(params.size(), false);
   for (size_t i = 0; i < params.size(); ++i) {
     const TrialParam& p = params[i];
     param_names.insert(p.name);
     sources[i].column = table.column(p.name);
+    if (std::find(options.unstated.begin(), options.unstated.end(), p.name) != options.unstated.end()) {
+      if (sources[i].column)
+        bad("replay executor options/unstated: " + file + " has a column " + table.columns()[*sources[i].column] +
+            " for the parameter " + p.name + ": it is stated (leave it out of \"unstated\")");
+      for (const auto& d : options.defaults)
+        if (d.first == p.name)
+          bad("replay executor options/unstated: " + p.name + " also has a value in \"defaults\": give one or the other");
+      unstated_[i] = true;
+      continue;
+    }
     for (const auto& [name, value] : options.defaults) {
       if (name != p.name) continue;
       bool ok = false;
@@ -250,20 +272,25 @@ ReplayIndex::ReplayIndex(const RunTable& table, const ReplayOptions& options, st
     // A parameter the space added later: an absent column or an empty cell holds runs at its default.
     if (!sources[i].fallback && p.optional_default) sources[i].fallback = *p.optional_default;
   }
-  std::string missing, example;
+  std::string missing, example, quoted;
   for (size_t i = 0; i < params.size(); ++i)
-    if (!sources[i].column && !sources[i].fallback) {
+    if (!unstated_[i] && !sources[i].column && !sources[i].fallback) {
       missing += (missing.empty() ? "'" : ", '") + params[i].name + "'";
+      quoted += (quoted.empty() ? "\"" : ", \"") + params[i].name + "\"";
       example += (example.empty() ? "" : ", ") + ("\"" + params[i].name + "\": ...");
     }
   if (!missing.empty())
     bad("replay executor: " + file + " has no column " + missing + " for the space's parameters of that name (its "
         "columns: " + all_columns + "); add them (a column of the table's own name is read under the parameter's "
-        "with the option \"columns\": {\"tp\": \"tensor_model_parallel_size\"}), or give a value that holds for "
-        "every row with the option \"defaults\": {" + example + "}");
+        "with the option \"columns\": {\"tp\": \"tensor_model_parallel_size\"}), give a value that holds for "
+        "every row with the option \"defaults\": {" + example + "}, or, where the space derives it from the "
+        "others (the llm space's dp from the GPU count), leave it to the space with the option \"unstated\": [" +
+        quoted + "]");
   for (const auto& d : options.defaults)
     if (!param_names.count(d.first))
       bad("replay executor options/defaults/" + d.first + ": the space has no parameter of that name");
+  for (const std::string& u : options.unstated)
+    if (!param_names.count(u)) bad("replay executor options/unstated: the space has no parameter " + u);
 
   // Workload columns: decided by the workload JSON, or left open.
   std::map<std::string, std::optional<json>> fields;
@@ -306,6 +333,10 @@ ReplayIndex::ReplayIndex(const RunTable& table, const ReplayOptions& options, st
     if (!same_workload) continue;
     ++workload_rows_;
     for (size_t i = 0; i < params.size(); ++i) {
+      if (unstated_[i]) {
+        values[i].value.clear();
+        continue;
+      }
       const Source& s = sources[i];
       const std::string cell = s.column ? row.cells[*s.column] : std::string();
       if (trim(cell).empty()) {

@@ -49,13 +49,15 @@ std::vector<TrialParam> study_params(const cotune_trial& study);
 // The configuration values (as the space encodes them: a number, 1/0, a choice's index) of
 // canonical parameter values (a choice matched in any case); false when one cannot be expressed
 // (a choice the space lacks), with `why` naming the parameter, the value and the choices.
+// A parameter marked in `unstated` (the table has no column for it) is written as NaN: the host
+// completes it (ABI 1.7).
 bool encode_values(const cotune_trial& study, const std::vector<std::string>& values, double* out,
-                   std::string* why = nullptr);
+                   std::string* why = nullptr, const std::vector<bool>* unstated = nullptr);
 
 class ReplayIndex {
  public:
-  // Throws cotune::Error when a parameter has no column (and no default) or a parameter cell of a
-  // row of this workload cannot be read.
+  // Throws cotune::Error when a parameter has no column (and no default, and is not unstated) or a
+  // parameter cell of a row of this workload cannot be read.
   ReplayIndex(const RunTable& table, const ReplayOptions& options, std::string workload_json,
               const std::vector<TrialParam>& params);
 
@@ -70,6 +72,9 @@ class ReplayIndex {
   std::vector<std::pair<std::vector<std::string>, const std::vector<size_t>*>> configurations() const;
 
   size_t workload_rows() const { return workload_rows_; }
+  // Per parameter: true for those the table does not state (the option "unstated"); rows match on
+  // the others.
+  const std::vector<bool>& unstated() const { return unstated_; }
   // Workload columns the workload JSON does not decide.
   const std::vector<size_t>& undecided() const { return undecided_; }
   // The workload columns compared, with the workload's values: "global_batch=256, dtype=bf16".
@@ -84,6 +89,7 @@ class ReplayIndex {
   std::string workload_json_;
   std::string signature_;
   std::unordered_map<std::string, std::vector<size_t>> rows_;
+  std::vector<bool> unstated_;
   size_t workload_rows_ = 0;
   std::vector<size_t> undecided_;
   std::string compared_;

@@ -68,6 +68,13 @@ ReplayOptions parse_replay_options(std::string_view text) {
     } else if (key == "columns") {
       if (!v.is_object() || v.empty()) bad(key, "expected an object of parameter: column, got " + v.dump());
       for (auto m = v.begin(); m != v.end(); ++m) r.columns.emplace_back(m.key(), column_name(m.value(), key + "/" + m.key()));
+    } else if (key == "unstated") {
+      if (!v.is_array() || v.empty()) bad(key, "expected a list of parameter names, got " + v.dump());
+      for (size_t i = 0; i < v.size(); ++i) {
+        if (!v[i].is_string() || v[i].get_ref<const std::string&>().empty())
+          bad(key + "/" + std::to_string(i), "expected a parameter name, got " + v[i].dump());
+        r.unstated.push_back(v[i].get<std::string>());
+      }
     } else if (key == "capacity") {
       if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > 1000000)
         bad(key, "expected an integer from 1 to 1000000, got " + v.dump());
@@ -77,7 +84,7 @@ ReplayOptions parse_replay_options(std::string_view text) {
       r.restrict_search = v.get<bool>();
     } else {
       bad(key, "unknown option (expected file, metrics, status_column, reason_column, where, defaults, columns, "
-               "capacity, restrict_search)");
+               "unstated, capacity, restrict_search)");
     }
   }
   if (!has_file) bad("file", "required: the CSV of measured runs to answer trials from");

@@ -1,8 +1,8 @@
 // Options of the replay executor (documented in docs/executors.md):
 //   {"file": "runs.csv", "metrics": {"tokens_per_s": "measured tokens/s"},
 //    "status_column": "status", "reason_column": "reason", "where": {"cluster": "a"},
-//    "defaults": {"vpp": 1}, "columns": {"tp": "tensor_model_parallel_size"}, "capacity": 64,
-//    "restrict_search": true}
+//    "defaults": {"vpp": 1}, "columns": {"tp": "tensor_model_parallel_size"}, "unstated": ["dp"],
+//    "capacity": 64, "restrict_search": true}
 #ifndef COTUNE_EXECUTOR_REPLAY_OPTIONS_HPP_
 #define COTUNE_EXECUTOR_REPLAY_OPTIONS_HPP_
 
@@ -27,6 +27,9 @@ struct ReplayOptions {
   std::vector<std::pair<std::string, nlohmann::json>> defaults;  // parameter -> value of absent/empty cells
   // parameter or workload field -> the table's column that holds it (the table's own name for it)
   std::vector<std::pair<std::string, std::string>> columns;
+  // Parameters the table does not state: rows match on the others, and the space completes them
+  // (the llm space's dp: the GPUs left after tp, pp and cp).
+  std::vector<std::string> unstated;
   int32_t capacity = 64;
   // The study searches only the table's configurations (candidates()); false: the whole space, and
   // what the table lacks comes back unavailable.

@@ -41,7 +41,7 @@ extern "C" {
 /* ---------------------------------------------------------------------------------------------- */
 
 #define COTUNE_ABI_MAJOR 1
-#define COTUNE_ABI_MINOR 6
+#define COTUNE_ABI_MINOR 7
 
 /* Size of a struct up to and including `last_field`: what a writer stores in struct_size. */
 #define COTUNE_STRUCT_SIZE(type, last_field) \
@@ -662,7 +662,11 @@ typedef struct cotune_executor_api {
    * `study` is a trial without a configuration (config NULL, config_json ""): the workload and the
    * space's parameters. Writes up to `capacity` rows of num_params values into out (NULL when
    * capacity is 0) and the number of rows there are into *out_count, so a first call with capacity
-   * 0 sizes the buffer. COTUNE_ERR_UNSUPPORTED: as configured it lists none (search the space). */
+   * 0 sizes the buffer. COTUNE_ERR_UNSUPPORTED: as configured it lists none (search the space).
+   * 1.7: a value NaN says the executor's record does not state that parameter (a table without its
+   * column); the host completes the row as the space's parse() completes a configuration without
+   * that key (its default, or a value the space derives from the others), and submit() receives
+   * the completed configuration. Hosts before 1.7 do not: check host->abi_minor. */
   cotune_error* (*candidates)(cotune_executor_instance* executor, const cotune_trial* study,
                               double* out, size_t capacity, size_t* out_count);
 
