@@ -236,8 +236,6 @@ double flops_per_token(const Model& m, double keys) {
 
 double Model::forward_flops_per_token() const { return flops_per_token(*this, seq_len / 2); }
 
-double Model::forward_flops_per_token_full_attention() const { return flops_per_token(*this, seq_len); }
-
 std::vector<std::string> preset_names() {
   std::vector<std::string> names;
   for (const json& p : presets()) names.push_back(p["preset"].get<std::string>());

@@ -73,9 +73,6 @@ struct Model {
   // multiply-add, attention scores and values over the causal half of the sequence, the MoE's
   // top_k (and shared) experts, the output layer (and one per MTP layer).
   double forward_flops_per_token() const;
-  // The same with the attention scores counted over the whole sequence (NeMo's formulas before
-  // 2025, Megatron-LM's before causal counting): for tables that published TFLOP/s that way.
-  double forward_flops_per_token_full_attention() const;
 };
 
 // Names of the built-in presets.
