@@ -79,7 +79,9 @@ SlurmExecutor::SlurmExecutor(std::string_view options_json)
                               " (install slurm-client, or set the option slurm_bin)");
   CommandOutput parts = cli_.run("sinfo", {"-h", "-o", "%P"});
   if (!parts.ok())
-    throw cotune::Error(COTUNE_ERR_UNAVAILABLE, "cannot reach the Slurm controller: sinfo failed: " + first_line(parts.err));
+    throw cotune::Error(COTUNE_ERR_UNAVAILABLE, "cannot reach the Slurm controller: sinfo failed: " + first_line(parts.err) +
+                                                    " (the Slurm commands find the cluster through SLURM_CONF or "
+                                                    "/etc/slurm/slurm.conf)");
   if (!options_.partition.empty()) {
     std::vector<std::string> names;
     std::istringstream in(parts.out);
