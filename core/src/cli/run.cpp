@@ -206,7 +206,7 @@ void print_summary(const StudySpec& spec, const RunResult& result, const std::st
   std::printf("\nstudy '%s' %s: %s\n", spec.name.c_str(),
               result.interrupted ? "stopped" : (result.already_finished ? "had already finished" : "finished"),
               result.reason.c_str());
-  std::printf("trials: %s\n\n", status_counts_text(counts).c_str());
+  std::printf("trials: %s\n\n", status_counts_text(counts, study && study->status == StudyStatus::kRunning).c_str());
 
   Registry registry;
   load_study_plugins(registry, spec);

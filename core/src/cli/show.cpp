@@ -50,8 +50,9 @@ void list_studies(Store& store) {
   std::printf("%-28s %-9s %-36s %s\n", "STUDY", "STATUS", "TRIALS", "BEST");
   for (const StudySummary& s : studies) {
     std::string best = s.best_objective ? report::objective_metric(s.study) + " " + compact_number(*s.best_objective) : "-";
+    const std::string trials = status_counts_text(s.trials_by_status, s.study.status == StudyStatus::kRunning);
     std::printf("%-28s %-9s %-36s %s\n", s.study.name.c_str(), std::string(to_string(s.study.status)).c_str(),
-                status_counts_text(s.trials_by_status).c_str(), best.c_str());
+                trials.c_str(), best.c_str());
   }
   print_history(store);
 }
@@ -105,9 +106,24 @@ void show_study(Store& store, const std::string& name, std::int64_t limit) {
     } catch (const std::exception&) {
       config = t.config_json;
     }
-    std::printf("%-5lld %-12s %-12s %-12s %s%s%s\n", static_cast<long long>(t.seq), status.c_str(),
+    // One line per trial: a log tail's line breaks become " | ".
+    std::string note;
+    if (t.error) {
+      note = " -- ";
+      bool broke = false;
+      for (char ch : *t.error) {
+        if (ch == '\n' || ch == '\r') {
+          broke = true;
+          continue;
+        }
+        if (broke && !note.empty() && note != " -- ") note += " | ";
+        broke = false;
+        note += ch;
+      }
+    }
+    std::printf("%-5lld %-12s %-12s %-12s %s%s\n", static_cast<long long>(t.seq), status.c_str(),
                 value ? compact_number(*value).c_str() : "-", t.predicted ? compact_number(*t.predicted).c_str() : "-",
-                config.c_str(), t.error ? " -- " : "", t.error ? t.error->c_str() : "");
+                config.c_str(), note.c_str());
   }
   std::printf("\n");
   print_best_table(stdout, best_trials(trials, spec.objectives, report::kBestTrialsListed), spec, *space);

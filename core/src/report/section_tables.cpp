@@ -80,7 +80,7 @@ std::string study_facts_html(const ReportContext& c) {
   h += fact("space", escape(s.space.name) + ": " + escape(space_size_text(c)));
   h += fact("objective", escape(objectives_text(s)));
   h += fact("budget used", escape(budget_text(c)));
-  h += fact("trials", escape(status_counts_text(counts)));
+  h += fact("trials", escape(status_counts_text(counts, c.study.status == StudyStatus::kRunning)));
   h += fact("predictor", escape(s.predictor.name + " (prior " + std::string(to_string(s.predictor.prior)) + ")"));
   h += fact("searcher", escape(s.searcher.name));
   h += fact("executors", escape(executors_text) + ", " + std::to_string(s.parallel) + " in parallel");

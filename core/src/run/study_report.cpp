@@ -85,13 +85,19 @@ void print_best_table(std::FILE* out, const std::vector<RankedTrial>& best, cons
   }
 }
 
-std::string status_counts_text(const std::map<TrialStatus, std::int64_t>& counts) {
+std::string status_counts_text(const std::map<TrialStatus, std::int64_t>& counts, bool study_running) {
   std::string text;
+  std::int64_t interrupted = 0;
   for (const auto& [status, n] : counts) {
     if (n == 0) continue;
+    if (!study_running && (status == TrialStatus::kPending || status == TrialStatus::kRunning)) {
+      interrupted += n;
+      continue;
+    }
     if (!text.empty()) text += ", ";
     text += std::to_string(n) + " " + std::string(to_string(status));
   }
+  if (interrupted > 0) text += (text.empty() ? "" : ", ") + std::to_string(interrupted) + " interrupted";
   return text.empty() ? "no trials" : text;
 }
 

@@ -33,8 +33,10 @@ std::string render_stored_config(const Space& space, const std::string& config_j
 // each row its launch arguments in the study's format (when that is not plain JSON).
 void print_best_table(std::FILE* out, const std::vector<RankedTrial>& best, const StudySpec& spec, const Space& space);
 
-// Counts per status, e.g. "57 ok, 2 oom, 1 failed".
-std::string status_counts_text(const std::map<TrialStatus, std::int64_t>& counts);
+// Counts per status, e.g. "57 ok, 2 oom, 1 failed". Of a study no run is working on
+// (`study_running` false), trials still pending or running are "interrupted": the next run resumes
+// them.
+std::string status_counts_text(const std::map<TrialStatus, std::int64_t>& counts, bool study_running = true);
 
 }  // namespace cotune::core
 
