@@ -11,6 +11,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,7 +54,9 @@ void list_json(const Registry& reg) {
 const char* kProbeWorkload = "{}";
 
 // Creates and destroys one instance of each component; returns the number of failures.
-int exercise(const Registry& reg) {
+// `options`: the JSON options to create predictors and executors with (check --options); without
+// them, an error object from create is taken as "options needed".
+int exercise(const Registry& reg, const std::optional<std::string>& options) {
   int failures = 0;
   for (const ComponentRef& c : reg.components()) {
     std::printf("%s %s (%s %s, ABI %s)\n", kind_name(c.info.kind), c.info.id.c_str(), c.info.name.c_str(),
@@ -81,12 +84,12 @@ int exercise(const Registry& reg) {
           }
           break;
         case COTUNE_KIND_PREDICTOR: {
-          Predictor p(c, "{}");
+          Predictor p(c, options.value_or("{}"));
           std::printf("  create/destroy ok%s\n", p.can_save() ? ", saves state" : "");
           break;
         }
         case COTUNE_KIND_EXECUTOR: {
-          Executor e(c, "{}");
+          Executor e(c, options.value_or("{}"));
           std::printf("  create/destroy ok, capacity %d\n", e.capacity());
           break;
         }
@@ -102,7 +105,7 @@ int exercise(const Registry& reg) {
     } catch (const std::exception& e) {
       // Executors and predictors may need options; an error object is still a usable answer.
       const auto* pe = dynamic_cast<const PluginError*>(&e);
-      if (pe != nullptr && pe->code() == COTUNE_ERR_INVALID_ARGUMENT) {
+      if (pe != nullptr && pe->code() == COTUNE_ERR_INVALID_ARGUMENT && !options) {
         std::printf("  create answered an error object (options needed): %s\n", e.what());
       } else {
         std::printf("  FAILED: %s\n", e.what());
@@ -118,7 +121,9 @@ int run(int argc, char** argv) {
   std::vector<std::string> paths, positional;
   opts.add_options()("help,h", "show this help")(
       "path", po::value(&paths), "also search this directory (repeatable)")(
-      "json", "the listing as one JSON document: components and refused libraries");
+      "json", "the listing as one JSON document: components and refused libraries")(
+      "options", po::value<std::string>(), "with check: JSON options to create its predictors and executors with "
+      "(a refusal then fails the check)");
   po::options_description hidden;
   hidden.add_options()("args", po::value(&positional));
   po::options_description all;
@@ -140,12 +145,14 @@ int run(int argc, char** argv) {
   }
   Registry reg;
   if (!positional.empty()) {
-    if (positional[0] != "check" || positional.size() != 2) throw UserError("usage: cotune plugins check LIB");
+    if (positional[0] != "check" || positional.size() != 2) throw UserError("usage: cotune plugins check LIB [--options JSON]");
     if (!reg.load_file(positional[1])) {
       std::fprintf(stderr, "%s: unusable: %s\n", positional[1].c_str(), reg.problems().back().reason.c_str());
       return 1;
     }
-    const int failures = exercise(reg);
+    std::optional<std::string> options;
+    if (vm.count("options")) options = vm["options"].as<std::string>();
+    const int failures = exercise(reg, options);
     std::printf("%s: %s\n", positional[1].c_str(), failures == 0 ? "ok" : "unusable");
     return failures == 0 ? 0 : 1;
   }
