@@ -358,6 +358,34 @@ TEST_F(RunCli, SigintEndsARunWhoseExecutorHangsInACall) {
     EXPECT_TRUE(t.status == TrialStatus::kRunning || t.status == TrialStatus::kPending) << to_string(t.status);
 }
 
+TEST_F(RunCli, MetricsTheStoreCannotHoldFailTheTrialAndAStudyWithoutAnswerExitsOne) {
+  // An executor's metrics: not JSON, a number beyond a double, a string where a number belongs.
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"oops not json", "not valid JSON"},
+      {R"({"tokens_per_s": 1e999})", "not valid JSON"},
+      {R"({"tokens_per_s": "fast"})", "reported as \"fast\", not a finite number"}};
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const std::string name = "bad-metrics-" + std::to_string(i);
+    std::string path = write_study(name, 2, 1, "random");
+    json doc = json::parse(read_file(path));
+    doc["executor"] = {{"name", "testecho"}, {"options", {{"metrics_text", cases[i].first}}}};
+    doc["plugin_paths"] = {COTUNE_BINARY_DIR "/lib/cotune/test-plugins"};
+    std::ofstream(path) << doc.dump(2);
+    EXPECT_EQ(run({"run", path, "--store", store_}), 1) << cases[i].first << ": " << err();
+    EXPECT_NE(err().find("ended without measuring a feasible configuration"), std::string::npos) << err();
+    const std::vector<TrialRecord> ts = trials(name);
+    ASSERT_EQ(ts.size(), 2u) << cases[i].first;
+    for (const TrialRecord& t : ts) {
+      EXPECT_TRUE(is_finished(t.status)) << to_string(t.status);
+      EXPECT_NE(t.error.value_or("").find(cases[i].second), std::string::npos) << t.error.value_or("");
+    }
+    // The finished study answers the same when run again.
+    EXPECT_EQ(run({"run", path, "--store", store_}), 1) << err();
+  }
+  // A study that measured a feasible configuration exits 0.
+  EXPECT_EQ(run({"run", write_study("good", 2, 1, "random"), "--store", store_}), 0) << err();
+}
+
 TEST_F(RunCli, APluginCallPastItsDeadlineStopsTheStudyNamingThePluginAndTheCall) {
   std::string path = write_study("late", 4, 2, "random");
   json doc = json::parse(read_file(path));
@@ -546,6 +574,80 @@ TEST_F(RunCli, PluginsCheckExercisesASearcher) {
   EXPECT_NE(out().find(": unusable"), std::string::npos) << out();
 }
 
+TEST_F(RunCli, PluginsCheckCreatesAnExecutorWithTheOptionsGiven) {
+  // The replay executor needs its table: without options its refusal is a usable answer; with
+  // them it is created, and a refusal of the options given fails the check.
+  const std::string lib = std::string(COTUNE_PLUGIN_DIR) + "/libcotune-executor-replay.so";
+  ASSERT_EQ(run({"plugins", "check", lib}), 0) << out() << err();
+  EXPECT_NE(out().find("create answered an error object (options needed)"), std::string::npos) << out();
+  std::ofstream(dir_ + "/runs.csv") << "tp,step_time_s\n1,2.5\n";
+  ASSERT_EQ(run({"plugins", "check", lib, "--options", json({{"file", dir_ + "/runs.csv"}}).dump()}), 0) << out() << err();
+  EXPECT_NE(out().find("create/destroy ok, capacity 64"), std::string::npos) << out();
+  EXPECT_EQ(run({"plugins", "check", lib, "--options", json({{"file", dir_ + "/missing.csv"}}).dump()}), 1) << out();
+  EXPECT_NE(out().find("FAILED: "), std::string::npos) << out();
+  EXPECT_NE(out().find("missing.csv"), std::string::npos) << out();
+}
+
+TEST_F(RunCli, SaysWhenAnotherStudyOfTheWorkloadMeasuredBetter) {
+  // A study does not measure again what the store has measured for its workload: a second study of
+  // it (a new name) can end below the first one's best, and the summary says where the better one is.
+  ASSERT_EQ(run({"run", write_study("first", 6, 1, "random"), "--store", store_}), 0) << err();
+  json doc = json::parse(read_file(write_study("second", 1, 1, "random")));
+  doc["seed"] = 11;
+  std::ofstream(dir_ + "/second.json") << doc.dump(2);
+  ASSERT_EQ(run({"run", dir_ + "/second.json", "--store", store_}), 0) << err();
+  auto best = [&](const std::string& study) {
+    double b = 0;
+    for (const TrialRecord& t : trials(study)) b = std::max(b, t.objective.value_or(0));
+    return b;
+  };
+  ASSERT_GT(best("first"), 0);
+  ASSERT_GT(best("second"), 0);
+  const bool said = out().find("the store holds a better measurement of this workload: study 'first'") != std::string::npos;
+  EXPECT_EQ(said, best("first") > best("second")) << out();
+  EXPECT_EQ(out().find("cotune export first --trial") != std::string::npos, said) << out();
+}
+
+TEST_F(RunCli, StoreDeleteRemovesAStudyNoRunIsWorkingOn) {
+  ASSERT_EQ(run({"run", write_study("gone", 3, 1, "random"), "--store", store_}), 0) << err();
+  ASSERT_EQ(run({"run", write_study("kept", 2, 1, "random"), "--store", store_}), 0) << err();
+  // A run working on a study keeps it.
+  std::string path = write_study("busy", 2, 1, "random");
+  json doc = json::parse(read_file(path));
+  doc["executor"] = {{"name", "testecho"}, {"options", {{"delay_ms", 60000}}}};
+  doc["plugin_paths"] = {COTUNE_BINARY_DIR "/lib/cotune/test-plugins"};
+  std::ofstream(path) << doc.dump(2);
+  const pid_t busy = spawn({"run", path, "--store", store_});
+  bool started = false;
+  for (int i = 0; i < 500 && !started; ++i) {
+    started = !trials("busy").empty();
+    if (!started) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(started);
+  const std::vector<std::string> refused = {"store", "delete", "busy", "--store", store_};
+  const int refused_status = wait_for(cotune::testing::spawn_cotune(dir_, refused, dir_ + "/out2", dir_ + "/err2"));
+  EXPECT_EQ(refused_status, 2) << read_file(dir_ + "/err2");
+  EXPECT_NE(read_file(dir_ + "/err2").find("is being run by pid " + std::to_string(busy)), std::string::npos)
+      << read_file(dir_ + "/err2");
+  ASSERT_EQ(::kill(busy, SIGKILL), 0);
+  EXPECT_EQ(wait_for(busy), 128 + SIGKILL);
+
+  ASSERT_EQ(run({"store", "delete", "gone", "--store", store_}), 0) << err();
+  EXPECT_NE(out().find("deleted study 'gone'"), std::string::npos) << out();
+  EXPECT_NE(out().find("3 trial(s)"), std::string::npos) << out();
+  Store store(store_);
+  EXPECT_FALSE(store.find_study("gone").has_value());
+  EXPECT_TRUE(store.find_study("kept").has_value());
+  EXPECT_EQ(trials("kept").size(), 2u);
+  // The killed run's study has no live holder now: it can go too.
+  EXPECT_EQ(run({"store", "delete", "busy", "--store", store_}), 0) << err();
+  EXPECT_EQ(run({"store", "delete", "gone", "--store", store_}), 2);
+  EXPECT_NE(err().find("no study named 'gone'"), std::string::npos) << err();
+  // The name is free again: a new study of that name starts from nothing.
+  ASSERT_EQ(run({"run", write_study("gone", 1, 1, "random"), "--store", store_}), 0) << err();
+  EXPECT_EQ(trials("gone").size(), 1u);
+}
+
 TEST_F(RunCli, AFifoAsStudyFileIsRefusedNotWaitedOn) {
   const std::string fifo = dir_ + "/study.json";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
@@ -567,6 +669,33 @@ TEST_F(RunCli, BadStudyFileExitsWithStatusTwo) {
   EXPECT_EQ(run({"run", dir_ + "/opts.json", "--store", store_}), 2);
   EXPECT_NE(err().find("opts.json: /executor/options: "), std::string::npos) << err();
   EXPECT_NE(err().find("noise"), std::string::npos) << err();
+}
+
+TEST_F(RunCli, ARunKilledButNotYetReapedDoesNotHoldItsStudy) {
+  // Its parent has not waited for it yet: a zombie, which kill(pid, 0) still finds.
+  std::string path = write_study("zombie", 2, 1, "random");
+  json doc = json::parse(read_file(path));
+  doc["executor"] = {{"name", "testecho"}, {"options", {{"delay_ms", 1500}}}};
+  doc["plugin_paths"] = {COTUNE_BINARY_DIR "/lib/cotune/test-plugins"};
+  std::ofstream(path) << doc.dump(2);
+  const pid_t first = spawn({"run", path, "--store", store_});
+  bool started = false;
+  for (int i = 0; i < 500 && !started; ++i) {
+    started = !trials("zombie").empty();
+    if (!started) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(started) << err();
+  ASSERT_EQ(::kill(first, SIGKILL), 0);
+  bool zombie = false;
+  for (int i = 0; i < 250 && !zombie; ++i) {
+    zombie = read_file("/proc/" + std::to_string(first) + "/stat").find(") Z ") != std::string::npos;
+    if (!zombie) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(zombie) << "the killed run should wait for its parent here";
+  // The next run takes the study over at once instead of calling the dead run its holder.
+  EXPECT_EQ(run({"run", path, "--store", store_}), 0) << err();
+  EXPECT_EQ(err().find("is being run by pid"), std::string::npos) << err();
+  EXPECT_EQ(wait_for(first), 128 + SIGKILL);
 }
 
 TEST_F(RunCli, ResumesAfterKillNineWithNothingLostOrRepeated) {

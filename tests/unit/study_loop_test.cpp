@@ -143,6 +143,66 @@ TEST_F(StudyLoop, RunsExactlyTheTrialBudgetAndRecordsEachTrial) {
   EXPECT_EQ(trials("budget").size(), 10u);
 }
 
+TEST_F(StudyLoop, ALargerBudgetRunsAFinishedStudyOnAndOtherChangesNeedANewName) {
+  json doc = study("more", {{"trials", 4}});
+  ASSERT_EQ(run(spec(doc)).counted_trials, 4);
+  const std::vector<TrialRecord> first = trials("more");
+  // Fields that may change between runs: the budget (and the description, the parallelism).
+  doc["budget"]["trials"] = 7;
+  doc["description"] = "seven trials";
+  doc["parallel"] = 2;
+  const StudySpec more = spec(doc);
+  RunResult r = run(more);
+  EXPECT_FALSE(r.already_finished);
+  EXPECT_EQ(r.status, StudyStatus::kFinished);
+  EXPECT_EQ(r.counted_trials, 7);
+  EXPECT_EQ(r.trials_this_run, 3);
+  const std::vector<TrialRecord> after = trials("more");
+  ASSERT_EQ(after.size(), 7u);
+  expect_distinct(after);
+  for (size_t i = 0; i < first.size(); ++i) {
+    EXPECT_EQ(after[i].config_key, first[i].config_key);
+    EXPECT_EQ(after[i].finished_at, first[i].finished_at) << "trial " << first[i].seq << " was measured again";
+  }
+  Store store(store_path_);
+  const std::optional<StudyRecord> stored = store.find_study("more");
+  ASSERT_TRUE(stored.has_value());
+  EXPECT_EQ(stored->study_hash, more.hash);
+  EXPECT_EQ(json::parse(stored->study_json)["budget"]["trials"], 7) << "the store keeps the file it ran";
+  // Run again unchanged: nothing to do.
+  EXPECT_TRUE(run(more).already_finished);
+  // Another searcher is another study.
+  doc["searcher"] = "random";
+  try {
+    run(spec(doc));
+    ADD_FAILURE() << "a study file that changed its searcher reopened the study";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("different study file"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("only budget, parallel"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(trials("more").size(), 7u);
+}
+
+TEST_F(StudyLoop, AStudyAStoreHoldsUnderItsEarlierHashResumes) {
+  // Stores written before the budget left the hash hold the hash of the whole file.
+  const StudySpec s = spec(study("legacy", {{"trials", 3}}));
+  ASSERT_NE(s.legacy_hash, s.hash);
+  {
+    Store store(store_path_);
+    NewStudy n;
+    n.name = s.name;
+    n.study_json = stored_study_json(s);
+    n.study_hash = s.legacy_hash;
+    n.workload_key = s.workload_key();
+    n.space = s.space.name;
+    n.objective_json = s.objectives_json().dump();
+    store.create_study(n);
+  }
+  RunResult r = run(s);
+  EXPECT_EQ(r.status, StudyStatus::kFinished);
+  EXPECT_EQ(r.counted_trials, 3);
+}
+
 TEST_F(StudyLoop, TheRooflinePriorLearnsFromTheTrialsMeasured) {
   // The same study with the roofline prior and without a prior, each in its own store: no
   // estimate before anything is measured (the first batch is proposed blind, the same in both);

@@ -214,6 +214,13 @@ void print_summary(const StudySpec& spec, const RunResult& result, const std::st
   std::vector<RankedTrial> best = best_trials(trials, spec.objectives, report::kBestTrialsListed);
   print_best_table(stdout, best, spec, *space);
   print_recommended(spec, result, best, *space);
+  if (const auto& b = result.better_elsewhere)
+    std::printf("\nthe store holds a better measurement of this workload: study '%s', trial %lld, %s %s, %s\n"
+                "(a study does not measure again what another study of the workload measured; cotune export %s "
+                "--trial %lld gives its launch arguments)\n",
+                b->study.c_str(), static_cast<long long>(b->seq), spec.objectives.front().metric.c_str(),
+                compact_number(b->measured).c_str(), b->config_json.c_str(), shell_word(b->study).c_str(),
+                static_cast<long long>(b->seq));
   std::vector<TrialRecord>().swap(trials);  // the report reads the study itself: not twice in memory
   bool password_left_out = false;
   const std::string name = shell_word(spec.name),
@@ -309,6 +316,9 @@ int run(int argc, char** argv) {
                  "line shows the progress; otherwise one line per finished trial.\n"
                  "Ctrl-C stops cleanly (exit 130); the same command resumes the study. A plugin call\n"
                  "past its deadline (\"deadlines\" in the study file) stops it with exit 3.\n"
+                 "Exit status: 0 the study ended with a feasible configuration measured; 1 it ended\n"
+                 "without one (every trial failed, ran out of memory or broke a constraint); 2 bad input;\n"
+                 "3 a plugin call past its deadline; 130 stopped by Ctrl-C or SIGTERM.\n"
                  "One plain run holds a study at a time; with --worker any number share it (docs/store.md),\n"
                  "and a plain run is refused while workers are live.\n";
     return 0;
@@ -332,7 +342,13 @@ int run(int argc, char** argv) {
   }
   if (vm.count("json")) print_json(spec, result, store_path);
   else print_summary(spec, result, store_path);
-  return result.interrupted ? 130 : 0;
+  if (result.interrupted) return 130;
+  if (!result.found_feasible && result.status == StudyStatus::kFinished) {
+    std::fprintf(stderr, "cotune run: study '%s' ended without measuring a feasible configuration (see the trials' "
+                 "errors: cotune show %s)\n", spec.name.c_str(), spec.name.c_str());
+    return 1;
+  }
+  return 0;
 }
 
 COTUNE_COMMAND("run", "run or resume a study (the tuning loop)", run);

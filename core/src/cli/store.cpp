@@ -1,24 +1,29 @@
 // `cotune store copy SRC DST`: copies the studies and history of one store into another (SQLite
 // files and PostgreSQL databases, either way), idempotently (store_copy.hpp).
+// `cotune store delete STUDY`: removes a study no run is working on, with its trials.
 #include <cotune/core/errors.hpp>
 #include <cotune/core/store/store.hpp>
 #include <cotune/core/store/store_copy.hpp>
+#include <cotune/core/store/store_location.hpp>
 
 #include <boost/program_options.hpp>
 
 #include <cstdio>
+#include <filesystem>
+#include <optional>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "cli/command.hpp"
+#include "run/lease.hpp"
 
 namespace cotune::cli {
 namespace {
 namespace po = boost::program_options;
 using namespace cotune::core;
 
-constexpr const char* kUsage = "usage: cotune store copy SRC DST";
+constexpr const char* kUsage = "usage: cotune store copy SRC DST | cotune store delete STUDY [--store PATH]";
 
 int copy(const std::string& from, const std::string& to) {
   Store::Options source_options;
@@ -35,9 +40,30 @@ int copy(const std::string& from, const std::string& to) {
   return 0;
 }
 
+int remove_study(const std::string& name, const std::string& store_path) {
+  Store::Options options;
+  options.create = false;  // a mistyped store is an error, not a new empty one
+  Store store(store_path, options);
+  const std::optional<StudyRecord> study = store.find_study(name);
+  if (!study) throw UserError("store " + store.path() + ": no study named '" + name + "' (cotune show lists them)");
+  const std::vector<TrialRecord> trials = store.trials(study->id);
+  if (const std::optional<StudyLease> holder = store.delete_study(study->id, lease_is_live))
+    throw UserError("study '" + name + "' is being run by pid " + std::to_string(holder->pid) + " on " + holder->host +
+                    "; stop that run (Ctrl-C) before deleting it");
+  std::printf("deleted study '%s' from %s: %zu trial(s) and its searcher and predictor state\n", name.c_str(),
+              store.path().c_str(), trials.size());
+  const std::string runs = store_files_directory(store_path) + "/cotune-runs/" + name;
+  std::error_code ec;
+  if (std::filesystem::exists(runs, ec))
+    std::printf("its trials' files are left in %s\n", runs.c_str());
+  return 0;
+}
+
 int run(int argc, char** argv) {
-  po::options_description opts("cotune store copy SRC DST");
-  opts.add_options()("help,h", "show this help");
+  po::options_description opts("cotune store copy SRC DST | cotune store delete STUDY");
+  std::string store_path = default_store_path();
+  opts.add_options()("help,h", "show this help")("store", po::value(&store_path),
+                                                  kStoreHelp);
   po::options_description hidden;
   std::vector<std::string> words;
   hidden.add_options()("words", po::value(&words));
@@ -61,10 +87,18 @@ int run(int argc, char** argv) {
                  "flight (a study copied while it ran) that have finished since. A study of the same name with a\n"
                  "different study file in DST stops the copy before anything is written. Each study is\n"
                  "copied in one transaction.\n\n"
+                 "delete STUDY removes the study, its trials and its saved searcher and predictor state from\n"
+                 "the store, in one transaction, unless a run or a worker is working on it. Imported history\n"
+                 "is kept, and so are the trials' files (cotune-runs/STUDY beside an SQLite store). A study\n"
+                 "whose trials should no longer seed later studies of its workload goes this way.\n\n"
               << opts;
     return 0;
   }
   if (words.empty()) throw UserError(kUsage);
+  if (words[0] == "delete") {
+    if (words.size() != 2) throw UserError(kUsage);
+    return remove_study(words[1], store_path);
+  }
   if (words[0] != "copy") throw UserError("unknown action '" + words[0] + "' (" + kUsage + ")");
   if (words.size() != 3) throw UserError(kUsage);
   return copy(words[1], words[2]);
@@ -72,6 +106,6 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-COTUNE_COMMAND("store", "copy studies and history between stores (SQLite, PostgreSQL): store copy SRC DST", run);
+COTUNE_COMMAND("store", "copy studies and history between stores (SQLite, PostgreSQL), or delete a study: store copy SRC DST, store delete STUDY", run);
 
 }  // namespace cotune::cli

@@ -25,6 +25,13 @@ std::string number(double v) {
   out << v;
   return out.str();
 }
+
+// Why `name` has no value in `metrics`: absent, or present as something other than a finite number.
+std::string unreported(const nlohmann::json& metrics, const std::string& name) {
+  auto it = metrics.is_object() ? metrics.find(name) : metrics.end();
+  if (!metrics.is_object() || it == metrics.end()) return "was not reported";
+  return "was reported as " + it->dump().substr(0, 80) + ", not a finite number";
+}
 }  // namespace
 
 Evaluation evaluate(const std::vector<ObjectiveSpec>& objectives, const nlohmann::json& metrics) {
@@ -33,7 +40,7 @@ Evaluation evaluate(const std::vector<ObjectiveSpec>& objectives, const nlohmann
     auto v = metric_value(metrics, o.metric);
     if (!v) {
       e.values.clear();
-      e.violation = "the objective metric '" + o.metric + "' was not reported";
+      e.violation = "the objective metric '" + o.metric + "' " + unreported(metrics, o.metric);
       return e;
     }
     e.values.push_back(*v);
@@ -42,7 +49,7 @@ Evaluation evaluate(const std::vector<ObjectiveSpec>& objectives, const nlohmann
     for (const Constraint& k : o.constraints) {
       auto v = metric_value(metrics, k.metric);
       if (!v) {
-        e.violation = "constraint on '" + k.metric + "': the metric was not reported";
+        e.violation = "constraint on '" + k.metric + "': the metric " + unreported(metrics, k.metric);
         return e;
       }
       if (k.max && *v > *k.max) {

@@ -35,6 +35,8 @@ class BudgetTracker {
   std::int64_t counted() const { return counted_; }
   double gpu_hours() const { return gpu_hours_; }
   std::optional<double> best() const { return best_; }
+  // True once a counted trial met every constraint and reported its objectives.
+  bool any_feasible() const { return best_.has_value(); }
   std::int64_t since_improvement() const { return since_improvement_; }
   // True when the last record() improved the best (or joined the Pareto front).
   bool last_improved() const { return last_improved_; }

@@ -85,6 +85,8 @@ class StudyRun {
   // setup and resume (study_run_setup.cpp)
   void load_components();
   void restrict_to_executor_candidates();
+  // See BetterElsewhere (study_runner.hpp).
+  std::optional<BetterElsewhere> better_elsewhere() const;
   void check_metric_names();
   cotune_trial study_trial(const std::string& workload_json) const;  // a trial without a configuration
   void open_study();
@@ -150,6 +152,7 @@ class StudyRun {
   std::unique_ptr<ConstraintEstimate> constraints_;  // what the model says of the constraints
   std::unique_ptr<Store> store_;
   StudyRecord study_;
+  bool study_file_changed_ = false;  // a field that may change between runs differs from the store's
   std::string workload_json_;
   std::string fingerprint_json_;
   std::string runs_dir_;  // <store dir>/cotune-runs/<study>

@@ -288,7 +288,12 @@ size_t StudyRun::poll_round() {
     if (result.status == COTUNE_STATUS_CANCELLED && r.cancel_requested && stopping_) {
       // Stopped on request: never measured, so its record stays in flight and the next run resumes it.
     } else if (result.status == COTUNE_STATUS_CANCELLED && r.reattached && !r.cancel_requested) {
-      // A job of the earlier run that was cancelled when it stopped: run it again.
+      // A job of the earlier run that was cancelled when it stopped: run it again. (A scancel while
+      // no run followed it reads the same: the job never finished its measurement either way.)
+      log(COTUNE_LOG_INFO, "study",
+          "trial " + std::to_string(r.seq) + ": its job ended cancelled while no run followed it (" +
+              (result.error.empty() ? std::string("the earlier run's stop, or a cancel from outside") : result.error) +
+              "); it is submitted again");
       r.job.reset();
       RunningTrial again = std::move(r);
       running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(i));
@@ -322,12 +327,28 @@ Observation StudyRun::commit(RunningTrial& r, const TrialResult& result) {
   obs.score = std::numeric_limits<double>::quiet_NaN();
   std::optional<Evaluation> eval;
   std::string unreported;  // an objective metric the trial's metrics lack
+  // Metrics the store cannot hold (it keeps JSON objects) are not stored: an ok trial with them
+  // failed, and the text is kept in the error.
+  nlohmann::json metrics;
+  std::string bad_metrics;
+  if (!result.metrics_json.empty()) {
+    try {
+      metrics = nlohmann::json::parse(result.metrics_json);
+      if (!metrics.is_object()) bad_metrics = "are not a JSON object";
+    } catch (const nlohmann::json::exception& e) {
+      bad_metrics = std::string("are not valid JSON (") + e.what() + ")";
+    }
+    if (!bad_metrics.empty()) {
+      o.metrics_json.reset();
+      bad_metrics = "the executor reported metrics that " + bad_metrics + ": " + result.metrics_json.substr(0, 200);
+      if (o.status != TrialStatus::kOk) o.error = o.error ? *o.error + "; " + bad_metrics : bad_metrics;
+    }
+  }
   if (o.status == TrialStatus::kOk) {
-    nlohmann::json metrics = nlohmann::json::parse(result.metrics_json, nullptr, false);
     if (!metrics.is_object()) {
       o.status = TrialStatus::kFailed;
       obs.status = COTUNE_STATUS_FAILED;
-      o.error = "the executor reported metrics that are not a JSON object: " + result.metrics_json.substr(0, 200);
+      o.error = bad_metrics.empty() ? "the executor reported no metrics" : bad_metrics;
     } else {
       eval = evaluate(spec_.objectives, metrics);
       for (const ObjectiveSpec& objective : spec_.objectives)

@@ -20,6 +20,7 @@
 #include <limits>
 
 #include "run/environment.hpp"
+#include "run/lease.hpp"
 #include "studyfile/json_checks.hpp"
 #include "run/searcher_state.hpp"
 #include "run/study_run.hpp"
@@ -262,12 +263,16 @@ void StudyRun::open_study() {
   n.name = spec_.name;
   n.study_json = stored_study_json(spec_);
   n.study_hash = spec_.hash;
+  n.legacy_hash = spec_.legacy_hash;
   n.workload_key = spec_.workload_key();
   n.space = spec_.space.name;
   n.objective_json = spec_.objectives_json().dump();
   n.direction = spec_.objectives.front().direction;
   n.environment_json = fingerprint_json_;
   study_ = store_->create_study(n);
+  // The same study with a field changed that may change between runs (a larger budget): the run
+  // updates the stored file once it holds the study, and a finished study runs again.
+  study_file_changed_ = study_.study_json != n.study_json || study_.study_hash != n.study_hash;
 
   namespace fs = std::filesystem;
   fs::path store_dir = store_files_directory(options_.store_path);
@@ -276,30 +281,15 @@ void StudyRun::open_study() {
 
 namespace {
 
-// A lease whose heartbeat is this much older than now is stale, whichever host holds it (a run
-// renews it every kLeaseRenewEvery; a refit or a plugin call can hold the loop for a while).
-constexpr double kLeaseStaleAfterS = 120;
+// A run renews its lease this often (lease.hpp: when a lease goes stale).
 constexpr auto kLeaseRenewEvery = std::chrono::seconds(5);
-
-std::string host_name() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof name - 1) != 0) return "unknown-host";
-  return name;
-}
-
-// Whether `pid` names a live process on this host (EPERM: alive, another user's).
-bool alive(std::int64_t pid) { return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM); }
 
 }  // namespace
 
-bool StudyRun::holds(const StudyLease& holder) const {
-  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  if (now - holder.heartbeat > kLeaseStaleAfterS) return false;
-  return holder.host != host_name() || alive(holder.pid);
-}
+bool StudyRun::holds(const StudyLease& holder) const { return lease_is_live(holder); }
 
 void StudyRun::take_lease() {
-  const StudyLease me{host_name(), static_cast<std::int64_t>(::getpid()), 0};
+  const StudyLease me = this_process_lease();
   const auto holder = store_->take_study_lease(study_.id, me, [&](const StudyLease& h) { return holds(h); });
   if (holder) {
     const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -322,7 +312,7 @@ void StudyRun::take_lease() {
 }
 
 void StudyRun::join_study() {
-  const StudyLease me{host_name(), static_cast<std::int64_t>(::getpid()), 0};
+  const StudyLease me = this_process_lease();
   const auto holder = store_->join_study(study_.id, me, [&](const StudyLease& h) { return holds(h); });
   if (holder) {
     const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -433,6 +423,11 @@ void StudyRun::restore() {
   if (resuming)
     progress_.note("resuming study '" + spec_.name + "': " + std::to_string(finished.size()) + " finished, " +
                    std::to_string(running_.size() + resubmit_.size()) + " to resume");
+  if (!resubmit_.empty() && !executor_->can_attach())
+    log(COTUNE_LOG_INFO, "study",
+        "the executor '" + executor_->info().name + "' cannot follow jobs of an earlier run (it has no attach): the " +
+            std::to_string(resubmit_.size()) + " trial(s) in flight when that run stopped are submitted again; jobs "
+            "that outlived it (child processes, cluster jobs) would run twice (docs/PLUGIN_GUIDE.md)");
 }
 
 void StudyRun::adopt(TrialRecord& t, std::vector<double> config) {
@@ -525,17 +520,25 @@ RunResult StudyRun::run() {
   open_study();
   RunResult result;
   result.study_id = study_.id;
-  if (study_.status == StudyStatus::kFinished) {
+  if (study_.status == StudyStatus::kFinished && !study_file_changed_) {
     result.status = StudyStatus::kFinished;
     result.already_finished = true;
     result.reason = "nothing left to run";
     result.counted_trials = 0;
-    for (const TrialRecord& t : store_->trials(study_.id))
+    for (const TrialRecord& t : store_->trials(study_.id)) {
       if (counts_against_budget(t.status)) ++result.counted_trials;
+      // An ok trial's objective is stored when it was feasible.
+      if (t.status == TrialStatus::kOk && t.objective) result.found_feasible = true;
+    }
     return result;
   }
   if (worker_) join_study();
   else take_lease();
+  if (study_file_changed_) {
+    store_->update_study_file(study_.id, stored_study_json(spec_), spec_.hash);
+    progress_.note("study '" + spec_.name + "': its study file changed in what may change between runs (" +
+                   "budget, parallel, description, on_stop, deadlines); the store keeps the new one");
+  }
   store_->set_study_status(study_.id, StudyStatus::kRunning);
   store_->set_study_environment(study_.id, fingerprint_json_);
   // A worker leaving a study that others still work on leaves its status to them.
@@ -568,6 +571,8 @@ RunResult StudyRun::run() {
   result.interrupted = stopping_;
   result.counted_trials = budget_.counted();
   result.trials_this_run = finished_this_run_;
+  result.found_feasible = budget_.any_feasible();
+  if (!stopping_) result.better_elsewhere = better_elsewhere();
   result.recommended_config = recommend();
   // What the runs say of the machine: a report, skipped when the user asked the run to stop.
   if (surrogate_->calibrates_prior() && !stopping_) result.prior_calibration = machine_fit();
@@ -578,6 +583,26 @@ RunResult StudyRun::run() {
   std::error_code ignored;
   if (std::filesystem::remove(runs_dir_, ignored)) std::filesystem::remove(std::filesystem::path(runs_dir_).parent_path(), ignored);
   return result;
+}
+
+std::optional<BetterElsewhere> StudyRun::better_elsewhere() const {
+  if (spec_.objectives.size() != 1) return std::nullopt;
+  const bool maximize = spec_.objectives.front().direction == Direction::kMaximize;
+  std::optional<double> best = budget_.best();
+  std::optional<TrialRecord> found;
+  for (TrialRecord& t : store_->trials_of_workload(spec_.workload_key(), spec_.space.name, study_.id)) {
+    const Evaluation e = evaluate(spec_.objectives, nlohmann::json::parse(t.metrics_json.value_or("{}"), nullptr, false));
+    if (!e.feasible) continue;  // under this study's constraints
+    const double v = e.values.front();
+    if (best && !(maximize ? v > *best : v < *best)) continue;
+    best = v;
+    t.objective = v;
+    found = std::move(t);
+  }
+  if (!found) return std::nullopt;
+  const std::optional<StudyRecord> other = store_->study(found->study_id);
+  return BetterElsewhere{other ? other->name : "#" + std::to_string(found->study_id), found->seq, found->config_json,
+                         *found->objective};
 }
 
 RunResult run_study(const StudySpec& spec, const RunOptions& options) {

@@ -93,11 +93,12 @@ StudyRecord Store::create_study(const NewStudy& n) {
       existing->bind(1, n.name);
       if (existing->step()) {
         StudyRecord found = read_study(*existing, path_);
-        if (found.study_hash != n.study_hash)
+        if (found.study_hash != n.study_hash && (n.legacy_hash.empty() || found.study_hash != n.legacy_hash))
           throw UserError("study '" + n.name + "' already exists in " + path_ +
                           " with a different study file (stored hash " + found.study_hash.substr(0, 12) +
                           ", this file " + n.study_hash.substr(0, 12) +
-                          "). Give the changed study a new name, or use the store of another directory.");
+                          "; only budget, parallel, description, on_stop and deadlines may change between its "
+                          "runs). Give the changed study a new name, or use the store of another directory.");
         return found;
       }
     }
@@ -129,6 +130,18 @@ StudyRecord Store::create_study(const NewStudy& n) {
     s.status = StudyStatus::kRunning;
     s.created_at = s.updated_at = now;
     return s;
+  });
+}
+
+void Store::update_study_file(std::int64_t study_id, const std::string& study_json, const std::string& study_hash) {
+  write([&] {
+    auto q = impl_->db.prepare("UPDATE studies SET study_json = ?2, study_hash = ?3, updated_at = ?4 WHERE id = ?1");
+    q->bind(1, study_id);
+    q->bind(2, study_json);
+    q->bind(3, study_hash);
+    q->bind(4, now_seconds());
+    q->step();
+    if (impl_->db.changes() != 1) throw StoreError("store " + path_ + ": no study with id " + std::to_string(study_id));
   });
 }
 
@@ -248,6 +261,36 @@ std::optional<StudyLease> Store::take_study_lease(std::int64_t study_id, const S
     u->bind(3, now_seconds());
     u->bind(4, study_id);
     u->step();
+  });
+  return held;
+}
+
+std::optional<StudyLease> Store::delete_study(std::int64_t study_id,
+                                              const std::function<bool(const StudyLease& holder)>& holds) {
+  std::optional<StudyLease> held;
+  write([&] {
+    held.reset();
+    const bool postgres = impl_->db.dialect() == sql::Dialect::kPostgres;
+    auto q = impl_->db.prepare(postgres ? "SELECT lease_host, lease_pid, lease_heartbeat FROM studies WHERE id = ?1 "
+                                          "FOR UPDATE"
+                                        : "SELECT lease_host, lease_pid, lease_heartbeat FROM studies WHERE id = ?1");
+    q->bind(1, study_id);
+    if (!q->step()) throw StoreError("store " + impl_->db.name() + ": no study with id " + std::to_string(study_id));
+    if (!q->is_null(0) && !q->is_null(1)) {
+      StudyLease holder{q->text(0), q->int64(1), q->is_null(2) ? 0.0 : q->real(2)};
+      if (holds(holder)) {
+        held = holder;
+        return;
+      }
+    }
+    if (auto worker = store_detail::live_worker(impl_->db, study_id, holds)) {
+      held = worker;
+      return;
+    }
+    // Its trials and worker rows go with it (ON DELETE CASCADE); imported history is not a study's.
+    auto d = impl_->db.prepare("DELETE FROM studies WHERE id = ?1");
+    d->bind(1, study_id);
+    d->step();
   });
   return held;
 }

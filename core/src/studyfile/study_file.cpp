@@ -321,6 +321,8 @@ StudySpec parse_study_file(std::string_view text, const std::string& label, cons
   hashed["workload"] = s.workload;
   for (const char* component : {"space", "predictor", "searcher", "executor"})
     if (hashed.contains(component) && hashed[component].is_object()) hashed[component].erase("isolation");
+  s.legacy_hash = sha256_hex(canonical_json(hashed));
+  for (const char* field : kMutableStudyFields) hashed.erase(field);
   s.hash = sha256_hex(canonical_json(hashed));
   return s;
 }

@@ -55,6 +55,16 @@ struct RecommendedConfig {
   std::optional<double> predicted;  // the surrogate's estimate; none when it has no fit yet
 };
 
+// A feasible measurement of the study's workload, by another study of the store, better than this
+// study's best: the study never measures again what the store has measured, so it can end on a
+// worse answer than the store holds.
+struct BetterElsewhere {
+  std::string study;  // its study's name
+  std::int64_t seq = 0;
+  std::string config_json;
+  double measured = 0;
+};
+
 // One GPU type's constants fitted on the study's measured trials at its end, as `cotune calibrate
 // --runs` fits them (the constants that lower the cross-validated error; docs/calibration.md):
 // each one's catalogue (or gpu_spec) value, fitted value and one-sigma range.
@@ -81,9 +91,12 @@ struct RunResult {
   std::int64_t counted_trials = 0;            // trials that count against the budget, all runs
   std::int64_t trials_this_run = 0;           // trials that finished during this call
   bool already_finished = false;              // the study had finished before this call
+  bool found_feasible = false;                // some trial, of any run, measured a feasible configuration
   // Set at the end of a run of a single-objective study with a feasible measured trial (two
   // objectives: the Pareto front is the answer); not set when the study had already finished.
   std::optional<RecommendedConfig> recommended_config;
+  // Single objective, at the end of a run that was not stopped: the best such measurement, if any.
+  std::optional<BetterElsewhere> better_elsewhere;
   // With the analytic prior's in-study calibration: the constants fitted on every measured trial
   // at the end, per GPU type (empty without it, or when the trials cannot determine any).
   std::map<std::string, MachineFit> prior_calibration;

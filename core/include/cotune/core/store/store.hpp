@@ -75,9 +75,16 @@ class Store {
   int schema_version();
 
   // --- studies
-  // Creates the study, or returns the existing one of that name when its study hash matches; a
-  // different hash is a UserError (the name is taken by another study file).
+  // Creates the study, or returns the existing one of that name when its study hash (or the legacy
+  // hash) matches; a different hash is a UserError (the name is taken by another study file).
   StudyRecord create_study(const NewStudy& study);
+  // Replaces the study file a study was created from (its budget or another field that may change
+  // between runs changed; see kMutableStudyFields), and its hash.
+  void update_study_file(std::int64_t study_id, const std::string& study_json, const std::string& study_hash);
+  // Deletes the study with its trials and saved state, in one transaction, unless a run or a worker
+  // that `holds` accepts is working on it: then nothing changes and that holder is returned.
+  std::optional<StudyLease> delete_study(std::int64_t study_id,
+                                         const std::function<bool(const StudyLease& holder)>& holds);
   std::optional<StudyRecord> find_study(const std::string& name);
   std::optional<StudyRecord> study(std::int64_t study_id);
   std::vector<StudySummary> list_studies();  // ordered by creation

@@ -34,6 +34,7 @@ struct NewStudy {
   std::string name;
   std::string study_json;        // the study file as given
   std::string study_hash;        // its content hash: reopening a study checks it
+  std::string legacy_hash;       // the hash a store of an earlier version may hold for it (or empty)
   std::string workload_key;      // canonical hash of workload + space (canonical_json.hpp)
   std::string space;             // space name
   std::string objective_json;    // the objective(s) as JSON

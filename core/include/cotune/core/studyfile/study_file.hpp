@@ -86,10 +86,19 @@ std::string_view to_string(OnStop s);
 // export-history, predictor eval) read and write runs of it unless told --space.
 inline constexpr const char* kDefaultSpace = "llm";
 
+// Fields a study file may change between runs of one study: they decide how long and how wide it
+// searches and how it is described, not what a trial measures or how trials compare.
+inline constexpr const char* kMutableStudyFields[] = {"budget", "parallel", "description", "on_stop", "deadlines"};
+
 struct StudySpec {
   std::string file;  // the path it was loaded from (or the label given to parse_study_file)
   std::string text;  // the document as given
-  std::string hash;  // SHA-256 of its canonical JSON, with a workload file's contents in place of its path
+  // SHA-256 of its canonical JSON, with a workload file's contents in place of its path, less what
+  // may change between runs of the study (kMutableStudyFields): what the study means.
+  std::string hash;
+  // The same over every field but the components' isolation: what a store written before the
+  // mutable fields were left out holds (a study of such a store is opened by either).
+  std::string legacy_hash;
 
   std::string name;
   std::string description;
