@@ -648,6 +648,50 @@ TEST_F(RunCli, StoreDeleteRemovesAStudyNoRunIsWorkingOn) {
   EXPECT_EQ(trials("gone").size(), 1u);
 }
 
+TEST_F(RunCli, AConfigurationTheSpaceCannotLowerFailsItsTrialNotTheStudy) {
+  // testlower's lower() refuses half of its eight configurations.
+  json doc = {{"name", "lowering"},
+              {"workload", json::object()},
+              {"space", "testlower"},
+              {"searcher", "random"},
+              {"executor", "sim"},
+              {"objective", {{"metric", "tokens_per_s"}, {"direction", "maximize"}}},
+              {"budget", {{"trials", 8}}},
+              {"parallel", 1},
+              {"plugin_paths", {COTUNE_BINARY_DIR "/lib/cotune/test-plugins"}}};
+  std::ofstream(dir_ + "/lowering.json") << doc.dump(2);
+  ASSERT_EQ(run({"run", dir_ + "/lowering.json", "--store", store_}), 0) << err();
+  int ok = 0, failed = 0;
+  for (const TrialRecord& t : trials("lowering")) {
+    const bool broken = json::parse(t.config_json)["mode"] == "broken";
+    EXPECT_EQ(t.status, broken ? TrialStatus::kFailed : TrialStatus::kOk) << t.config_json;
+    const bool said = t.error.value_or("").find("could not lower this configuration to a step trace: ") != std::string::npos;
+    EXPECT_EQ(said, broken) << t.error.value_or("");
+    ok += t.status == TrialStatus::kOk;
+    failed += t.status == TrialStatus::kFailed;
+  }
+  EXPECT_EQ(ok, 4);
+  EXPECT_EQ(failed, 4);
+}
+
+TEST_F(RunCli, ALibraryOfTheStudysPluginPathsThatIsNotUsedIsSaid) {
+  // A rebuilt copy of a plugin whose id an earlier directory already provides is refused: the study
+  // says so instead of running the other build silently.
+  fs::create_directories(dir_ + "/rebuilt");
+  fs::copy_file(COTUNE_BINARY_DIR "/lib/cotune/test-plugins/libcotune-executor-testecho.so",
+                dir_ + "/rebuilt/libcotune-executor-testecho.so");
+  std::string path = write_study("dup", 1, 1, "random");
+  json doc = json::parse(read_file(path));
+  doc["executor"] = "testecho";
+  doc["plugin_paths"] = {COTUNE_BINARY_DIR "/lib/cotune/test-plugins", dir_ + "/rebuilt"};
+  std::ofstream(path) << doc.dump(2);
+  ASSERT_EQ(run({"run", path, "--store", store_}), 0) << err();
+  EXPECT_NE(err().find("/plugin_paths: " + dir_ + "/rebuilt/libcotune-executor-testecho.so is not used: component id "
+                       "'org.cotune.test.executor.testecho' is already provided by"),
+            std::string::npos)
+      << err();
+}
+
 TEST_F(RunCli, AFifoAsStudyFileIsRefusedNotWaitedOn) {
   const std::string fifo = dir_ + "/study.json";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);

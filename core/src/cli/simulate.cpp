@@ -314,7 +314,14 @@ int run_simulate(int argc, char** argv) {
   const bool oom = reason.rfind("out of memory", 0) == 0;
   if (!reason.empty() && !oom) throw core::UserError("--config '" + config_path + "' is invalid: " + reason);
 
-  const cotune_trace& trace = space->lower(values.data());
+  const cotune_trace* lowered = nullptr;
+  try {
+    lowered = &space->lower(values.data());
+  } catch (const core::PluginError& e) {
+    throw core::UserError("--config '" + config_path + "': the space '" + space_name +
+                          "' could not lower it to a step trace: " + e.what());
+  }
+  const cotune_trace& trace = *lowered;
   warn_if_uncalibrated(calibration, trace, calibration_path);
   cotune_sim_result r{};
   r.struct_size = sizeof r;

@@ -213,7 +213,19 @@ bool StudyRun::launch(RunningTrial& r, const std::string* attach_id) {
   t.config = config;
   // lower() is borrowed until the next lower(): take it last, just before the executor reads it.
   if (space_->can_lower()) {
-    t.trace = &space_->lower(config);
+    try {
+      t.trace = &space_->lower(config);
+    } catch (const PluginError& e) {
+      // The space's own refusal of a configuration its check accepted: this trial cannot run, the
+      // others still can.
+      TrialResult refused;
+      refused.status = COTUNE_STATUS_FAILED;
+      refused.error = "the space '" + space_->info().name + "' could not lower this configuration to a step trace: " +
+                      e.what();
+      log(COTUNE_LOG_WARN, "study", "trial " + std::to_string(r.seq) + " (" + config_json + "): " + refused.error);
+      observe({commit(r, refused)});
+      return false;
+    }
     r.trace_gpus = t.trace->gpus;
   }
 
