@@ -176,6 +176,13 @@ TEST_F(SimulateCli, BadInputExitsWithTwoAndSaysWhy) {
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.out, HasSubstr("/model/preset"));
   EXPECT_EQ(cli("").status, 2);
+  // A typo in a configuration key is not a default; a categorical value is one of its labels.
+  r = cli("--workload " + w + " --config " + write("typo.json", R"({"tp": 8, "tpp": 2})"));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.out, AllOf(HasSubstr("/tpp: not a parameter of the space 'llm'"), HasSubstr("tp, pp, dp")));
+  r = cli("--workload " + w + " --config " + write("index.json", R"({"tp": 8, "recompute": 2})"));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.out, HasSubstr("/recompute: expected one of none, selective, full, got 2"));
 }
 
 TEST_F(SimulateCli, ARefusedBatchLeavesTheOutFileAsItWas) {

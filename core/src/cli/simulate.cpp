@@ -302,6 +302,25 @@ int run_simulate(int argc, char** argv) {
     throw core::UserError("--workload '" + workload_path + "': " + e.what());
   }
   const std::string target = core::set_launch_format(*space, format, "--format");
+  // What a user typed: a key that names no parameter is a typo, not a default, and a categorical
+  // value is one of its labels (the space's own parse() may be laxer).
+  const json typed = json::parse(config_text, nullptr, false);
+  if (typed.is_object())
+    for (auto it = typed.begin(); it != typed.end(); ++it) {
+      const auto& params = space->params();
+      auto p = std::find_if(params.begin(), params.end(), [&](const core::Param& q) { return q.name == it.key(); });
+      std::string names;
+      for (const core::Param& q : params) names += (names.empty() ? "" : ", ") + q.name;
+      if (p == params.end())
+        throw core::UserError("--config '" + config_path + "': /" + it.key() + ": not a parameter of the space '" +
+                              space_name + "' (its parameters: " + names + ")");
+      if (p->type == COTUNE_PARAM_CATEGORICAL && !it.value().is_string()) {
+        std::string choices;
+        for (const std::string& c : p->choices) choices += (choices.empty() ? "" : ", ") + c;
+        throw core::UserError("--config '" + config_path + "': /" + it.key() + ": expected one of " + choices + ", got " +
+                              it.value().dump());
+      }
+    }
   try {
     values = space->parse(config_text);
   } catch (const core::PluginError& e) {
