@@ -1,4 +1,5 @@
 #include <cotune/cotune.h>
+#include <cotune/core/abi/log.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/run/study_setup.hpp>
 
@@ -15,7 +16,13 @@ void load_study_plugins(Registry& registry, const StudySpec& spec) {
   for (const std::string& path : spec.plugin_paths) {
     std::error_code ec;
     if (fs::is_directory(path, ec)) {
+      // A library the study names but the registry refuses (most often: a component id an installed
+      // copy already registered) would leave the study running another build without a word.
+      const size_t before = registry.problems().size();
       registry.load_directories({path});
+      for (size_t i = before; i < registry.problems().size(); ++i)
+        log(COTUNE_LOG_WARN, "study",
+            spec.file + ": /plugin_paths: " + registry.problems()[i].file + " is not used: " + registry.problems()[i].reason);
     } else if (fs::is_regular_file(path, ec)) {
       if (!registry.load_file(path)) {
         const LoadProblem& p = registry.problems().back();
