@@ -321,24 +321,26 @@ TableRuns read_table_runs(const CsvTable& table, const std::vector<std::pair<std
     return std::shared_ptr<const Space>(std::move(space));
   };
   for (auto& [key, rows] : by_workload) {
-    json options;
+    json options = json::object();  // a space without options gets {}, not null
     for (const ParsedRow* p : rows) merge_options(options, p->row.options);
     try {
       spaces[key] = make(*rows.front(), options);
       continue;
     } catch (const std::exception&) {  // the plugin's error, or the host's reading of its answer
     }
-    json good;
+    json good = json::object();
+    bool any_good = false;
     for (const ParsedRow* p : rows) {
       try {
         make(*p, p->row.options);
         merge_options(good, p->row.options);
+        any_good = true;
       } catch (const std::exception& e) {
         out.rejected.push_back({p->line, "the " + space_name + " space refuses this row: " + e.what()});
         refused.insert(p);
       }
     }
-    if (good.is_null()) continue;  // every row refused on its own
+    if (!any_good) continue;  // every row refused on its own
     try {
       spaces[key] = make(*rows.front(), good);
     } catch (const std::exception& e) {
