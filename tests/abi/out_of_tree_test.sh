@@ -55,6 +55,10 @@ out=$("$cli" plugins check "$work/plugin-template/build/libcotune-space-ddp.so")
 echo "$out"
 grep -q "table schema: 7 columns, 3 of them the configuration's" <<<"$out" || exit 1
 grep -q "table_read of an empty row answered an error object: column global_batch: missing (required)" <<<"$out" || exit 1
+# On a workload: its sampled configurations are valid and read back from their JSON.
+echo '{"global_batch": 256, "params_billion": 1.3, "activation_gib_per_sample": 0.8, "gpu_memory_gib": 80}' > "$work/ddp-workload.json"
+out=$("$cli" plugins check "$work/plugin-template/build/libcotune-space-ddp.so" --workload "$work/ddp-workload.json")
+grep -q "every sampled configuration is valid and reads back from its JSON" <<<"$out" || { echo "$out" >&2; exit 1; }
 lib=$(find "$work/c-plugin/build" -name 'libcotune-predictor-c-linear.so' -print -quit)
 "$cli" plugins check "$lib"
 # The template's table schema: its runs import, export and re-import through the same commands as

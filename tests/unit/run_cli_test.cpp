@@ -588,6 +588,28 @@ TEST_F(RunCli, PluginsCheckCreatesAnExecutorWithTheOptionsGiven) {
   EXPECT_NE(out().find("missing.csv"), std::string::npos) << out();
 }
 
+TEST_F(RunCli, PluginsCheckExercisesASpaceOnAWorkload) {
+  std::ofstream(dir_ + "/w.json") << R"({"model": {"preset": "llama3-8b"}, "training": {"global_batch": 256},
+                                         "cluster": {"gpu": "h100-sxm", "nodes": 2}})";
+  ASSERT_EQ(run({"plugins", "check", std::string(COTUNE_PLUGIN_DIR) + "/libcotune-space-llm.so", "--workload",
+                 dir_ + "/w.json"}),
+            0)
+      << out() << err();
+  EXPECT_NE(out().find("every sampled configuration is valid and reads back from its JSON, and lowered to a step "
+                       "trace (64)"),
+            std::string::npos)
+      << out();
+  // testlower's lower() refuses half of its configurations: the check finds it.
+  EXPECT_EQ(run({"plugins", "check", COTUNE_BINARY_DIR "/lib/cotune/test-plugins/libcotune-space-testlower.so",
+                 "--workload", dir_ + "/w.json"}),
+            1)
+      << out();
+  EXPECT_NE(out().find("mode=broken: org.cotune.test.space.testlower: testlower: mode 'broken' is not implemented"),
+            std::string::npos)
+      << out();
+  EXPECT_NE(out().find(": unusable"), std::string::npos) << out();
+}
+
 TEST_F(RunCli, SaysWhenAnotherStudyOfTheWorkloadMeasuredBetter) {
   // A study does not measure again what the store has measured for its workload: a second study of
   // it (a new name) can end below the first one's best, and the summary says where the better one is.

@@ -5,6 +5,7 @@
 #include <cotune/core/abi/table_schema.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/registry.hpp>
+#include <cotune/core/studyfile/json_document.hpp>
 
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
@@ -53,10 +54,56 @@ void list_json(const Registry& reg) {
 // reported but is not a failure of the library.
 const char* kProbeWorkload = "{}";
 
+// A space created for a real workload: what searchers and the host rely on, on a sample of its
+// configurations. Every sampled configuration is valid (check and explain agree), its JSON
+// rendering reads back to itself, and it lowers to a step trace when the space lowers. Returns the
+// failures, each printed.
+int exercise_space(const Space& space) {
+  constexpr size_t kSampled = 64;
+  const size_t p = space.num_params();
+  std::vector<double> configs(kSampled * p);
+  const size_t n = space.sample(1, kSampled, configs.data());
+  std::printf("  with the workload: %zu parameters, sample(64) gave %zu configurations\n", p, n);
+  int failures = 0;
+  auto fail = [&](size_t i, const std::string& what) {
+    if (failures++ < 5) std::printf("  FAILED: sampled configuration %zu %s: %s\n", i + 1, space.key(&configs[i * p]).c_str(), what.c_str());
+  };
+  std::vector<int32_t> valid(n);
+  if (n > 0) space.check(configs.data(), n, valid.data());
+  size_t lowered = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double* c = &configs[i * p];
+    try {
+      const std::string why = space.explain(c);
+      if (!valid[i] || !why.empty()) {
+        fail(i, "sample() gave a configuration that check() or explain() refuses" + (why.empty() ? "" : " (" + why + ")"));
+        continue;
+      }
+      const std::string rendered = space.render(c, COTUNE_RENDER_JSON);
+      if (space.parse(rendered) != std::vector<double>(c, c + p)) {
+        fail(i, "its JSON rendering " + rendered + " reads back as another configuration");
+        continue;
+      }
+      if (space.can_lower()) {
+        (void)space.lower(c);
+        ++lowered;
+      }
+    } catch (const std::exception& e) {
+      fail(i, e.what());
+    }
+  }
+  if (failures > 5) std::printf("  ... and %d more\n", failures - 5);
+  if (failures == 0)
+    std::printf("  every sampled configuration is valid and reads back from its JSON%s\n",
+                space.can_lower() ? (", and lowered to a step trace (" + std::to_string(lowered) + ")").c_str() : "");
+  return failures;
+}
+
 // Creates and destroys one instance of each component; returns the number of failures.
 // `options`: the JSON options to create predictors and executors with (check --options); without
-// them, an error object from create is taken as "options needed".
-int exercise(const Registry& reg, const std::optional<std::string>& options) {
+// them, an error object from create is taken as "options needed". `workload`: a workload to create
+// spaces with and exercise them on (check --workload).
+int exercise(const Registry& reg, const std::optional<std::string>& options, const std::optional<std::string>& workload) {
   int failures = 0;
   for (const ComponentRef& c : reg.components()) {
     std::printf("%s %s (%s %s, ABI %s)\n", kind_name(c.info.kind), c.info.id.c_str(), c.info.name.c_str(),
@@ -64,7 +111,10 @@ int exercise(const Registry& reg, const std::optional<std::string>& options) {
     try {
       switch (c.info.kind) {
         case COTUNE_KIND_SPACE:
-          try {
+          if (workload) {
+            Space s(c, *workload, options.value_or("{}"));
+            failures += exercise_space(s);
+          } else try {
             Space s(c, kProbeWorkload, "{}");
             std::printf("  create/destroy ok: %zu parameters, %zu features\n", s.num_params(), s.feature_names().size());
           } catch (const PluginError& e) {
@@ -122,8 +172,10 @@ int run(int argc, char** argv) {
   opts.add_options()("help,h", "show this help")(
       "path", po::value(&paths), "also search this directory (repeatable)")(
       "json", "the listing as one JSON document: components and refused libraries")(
-      "options", po::value<std::string>(), "with check: JSON options to create its predictors and executors with "
-      "(a refusal then fails the check)");
+      "options", po::value<std::string>(), "with check: JSON options to create its components with "
+      "(a refusal then fails the check)")(
+      "workload", po::value<std::string>(), "with check: a workload JSON file to create its spaces with; each is then "
+      "exercised on 64 sampled configurations (valid, read back from their JSON, lowered)");
   po::options_description hidden;
   hidden.add_options()("args", po::value(&positional));
   po::options_description all;
@@ -145,14 +197,15 @@ int run(int argc, char** argv) {
   }
   Registry reg;
   if (!positional.empty()) {
-    if (positional[0] != "check" || positional.size() != 2) throw UserError("usage: cotune plugins check LIB [--options JSON]");
+    if (positional[0] != "check" || positional.size() != 2) throw UserError("usage: cotune plugins check LIB [--options JSON] [--workload W.json]");
     if (!reg.load_file(positional[1])) {
       std::fprintf(stderr, "%s: unusable: %s\n", positional[1].c_str(), reg.problems().back().reason.c_str());
       return 1;
     }
-    std::optional<std::string> options;
+    std::optional<std::string> options, workload;
     if (vm.count("options")) options = vm["options"].as<std::string>();
-    const int failures = exercise(reg, options);
+    if (vm.count("workload")) workload = read_json_file(vm["workload"].as<std::string>()).dump();
+    const int failures = exercise(reg, options, workload);
     std::printf("%s: %s\n", positional[1].c_str(), failures == 0 ? "ok" : "unusable");
     return failures == 0 ? 0 : 1;
   }
