@@ -52,7 +52,12 @@ bool rendered_flag(std::string_view json, const std::string& key) {
 
 class DdpSpace {
  public:
-  DdpSpace(std::string_view workload, std::string_view /*options*/) {
+  DdpSpace(std::string_view workload, std::string_view options) {
+    // This space takes no options: refuse any rather than ignore a typo in the study's space options.
+    // (A space with options, or one that refuses unknown workload fields, reads them with a JSON
+    // library: cotune::support brings nlohmann-json, docs/PLUGIN_GUIDE.md.)
+    if (options.find_first_not_of(" \t\r\n{}") != std::string_view::npos)
+      throw cotune::Error(COTUNE_ERR_INVALID_ARGUMENT, "options: the ddp space takes none, got " + std::string(options));
     global_batch_ = cotune::json_number(workload, "/global_batch");
     params_b_ = cotune::json_number(workload, "/params_billion");
     act_gib_ = cotune::json_number(workload, "/activation_gib_per_sample");
@@ -75,7 +80,10 @@ class DdpSpace {
   std::string explain(const double* c) {
     const double per_step = c[0] * c[1];
     if (std::fmod(global_batch_, per_step) != 0) return "global batch is not a multiple of gpus * micro_batch";
-    if (memory_gib(c) > mem_gib_) return "memory " + std::to_string(memory_gib(c)) + " GiB exceeds the GPU";
+    // "out of memory" first: the host keeps measured runs of such a layout as oom (cotune.h, explain).
+    if (memory_gib(c) > mem_gib_)
+      return "out of memory: needs " + std::to_string(memory_gib(c)) + " GiB per GPU, the GPU has " +
+             std::to_string(mem_gib_) + " GiB";
     return "";
   }
 
