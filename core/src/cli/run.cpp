@@ -317,8 +317,9 @@ int run(int argc, char** argv) {
                  "Ctrl-C stops cleanly (exit 130); the same command resumes the study. A plugin call\n"
                  "past its deadline (\"deadlines\" in the study file) stops it with exit 3.\n"
                  "Exit status: 0 the study ended with a feasible configuration measured; 1 it ended\n"
-                 "without one (every trial failed, ran out of memory or broke a constraint); 2 bad input;\n"
-                 "3 a plugin call past its deadline; 130 stopped by Ctrl-C or SIGTERM.\n"
+                 "without one (every trial failed, ran out of memory or broke a constraint), or an error\n"
+                 "stopped it (the message says which); 2 bad input; 3 a plugin call past its deadline;\n"
+                 "130 stopped by Ctrl-C or SIGTERM.\n"
                  "One plain run holds a study at a time; with --worker any number share it (docs/store.md),\n"
                  "and a plain run is refused while workers are live.\n";
     return 0;

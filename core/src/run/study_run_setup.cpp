@@ -231,8 +231,19 @@ void StudyRun::load_components() {
                         space_->info().name + "' for this workload (for example: " + space_->explain(probe.data()) +
                         "); widen the space's options or choose another format");
     }
+    // The space's reason for its default configuration (with /space/options' values where the
+    // default lies outside them) says more than a guess.
+    std::string example;
+    try {
+      const std::vector<double> defaults = space_->parse("{}");
+      example = space_->explain(defaults.data());
+    } catch (const std::exception& e) {
+      example = e.what();
+    }
     throw UserError(spec_.file + ": the space '" + space_->info().name +
-                    "' has no valid configuration for this workload (does the model fit the cluster?)");
+                    "' has no valid configuration for this workload and /space/options" +
+                    (example.empty() ? std::string(" (does the model fit the cluster?)")
+                                     : " (its default configuration: " + example + ")"));
   }
   const ObjectiveSpec& objective = spec_.objectives.front();
   surrogate_ = std::make_unique<Surrogate>(*space_, *predictor_, objective.metric, spec_.predictor.prior,

@@ -39,11 +39,12 @@ std::unique_ptr<Space> make_study_space(const Registry& registry, const StudySpe
   try {
     space = registry.make_space(spec.space.name, spec.workload.dump(), spec.space.options.dump(), spec.space.isolation);
   } catch (const PluginError& e) {
-    // The space names the field inside the workload or its options; say which file that was.
-    if (e.code() != COTUNE_ERR_INVALID_ARGUMENT) throw;
+    // The space names the field inside the workload or its options; say which file that was. Any
+    // other error of its create (a plugin's own exception on an option it did not expect) stops
+    // the setup the same way: exit 2, where it came from.
     std::string where = spec.workload_file.empty() ? "/workload" : "/workload (" + spec.workload_file + ")";
     throw UserError(spec.file + ": " + where + " or /space/options: the space '" + spec.space.name +
-                    "' refused them: " + e.what());
+                    (e.code() == COTUNE_ERR_INVALID_ARGUMENT ? "' refused them: " : "' failed on them: ") + e.what());
   }
   set_launch_target(*space, spec.launch_target(), spec.file + ": /format");
   return space;

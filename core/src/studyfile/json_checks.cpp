@@ -34,7 +34,8 @@ std::string likely_meant(std::string_view word, const std::vector<std::string>& 
     const size_t d = edit_distance(word, n);
     if (d < best) best = d, closest = n;
   }
-  if (best <= 2) return closest;
+  // Two edits make a short word into another one ("qps" into "gpus"): one is the limit there.
+  if (best <= (word.size() >= 5 ? 2u : 1u)) return closest;
   // One name spelled out further ("tokens_per_second" for "tokens_per_s").
   for (const std::string& n : names) {
     const std::string_view shorter = n.size() < word.size() ? std::string_view(n) : word;
