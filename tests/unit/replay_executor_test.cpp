@@ -292,6 +292,9 @@ TEST_F(ReplayExecutorTest, AParameterTheTableDoesNotStateIsLeftToTheSpace) {
                  "4,1,1,1,1,1,1,selective,true,16,h100-sxm,256,1.5\n");
   EXPECT_THAT(submit_error(*executor(), cfg(2, 8, 1, "selective", true)),
               AllOf(HasSubstr("no column 'dp'"), HasSubstr("\"unstated\": [\"dp\"]")));
+  // Matching on what the rows state is right only among the table's own configurations.
+  EXPECT_THAT(create_error({{"unstated", {"dp"}}, {"restrict_search", false}}),
+              AllOf(HasSubstr("options/unstated"), HasSubstr("restrict_search")));
   auto ex = executor({{"unstated", {"dp"}}});
   TrialResult r = run(*ex, cfg(2, 8, 1, "selective", true));
   ASSERT_EQ(r.status, COTUNE_STATUS_OK) << r.error;

@@ -272,20 +272,18 @@ ReplayIndex::ReplayIndex(const RunTable& table, const ReplayOptions& options, st
     // A parameter the space added later: an absent column or an empty cell holds runs at its default.
     if (!sources[i].fallback && p.optional_default) sources[i].fallback = *p.optional_default;
   }
-  std::string missing, example, quoted;
+  std::string missing, example;
   for (size_t i = 0; i < params.size(); ++i)
     if (!unstated_[i] && !sources[i].column && !sources[i].fallback) {
       missing += (missing.empty() ? "'" : ", '") + params[i].name + "'";
-      quoted += (quoted.empty() ? "\"" : ", \"") + params[i].name + "\"";
       example += (example.empty() ? "" : ", ") + ("\"" + params[i].name + "\": ...");
     }
   if (!missing.empty())
     bad("replay executor: " + file + " has no column " + missing + " for the space's parameters of that name (its "
         "columns: " + all_columns + "); add them (a column of the table's own name is read under the parameter's "
-        "with the option \"columns\": {\"tp\": \"tensor_model_parallel_size\"}), give a value that holds for "
-        "every row with the option \"defaults\": {" + example + "}, or, where the space derives it from the "
-        "others (the llm space's dp from the GPU count), leave it to the space with the option \"unstated\": [" +
-        quoted + "]");
+        "with the option \"columns\": {\"tp\": \"tensor_model_parallel_size\"}), or give a value that holds for "
+        "every row with the option \"defaults\": {" + example + "}. A parameter the space derives from the others "
+        "(the llm space's dp, from the GPU count) may instead be left to it: \"unstated\": [\"dp\"]");
   for (const auto& d : options.defaults)
     if (!param_names.count(d.first))
       bad("replay executor options/defaults/" + d.first + ": the space has no parameter of that name");

@@ -88,6 +88,11 @@ ReplayOptions parse_replay_options(std::string_view text) {
     }
   }
   if (!has_file) bad("file", "required: the CSV of measured runs to answer trials from");
+  // Rows match on the parameters they state: only the table's own configurations, completed by the
+  // space, may be proposed, or a layout no row measured would take another's value.
+  if (!r.unstated.empty() && !r.restrict_search)
+    bad("unstated", "needs \"restrict_search\": true (the study then proposes only the table's configurations, "
+                    "completed by the space)");
   return r;
 }
 
