@@ -608,6 +608,15 @@ TEST_F(RunCli, PluginsCheckExercisesASpaceOnAWorkload) {
             std::string::npos)
       << out();
   EXPECT_NE(out().find(": unusable"), std::string::npos) << out();
+  // A workload the space refuses fails the check.
+  std::ofstream(dir_ + "/typo.json") << R"({"model": {"preset": "llama3-8b"}, "training": {"global_bach": 256},
+                                            "cluster": {"gpu": "h100-sxm", "nodes": 2}})";
+  EXPECT_EQ(run({"plugins", "check", std::string(COTUNE_PLUGIN_DIR) + "/libcotune-space-llm.so", "--workload",
+                 dir_ + "/typo.json"}),
+            1)
+      << out();
+  EXPECT_NE(out().find("FAILED: create refused the workload: "), std::string::npos) << out();
+  EXPECT_NE(out().find("workload/training/global_ba"), std::string::npos) << out();
 }
 
 TEST_F(RunCli, SaysWhenAnotherStudyOfTheWorkloadMeasuredBetter) {

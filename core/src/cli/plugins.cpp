@@ -112,8 +112,13 @@ int exercise(const Registry& reg, const std::optional<std::string>& options, con
       switch (c.info.kind) {
         case COTUNE_KIND_SPACE:
           if (workload) {
-            Space s(c, *workload, options.value_or("{}"));
-            failures += exercise_space(s);
+            try {
+              Space s(c, *workload, options.value_or("{}"));
+              failures += exercise_space(s);
+            } catch (const PluginError& e) {
+              std::printf("  FAILED: create refused the workload%s: %s\n", options ? " or the options" : "", e.what());
+              ++failures;
+            }
           } else try {
             Space s(c, kProbeWorkload, "{}");
             std::printf("  create/destroy ok: %zu parameters, %zu features\n", s.num_params(), s.feature_names().size());
