@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <optional>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -43,7 +44,13 @@ int copy(const std::string& from, const std::string& to) {
 int remove_study(const std::string& name, const std::string& store_path) {
   Store::Options options;
   options.create = false;  // a mistyped store is an error, not a new empty one
-  Store store(store_path, options);
+  std::unique_ptr<Store> opened;
+  try {
+    opened = std::make_unique<Store>(store_path, options);
+  } catch (const StoreError& e) {
+    throw UserError(std::string("--store: ") + e.what());
+  }
+  Store& store = *opened;
   const std::optional<StudyRecord> study = store.find_study(name);
   if (!study) throw UserError("store " + store.path() + ": no study named '" + name + "' (cotune show lists them)");
   const std::vector<TrialRecord> trials = store.trials(study->id);
@@ -54,13 +61,14 @@ int remove_study(const std::string& name, const std::string& store_path) {
               store.path().c_str(), trials.size());
   const std::string runs = store_files_directory(store_path) + "/cotune-runs/" + name;
   std::error_code ec;
-  if (std::filesystem::exists(runs, ec))
-    std::printf("its trials' files are left in %s\n", runs.c_str());
+  if (std::filesystem::exists(runs, ec)) std::printf("its trials' files are left in %s\n", runs.c_str());
+  const std::string report = store_files_directory(store_path) + "/cotune-reports/" + name + ".html";
+  if (std::filesystem::exists(report, ec)) std::printf("its report is left in %s\n", report.c_str());
   return 0;
 }
 
 int run(int argc, char** argv) {
-  po::options_description opts("cotune store copy SRC DST | cotune store delete STUDY");
+  po::options_description opts("options");
   std::string store_path = default_store_path();
   opts.add_options()("help,h", "show this help")("store", po::value(&store_path),
                                                   kStoreHelp);
@@ -89,8 +97,10 @@ int run(int argc, char** argv) {
                  "copied in one transaction.\n\n"
                  "delete STUDY removes the study, its trials and its saved searcher and predictor state from\n"
                  "the store, in one transaction, unless a run or a worker is working on it. Imported history\n"
-                 "is kept, and so are the trials' files (cotune-runs/STUDY beside an SQLite store). A study\n"
-                 "whose trials should no longer seed later studies of its workload goes this way.\n\n"
+                 "is kept, and so are the trials' files (cotune-runs/STUDY) and its report\n"
+                 "(cotune-reports/STUDY.html) beside an SQLite store. A study whose trials should no longer\n"
+                 "seed later studies of its workload goes this way. A study whose run was killed (kill -9)\n"
+                 "can be deleted: nothing will then stop its jobs still running (scancel them).\n\n"
               << opts;
     return 0;
   }
