@@ -237,6 +237,12 @@ TEST_F(RunCli, ShowsTheRecommendedConfigurationWhenItIsNotTheBestMeasured) {
   EXPECT_LT(summary.find("best configurations"), at);
   EXPECT_NE(summary.find("estimated; tp=", at), std::string::npos) << summary;
   EXPECT_NE(summary.find("--tensor-model-parallel-size", at), std::string::npos) << "its launch arguments";
+  // Run again once finished: the same recommendation (what export launches), not the best measured.
+  ASSERT_EQ(run({"run", path, "--store", store_}), 0) << err();
+  const std::string again = out();
+  EXPECT_NE(again.find("had already finished"), std::string::npos) << again;
+  const std::string line = summary.substr(at, summary.find('\n', summary.find("  trial ", at)) - at);
+  EXPECT_NE(again.find(line.substr(0, line.find(" measured"))), std::string::npos) << again;
 
   // A store of its own: the noisy study's trials would otherwise seed its predictor as history.
   doc["name"] = "exact";
@@ -379,6 +385,8 @@ TEST_F(RunCli, MetricsTheStoreCannotHoldFailTheTrialAndAStudyWithoutAnswerExitsO
       EXPECT_TRUE(is_finished(t.status)) << to_string(t.status);
       EXPECT_NE(t.error.value_or("").find(cases[i].second), std::string::npos) << t.error.value_or("");
     }
+    // A trial that reported its objective as text is ok, infeasible: the summary says which.
+    EXPECT_EQ(out().find("trials: 2 ok (2 of the ok ones infeasible)") != std::string::npos, i == 2) << out();
     // The finished study answers the same when run again.
     EXPECT_EQ(run({"run", path, "--store", store_}), 1) << err();
   }

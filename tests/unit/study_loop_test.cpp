@@ -177,7 +177,7 @@ TEST_F(StudyLoop, ALargerBudgetRunsAFinishedStudyOnAndOtherChangesNeedANewName) 
     run(spec(doc));
     ADD_FAILURE() << "a study file that changed its searcher reopened the study";
   } catch (const UserError& e) {
-    EXPECT_NE(std::string(e.what()).find("different study file"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("another study file (it differs in /searcher)"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("only budget, parallel"), std::string::npos) << e.what();
   }
   EXPECT_EQ(trials("more").size(), 7u);

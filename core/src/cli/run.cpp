@@ -206,7 +206,10 @@ void print_summary(const StudySpec& spec, const RunResult& result, const std::st
   std::printf("\nstudy '%s' %s: %s\n", spec.name.c_str(),
               result.interrupted ? "stopped" : (result.already_finished ? "had already finished" : "finished"),
               result.reason.c_str());
-  std::printf("trials: %s\n\n", status_counts_text(counts, study && study->status == StudyStatus::kRunning).c_str());
+  std::int64_t infeasible = 0;  // ok, but breaking a constraint (or without the objective): no objective stored
+  for (const TrialRecord& t : trials) infeasible += t.status == TrialStatus::kOk && !t.objective;
+  std::printf("trials: %s%s\n\n", status_counts_text(counts, study && study->status == StudyStatus::kRunning).c_str(),
+              infeasible > 0 ? (" (" + std::to_string(infeasible) + " of the ok ones infeasible)").c_str() : "");
 
   Registry registry;
   load_study_plugins(registry, spec);

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <set>
 
 #include "run/environment.hpp"
 #include "run/lease.hpp"
@@ -256,6 +257,17 @@ void StudyRun::load_components() {
     log(COTUNE_LOG_INFO, "study",
         "the search skips configurations the performance model, corrected by the measured trials, expects to "
         "break " + list);
+    // A bound no configuration meets is most likely a wrong bound: say so before the budget goes.
+    constexpr size_t kProbes = 256;
+    std::vector<double> drawn(kProbes * space_->num_params());
+    const size_t n = space_->sample(spec_.seed + 1, kProbes, drawn.data());
+    std::vector<int32_t> broken(n);
+    if (n > 0) constraints_->breaks(drawn.data(), n, broken.data());
+    if (n > 0 && std::all_of(broken.begin(), broken.end(), [](int32_t b) { return b != 0; }))
+      log(COTUNE_LOG_WARN, "study",
+          "the performance model expects every one of " + std::to_string(n) +
+              " sampled configurations to break " + list +
+              "; check the bound (the study measures some anyway, and ends without an answer if they do break it)");
   }
   if (spec_.predictor.prior != Prior::kNone && !surrogate_->uses_prior())
     log(COTUNE_LOG_INFO, "study",
@@ -280,6 +292,30 @@ void StudyRun::open_study() {
   n.objective_json = spec_.objectives_json().dump();
   n.direction = spec_.objectives.front().direction;
   n.environment_json = fingerprint_json_;
+  // Another study file under this name: say which of its fields differ (the store compares hashes).
+  if (const std::optional<StudyRecord> found = store_->find_study(n.name);
+      found && found->study_hash != n.study_hash && found->study_hash != n.legacy_hash) {
+    const nlohmann::json before = nlohmann::json::parse(found->study_json, nullptr, false);
+    const nlohmann::json now = nlohmann::json::parse(n.study_json, nullptr, false);
+    std::string changed;
+    if (before.is_object() && now.is_object()) {
+      std::set<std::string> keys;
+      for (auto it = before.begin(); it != before.end(); ++it) keys.insert(it.key());
+      for (auto it = now.begin(); it != now.end(); ++it) keys.insert(it.key());
+      for (const std::string& k : keys) {
+        if (std::find(std::begin(kMutableStudyFields), std::end(kMutableStudyFields), k) != std::end(kMutableStudyFields))
+          continue;
+        nlohmann::json a = before.value(k, nlohmann::json()), b = now.value(k, nlohmann::json());
+        if (a.is_object()) a.erase("isolation");
+        if (b.is_object()) b.erase("isolation");
+        if (a != b) changed += (changed.empty() ? "" : ", ") + ("/" + k);
+      }
+    }
+    throw UserError("study '" + n.name + "' already exists in " + store_->path() + " with another study file" +
+                    (changed.empty() ? std::string() : " (it differs in " + changed + ")") +
+                    "; only budget, parallel, description, on_stop, deadlines and a component's isolation may change "
+                    "between runs of a study. Give the changed study a new name, or use another store (--store).");
+  }
   study_ = store_->create_study(n);
   // The same study with a field changed that may change between runs (a larger budget): the run
   // updates the stored file once it holds the study, and a finished study runs again.
@@ -540,6 +576,9 @@ RunResult StudyRun::run() {
       if (counts_against_budget(t.status)) ++result.counted_trials;
       // An ok trial's objective is stored when it was feasible.
       if (t.status == TrialStatus::kOk && t.objective) result.found_feasible = true;
+      // The recommendation its last run kept, as export takes it.
+      if (study_.recommended_trial_id && t.id == *study_.recommended_trial_id && t.objective)
+        result.recommended_config = RecommendedConfig{t.id, t.seq, t.config_json, *t.objective, std::nullopt};
     }
     return result;
   }
@@ -548,7 +587,7 @@ RunResult StudyRun::run() {
   if (study_file_changed_) {
     store_->update_study_file(study_.id, stored_study_json(spec_), spec_.hash);
     progress_.note("study '" + spec_.name + "': its study file changed in what may change between runs (" +
-                   "budget, parallel, description, on_stop, deadlines); the store keeps the new one");
+                   "budget, parallel, description, on_stop, deadlines, isolation); the store keeps the new one");
   }
   store_->set_study_status(study_.id, StudyStatus::kRunning);
   store_->set_study_environment(study_.id, fingerprint_json_);

@@ -97,8 +97,8 @@ StudyRecord Store::create_study(const NewStudy& n) {
           throw UserError("study '" + n.name + "' already exists in " + path_ +
                           " with a different study file (stored hash " + found.study_hash.substr(0, 12) +
                           ", this file " + n.study_hash.substr(0, 12) +
-                          "; only budget, parallel, description, on_stop and deadlines may change between its "
-                          "runs). Give the changed study a new name, or use the store of another directory.");
+                          "; only budget, parallel, description, on_stop, deadlines and isolation may change "
+                          "between its runs). Give the changed study a new name, or use the store of another directory.");
         return found;
       }
     }
