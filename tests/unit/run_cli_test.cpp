@@ -97,6 +97,14 @@ class RunCli : public ::testing::Test {
     return false;
   }
 
+  // Waits (up to 10 s) until the study has recorded a trial, started or not.
+  bool wait_for_a_trial(const std::string& study) const {
+    for (int i = 0; i < 500; ++i) {
+      if (!trials(study).empty()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  }
   // After a resume: every configuration once, every finished trial of before unchanged, the budget met.
   void expect_complete(const std::vector<TrialRecord>& before, const std::string& study, size_t budget) {
     std::vector<TrialRecord> after = trials(study);
@@ -344,12 +352,7 @@ TEST_F(RunCli, SigintEndsARunWhoseExecutorHangsInACall) {
   std::ofstream(path) << doc.dump(2);
   const pid_t pid = spawn({"run", path, "--store", store_});
   // Once a trial is recorded, the loop soon enters the executor's poll and stays there.
-  bool started = false;
-  for (int i = 0; i < 500 && !started; ++i) {
-    started = !trials("hung").empty();
-    if (!started) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  ASSERT_TRUE(started) << err();
+  ASSERT_TRUE(wait_for_a_trial("hung")) << err();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   const auto asked = std::chrono::steady_clock::now();
   ASSERT_EQ(::kill(pid, SIGINT), 0);
@@ -657,12 +660,7 @@ TEST_F(RunCli, StoreDeleteRemovesAStudyNoRunIsWorkingOn) {
   doc["plugin_paths"] = {COTUNE_BINARY_DIR "/lib/cotune/test-plugins"};
   std::ofstream(path) << doc.dump(2);
   const pid_t busy = spawn({"run", path, "--store", store_});
-  bool started = false;
-  for (int i = 0; i < 500 && !started; ++i) {
-    started = !trials("busy").empty();
-    if (!started) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  ASSERT_TRUE(started);
+  ASSERT_TRUE(wait_for_a_trial("busy")) << err();
   const std::vector<std::string> refused = {"store", "delete", "busy", "--store", store_};
   const int refused_status = wait_for(cotune::testing::spawn_cotune(dir_, refused, dir_ + "/out2", dir_ + "/err2"));
   EXPECT_EQ(refused_status, 2) << read_file(dir_ + "/err2");
@@ -762,12 +760,7 @@ TEST_F(RunCli, ARunKilledButNotYetReapedDoesNotHoldItsStudy) {
   doc["plugin_paths"] = {COTUNE_BINARY_DIR "/lib/cotune/test-plugins"};
   std::ofstream(path) << doc.dump(2);
   const pid_t first = spawn({"run", path, "--store", store_});
-  bool started = false;
-  for (int i = 0; i < 500 && !started; ++i) {
-    started = !trials("zombie").empty();
-    if (!started) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  ASSERT_TRUE(started) << err();
+  ASSERT_TRUE(wait_for_a_trial("zombie")) << err();
   ASSERT_EQ(::kill(first, SIGKILL), 0);
   bool zombie = false;
   for (int i = 0; i < 250 && !zombie; ++i) {

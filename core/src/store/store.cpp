@@ -82,6 +82,25 @@ std::optional<std::vector<std::uint8_t>> load_state(sql::Connection& db, const c
   return q->blob(0);
 }
 
+// Who holds the study other than `me` (nullptr: nobody excluded): its plain run's lease, else a
+// live worker, as `holds` judges them. The study's row is locked to the end of the transaction
+// (FOR UPDATE on PostgreSQL; on SQLite, BEGIN IMMEDIATE already holds the whole file).
+std::optional<StudyLease> other_holder(sql::Connection& db, std::int64_t study_id, const StudyLease* me,
+                                       const std::function<bool(const StudyLease& holder)>& holds) {
+  const bool postgres = db.dialect() == sql::Dialect::kPostgres;
+  auto q = db.prepare(postgres ? "SELECT lease_host, lease_pid, lease_heartbeat FROM studies WHERE id = ?1 FOR UPDATE"
+                               : "SELECT lease_host, lease_pid, lease_heartbeat FROM studies WHERE id = ?1");
+  q->bind(1, study_id);
+  if (!q->step()) throw StoreError("store " + db.name() + ": no study with id " + std::to_string(study_id));
+  if (!q->is_null(0) && !q->is_null(1)) {
+    StudyLease holder{q->text(0), q->int64(1), q->is_null(2) ? 0.0 : q->real(2)};
+    const bool mine = me != nullptr && holder.host == me->host && holder.pid == me->pid;
+    if (!mine && holds(holder)) return holder;
+  }
+  // Workers share the study (join_study): a plain run waits until none is left.
+  return store_detail::live_worker(db, study_id, holds);
+}
+
 }  // namespace
 
 StudyRecord Store::create_study(const NewStudy& n) {
@@ -232,28 +251,8 @@ std::optional<StudyLease> Store::take_study_lease(std::int64_t study_id, const S
                                                   const std::function<bool(const StudyLease& holder)>& holds) {
   std::optional<StudyLease> held;
   write([&] {
-    held.reset();
-    // FOR UPDATE: on PostgreSQL the row stays locked to the end of the transaction (on SQLite, BEGIN
-    // IMMEDIATE already holds the whole file).
-    const bool postgres = impl_->db.dialect() == sql::Dialect::kPostgres;
-    auto q = impl_->db.prepare(postgres ? "SELECT lease_host, lease_pid, lease_heartbeat FROM studies WHERE id = ?1 "
-                                          "FOR UPDATE"
-                                        : "SELECT lease_host, lease_pid, lease_heartbeat FROM studies WHERE id = ?1");
-    q->bind(1, study_id);
-    if (!q->step()) throw StoreError("store " + impl_->db.name() + ": no study with id " + std::to_string(study_id));
-    if (!q->is_null(0) && !q->is_null(1)) {
-      StudyLease holder{q->text(0), q->int64(1), q->is_null(2) ? 0.0 : q->real(2)};
-      const bool mine = holder.host == me.host && holder.pid == me.pid;
-      if (!mine && holds(holder)) {
-        held = holder;
-        return;
-      }
-    }
-    // Workers share the study (join_study): a plain run waits until none is left.
-    if (auto worker = store_detail::live_worker(impl_->db, study_id, holds)) {
-      held = worker;
-      return;
-    }
+    held = other_holder(impl_->db, study_id, &me, holds);
+    if (held) return;
     auto u = impl_->db.prepare(
         "UPDATE studies SET lease_host = ?1, lease_pid = ?2, lease_heartbeat = ?3 WHERE id = ?4");
     u->bind(1, me.host);
@@ -269,24 +268,8 @@ std::optional<StudyLease> Store::delete_study(std::int64_t study_id,
                                               const std::function<bool(const StudyLease& holder)>& holds) {
   std::optional<StudyLease> held;
   write([&] {
-    held.reset();
-    const bool postgres = impl_->db.dialect() == sql::Dialect::kPostgres;
-    auto q = impl_->db.prepare(postgres ? "SELECT lease_host, lease_pid, lease_heartbeat FROM studies WHERE id = ?1 "
-                                          "FOR UPDATE"
-                                        : "SELECT lease_host, lease_pid, lease_heartbeat FROM studies WHERE id = ?1");
-    q->bind(1, study_id);
-    if (!q->step()) throw StoreError("store " + impl_->db.name() + ": no study with id " + std::to_string(study_id));
-    if (!q->is_null(0) && !q->is_null(1)) {
-      StudyLease holder{q->text(0), q->int64(1), q->is_null(2) ? 0.0 : q->real(2)};
-      if (holds(holder)) {
-        held = holder;
-        return;
-      }
-    }
-    if (auto worker = store_detail::live_worker(impl_->db, study_id, holds)) {
-      held = worker;
-      return;
-    }
+    held = other_holder(impl_->db, study_id, nullptr, holds);
+    if (held) return;
     // Its trials and worker rows go with it (ON DELETE CASCADE); imported history is not a study's.
     auto d = impl_->db.prepare("DELETE FROM studies WHERE id = ?1");
     d->bind(1, study_id);
