@@ -169,8 +169,11 @@ TEST_F(StudyLoop, ALargerBudgetRunsAFinishedStudyOnAndOtherChangesNeedANewName) 
   ASSERT_TRUE(stored.has_value());
   EXPECT_EQ(stored->study_hash, more.hash);
   EXPECT_EQ(json::parse(stored->study_json)["budget"]["trials"], 7) << "the store keeps the file it ran";
-  // Run again unchanged: nothing to do.
+  // Run again unchanged, or with only its description changed: nothing to do.
   EXPECT_TRUE(run(more).already_finished);
+  doc["description"] = "seven trials, as planned";
+  EXPECT_TRUE(run(spec(doc)).already_finished);
+  doc["description"] = "seven trials";
   // Another searcher is another study.
   doc["searcher"] = "random";
   try {
@@ -201,6 +204,20 @@ TEST_F(StudyLoop, AStudyAStoreHoldsUnderItsEarlierHashResumes) {
   RunResult r = run(s);
   EXPECT_EQ(r.status, StudyStatus::kFinished);
   EXPECT_EQ(r.counted_trials, 3);
+  {
+    Store store(store_path_);
+    EXPECT_EQ(store.find_study("legacy")->study_hash, s.hash) << "the store keeps the current hash";
+  }
+  // A store of an earlier version holds the legacy hash of a finished study: a larger budget runs it on.
+  {
+    Store store(store_path_);
+    const std::optional<StudyRecord> found = store.find_study("legacy");
+    store.update_study_file(found->id, found->study_json, s.legacy_hash);
+  }
+  json more = study("legacy", {{"trials", 5}});
+  RunResult again = run(spec(more));
+  EXPECT_FALSE(again.already_finished);
+  EXPECT_EQ(again.counted_trials, 5);
 }
 
 TEST_F(StudyLoop, TheRooflinePriorLearnsFromTheTrialsMeasured) {

@@ -80,7 +80,8 @@ int exercise_space(const Space& space) {
         continue;
       }
       const std::string rendered = space.render(c, COTUNE_RENDER_JSON);
-      if (space.parse(rendered) != std::vector<double>(c, c + p)) {
+      const std::vector<double> back = space.parse(rendered);
+      if (space.key(back.data()) != space.key(c)) {  // the key formats values: a float's last digits aside
         fail(i, "its JSON rendering " + rendered + " reads back as another configuration");
         continue;
       }

@@ -217,13 +217,16 @@ void print_summary(const StudySpec& spec, const RunResult& result, const std::st
   std::vector<RankedTrial> best = best_trials(trials, spec.objectives, report::kBestTrialsListed);
   print_best_table(stdout, best, spec, *space);
   print_recommended(spec, result, best, *space);
-  if (const auto& b = result.better_elsewhere)
+  if (const auto& b = result.better_elsewhere) {
+    bool password_left_out = false;
     std::printf("\nthe store holds a better measurement of this workload: study '%s', trial %lld, %s %s, %s\n"
                 "(a study does not measure again what another study of the workload measured; cotune export %s "
-                "--trial %lld gives its launch arguments)\n",
+                "--trial %lld --store %s gives its launch arguments)\n",
                 b->study.c_str(), static_cast<long long>(b->seq), spec.objectives.front().metric.c_str(),
                 compact_number(b->measured).c_str(), b->config_json.c_str(), shell_word(b->study).c_str(),
-                static_cast<long long>(b->seq));
+                static_cast<long long>(b->seq),
+                shell_word(store_location_for_command(store_path, &password_left_out)).c_str());
+  }
   std::vector<TrialRecord>().swap(trials);  // the report reads the study itself: not twice in memory
   bool password_left_out = false;
   const std::string name = shell_word(spec.name),

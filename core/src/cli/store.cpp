@@ -54,7 +54,7 @@ int remove_study(const std::string& name, const std::string& store_path) {
   const std::optional<StudyRecord> study = store.find_study(name);
   if (!study) throw UserError("store " + store.path() + ": no study named '" + name + "' (cotune show lists them)");
   const std::vector<TrialRecord> trials = store.trials(study->id);
-  if (const std::optional<StudyLease> holder = store.delete_study(study->id, lease_is_live))
+  if (const std::optional<StudyLease> holder = store.delete_study(study->id, lease_may_hold))
     throw UserError("study '" + name + "' is being run by pid " + std::to_string(holder->pid) + " on " + holder->host +
                     "; stop that run (Ctrl-C) before deleting it");
   std::printf("deleted study '%s' from %s: %zu trial(s) and its searcher and predictor state\n", name.c_str(),

@@ -42,4 +42,10 @@ bool lease_is_live(const StudyLease& holder) {
   return holder.host != lease_host_name() || alive(holder.pid);
 }
 
+bool lease_may_hold(const StudyLease& holder) {
+  if (holder.host == lease_host_name()) return alive(holder.pid);
+  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return now - holder.heartbeat <= kLeaseStaleAfterS;
+}
+
 }  // namespace cotune::core

@@ -24,6 +24,11 @@ StudyLease this_process_lease();
 // process (not gone, not a zombie left unreaped).
 bool lease_is_live(const StudyLease& holder);
 
+// The cautious reading, for what cannot be undone (deleting the study): a holder on this host
+// whose process is alive holds whatever its heartbeat says (a long refit or plugin call delays
+// the heartbeat); one elsewhere holds while its heartbeat is recent.
+bool lease_may_hold(const StudyLease& holder);
+
 }  // namespace cotune::core
 
 #endif  // COTUNE_CORE_RUN_LEASE_HPP_

@@ -87,6 +87,9 @@ class StudyRun {
   void restrict_to_executor_candidates();
   // See BetterElsewhere (study_runner.hpp).
   std::optional<BetterElsewhere> better_elsewhere() const;
+  // The GPUs of a finished trial's step trace, for its GPU-hours where its metrics lack them (0
+  // when the space does not lower it).
+  double trace_gpus_of(const double* config) const;
   void check_metric_names();
   cotune_trial study_trial(const std::string& workload_json) const;  // a trial without a configuration
   void open_study();
@@ -153,6 +156,7 @@ class StudyRun {
   std::unique_ptr<Store> store_;
   StudyRecord study_;
   bool study_file_changed_ = false;  // a field that may change between runs differs from the store's
+  bool reopen_finished_ = false;     // its budget changed: a finished study runs on
   std::string workload_json_;
   std::string fingerprint_json_;
   std::string runs_dir_;  // <store dir>/cotune-runs/<study>

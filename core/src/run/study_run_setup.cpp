@@ -69,6 +69,7 @@ size_t complete_unstated(const Space& space, std::vector<double>& rows, std::str
       const Param& p = space.params()[i];
       if (p.type == COTUNE_PARAM_CATEGORICAL) stated[p.name] = p.format(row[i]);
       else if (p.type == COTUNE_PARAM_BOOL) stated[p.name] = row[i] != 0;
+      else if (p.type == COTUNE_PARAM_INT) stated[p.name] = static_cast<std::int64_t>(row[i]);
       else stated[p.name] = row[i];
     }
     try {
@@ -292,9 +293,10 @@ void StudyRun::open_study() {
   n.objective_json = spec_.objectives_json().dump();
   n.direction = spec_.objectives.front().direction;
   n.environment_json = fingerprint_json_;
-  // Another study file under this name: say which of its fields differ (the store compares hashes).
-  if (const std::optional<StudyRecord> found = store_->find_study(n.name);
-      found && found->study_hash != n.study_hash && found->study_hash != n.legacy_hash) {
+  // The study of this name in the store: the same study when it differs only in fields that may
+  // change between runs (its hash, or a store's older hash of the whole file, says so; a store of
+  // an earlier version holds that older hash, so the fields are compared then).
+  if (const std::optional<StudyRecord> found = store_->find_study(n.name)) {
     const nlohmann::json before = nlohmann::json::parse(found->study_json, nullptr, false);
     const nlohmann::json now = nlohmann::json::parse(n.study_json, nullptr, false);
     std::string changed;
@@ -311,14 +313,20 @@ void StudyRun::open_study() {
         if (a != b) changed += (changed.empty() ? "" : ", ") + ("/" + k);
       }
     }
-    throw UserError("study '" + n.name + "' already exists in " + store_->path() + " with another study file" +
-                    (changed.empty() ? std::string() : " (it differs in " + changed + ")") +
-                    "; only budget, parallel, description, on_stop, deadlines and a component's isolation may change "
-                    "between runs of a study. Give the changed study a new name, or use another store (--store).");
+    const bool same_hash = found->study_hash == n.study_hash || found->study_hash == n.legacy_hash;
+    if (!same_hash && (!changed.empty() || !before.is_object() || !now.is_object()))
+      throw UserError("study '" + n.name + "' already exists in " + store_->path() + " with another study file" +
+                      (changed.empty() ? std::string() : " (it differs in " + changed + ")") +
+                      "; only budget, parallel, description, on_stop, deadlines and a component's isolation may "
+                      "change between runs of a study. Give the changed study a new name, or use another store "
+                      "(--store).");
+    if (!same_hash) n.legacy_hash = found->study_hash;  // an earlier version's hash of this study
+    // Only a changed budget gives a finished study more to do.
+    reopen_finished_ = before.is_object() && now.is_object() && before.value("budget", nlohmann::json()) !=
+                                                                    now.value("budget", nlohmann::json());
   }
   study_ = store_->create_study(n);
-  // The same study with a field changed that may change between runs (a larger budget): the run
-  // updates the stored file once it holds the study, and a finished study runs again.
+  // The store keeps the file of the latest run (and the current hash) once this run holds the study.
   study_file_changed_ = study_.study_json != n.study_json || study_.study_hash != n.study_hash;
 
   namespace fs = std::filesystem;
@@ -457,9 +465,7 @@ void StudyRun::restore() {
     const double* config = finished_configs.data() + i * p;
     std::string metrics = t->metrics_json.value_or("{}");
     // The GPU count from the step trace only where the metrics lack it (lowering costs more than reading).
-    double trace_gpus = 0;
-    if (!metric_value(metrics, "gpus") && space_->can_lower() && space_->valid(config))
-      trace_gpus = space_->lower(config).gpus;
+    const double trace_gpus = metric_value(metrics, "gpus") ? 0 : trace_gpus_of(config);
     std::optional<Evaluation> eval;
     if (t->status == TrialStatus::kOk) eval = evaluate(spec_.objectives, nlohmann::json::parse(metrics, nullptr, false));
     budget_.record(t->status, eval ? &*eval : nullptr, trial_gpu_hours(metrics, t->started_at, t->finished_at, trace_gpus));
@@ -567,7 +573,7 @@ RunResult StudyRun::run() {
   open_study();
   RunResult result;
   result.study_id = study_.id;
-  if (study_.status == StudyStatus::kFinished && !study_file_changed_) {
+  if (study_.status == StudyStatus::kFinished && !reopen_finished_) {
     result.status = StudyStatus::kFinished;
     result.already_finished = true;
     result.reason = "nothing left to run";
@@ -585,9 +591,11 @@ RunResult StudyRun::run() {
   if (worker_) join_study();
   else take_lease();
   if (study_file_changed_) {
-    store_->update_study_file(study_.id, stored_study_json(spec_), spec_.hash);
-    progress_.note("study '" + spec_.name + "': its study file changed in what may change between runs (" +
-                   "budget, parallel, description, on_stop, deadlines, isolation); the store keeps the new one");
+    const std::string file = stored_study_json(spec_);
+    store_->update_study_file(study_.id, file, spec_.hash);
+    if (file != study_.study_json)
+      progress_.note("study '" + spec_.name + "': its study file changed in what may change between runs (" +
+                     "budget, parallel, description, on_stop, deadlines, isolation); the store keeps the new one");
   }
   store_->set_study_status(study_.id, StudyStatus::kRunning);
   store_->set_study_environment(study_.id, fingerprint_json_);
@@ -633,6 +641,15 @@ RunResult StudyRun::run() {
   std::error_code ignored;
   if (std::filesystem::remove(runs_dir_, ignored)) std::filesystem::remove(std::filesystem::path(runs_dir_).parent_path(), ignored);
   return result;
+}
+
+double StudyRun::trace_gpus_of(const double* config) const {
+  if (!space_->can_lower() || !space_->valid(config)) return 0;
+  try {
+    return space_->lower(config).gpus;
+  } catch (const std::exception&) {
+    return 0;  // a configuration the space could not lower: its trial failed, using no GPU
+  }
 }
 
 std::optional<BetterElsewhere> StudyRun::better_elsewhere() const {

@@ -53,9 +53,7 @@ void StudyRun::sync_others() {
       const TrainingRowOrigin origin{t.objective.has_value(), t.id, t.seq, t.objective.value_or(0)};
       add_training(config.data(), metrics, origin);
     }
-    double trace_gpus = 0;
-    if (!metric_value(metrics, "gpus") && space_->can_lower() && space_->valid(config.data()))
-      trace_gpus = space_->lower(config.data()).gpus;
+    const double trace_gpus = metric_value(metrics, "gpus") ? 0 : trace_gpus_of(config.data());
     std::optional<Evaluation> eval;
     if (t.status == TrialStatus::kOk) eval = evaluate(spec_.objectives, nlohmann::json::parse(metrics, nullptr, false));
     budget_.record(t.status, eval ? &*eval : nullptr, trial_gpu_hours(metrics, t.started_at, t.finished_at, trace_gpus));

@@ -39,9 +39,12 @@ std::unique_ptr<Space> make_study_space(const Registry& registry, const StudySpe
   try {
     space = registry.make_space(spec.space.name, spec.workload.dump(), spec.space.options.dump(), spec.space.isolation);
   } catch (const PluginError& e) {
-    // The space names the field inside the workload or its options; say which file that was. Any
-    // other error of its create (a plugin's own exception on an option it did not expect) stops
-    // the setup the same way: exit 2, where it came from.
+    // The space names the field inside the workload or its options; say which file that was. A
+    // plugin's own exception on an option it did not expect (INTERNAL from cotune.hpp) is the same
+    // bad input; a process that cannot start or a crash is not (exit 1).
+    if (e.code() != COTUNE_ERR_INVALID_ARGUMENT && e.code() != COTUNE_ERR_FAILED_PRECONDITION &&
+        !(e.code() == COTUNE_ERR_INTERNAL && spec.space.isolation == Isolation::kNone))
+      throw;
     std::string where = spec.workload_file.empty() ? "/workload" : "/workload (" + spec.workload_file + ")";
     throw UserError(spec.file + ": " + where + " or /space/options: the space '" + spec.space.name +
                     (e.code() == COTUNE_ERR_INVALID_ARGUMENT ? "' refused them: " : "' failed on them: ") + e.what());
