@@ -196,6 +196,31 @@ TEST_F(StoreCopy, ACopyTakenWhileAStudyRanCatchesUpWhenCopiedAgain) {
   EXPECT_EQ(third.studies_unchanged, 2);
 }
 
+TEST_F(StoreCopy, OneStudyUnderAnEarlierVersionsHashIsStillOneStudy) {
+  // The destination holds the study under the hash an earlier version computed (over the whole
+  // file, its budget included); the source's file has a larger budget and today's hash.
+  NewStudy there = study_named("gamma");
+  there.study_json = R"({"name":"gamma","searcher":"random","budget":{"trials":4}})";
+  there.study_hash = "0ld" + sha256_hex(there.study_json).substr(3);
+  NewStudy here = there;
+  here.study_json = R"({"name":"gamma","searcher":"random","budget":{"trials":8}})";
+  here.study_hash = sha256_hex(here.study_json);
+  Store source(dir_.file("source.db"));
+  const StudyRecord made = source.create_study(here);
+  source.add_trial(made.id, trial_for(2));
+  Store destination(dir_.file("destination.db"));
+  destination.create_study(there);
+  const StoreCopyCounts c = copy_store(source, destination);
+  EXPECT_EQ(c.studies_created, 0);
+  EXPECT_EQ(c.trials_added, 1);
+  // Another searcher is another study.
+  Store other(dir_.file("other.db"));
+  NewStudy changed = there;
+  changed.study_json = R"({"name":"gamma","searcher":"evolution","budget":{"trials":4}})";
+  other.create_study(changed);
+  EXPECT_THROW(copy_store(source, other), UserError);
+}
+
 TEST_F(StoreCopy, ANameTakenByAnotherStudyFileStopsTheCopyBeforeItWrites) {
   Store source(dir_.file("source.db"));
   fill(source);

@@ -297,31 +297,18 @@ void StudyRun::open_study() {
   // change between runs (its hash, or a store's older hash of the whole file, says so; a store of
   // an earlier version holds that older hash, so the fields are compared then).
   if (const std::optional<StudyRecord> found = store_->find_study(n.name)) {
-    const nlohmann::json before = nlohmann::json::parse(found->study_json, nullptr, false);
-    const nlohmann::json now = nlohmann::json::parse(n.study_json, nullptr, false);
-    std::string changed;
-    if (before.is_object() && now.is_object()) {
-      std::set<std::string> keys;
-      for (auto it = before.begin(); it != before.end(); ++it) keys.insert(it.key());
-      for (auto it = now.begin(); it != now.end(); ++it) keys.insert(it.key());
-      for (const std::string& k : keys) {
-        if (std::find(std::begin(kMutableStudyFields), std::end(kMutableStudyFields), k) != std::end(kMutableStudyFields))
-          continue;
-        nlohmann::json a = before.value(k, nlohmann::json()), b = now.value(k, nlohmann::json());
-        if (a.is_object()) a.erase("isolation");
-        if (b.is_object()) b.erase("isolation");
-        if (a != b) changed += (changed.empty() ? "" : ", ") + ("/" + k);
-      }
-    }
+    const std::optional<std::string> changed = changed_study_fields(found->study_json, n.study_json);
     const bool same_hash = found->study_hash == n.study_hash || found->study_hash == n.legacy_hash;
-    if (!same_hash && (!changed.empty() || !before.is_object() || !now.is_object()))
+    if (!same_hash && (!changed || !changed->empty()))
       throw UserError("study '" + n.name + "' already exists in " + store_->path() + " with another study file" +
-                      (changed.empty() ? std::string() : " (it differs in " + changed + ")") +
+                      (changed && !changed->empty() ? " (it differs in " + *changed + ")" : std::string()) +
                       "; only budget, parallel, description, on_stop, deadlines and a component's isolation may "
                       "change between runs of a study. Give the changed study a new name, or use another store "
                       "(--store).");
     if (!same_hash) n.legacy_hash = found->study_hash;  // an earlier version's hash of this study
     // Only a changed budget gives a finished study more to do.
+    const nlohmann::json before = nlohmann::json::parse(found->study_json, nullptr, false);
+    const nlohmann::json now = nlohmann::json::parse(n.study_json, nullptr, false);
     reopen_finished_ = before.is_object() && now.is_object() && before.value("budget", nlohmann::json()) !=
                                                                     now.value("budget", nlohmann::json());
   }

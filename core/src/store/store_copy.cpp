@@ -1,6 +1,7 @@
 // Copies between stores: a study read whole from one store and written whole to another.
 #include <cotune/core/errors.hpp>
 #include <cotune/core/store/store_copy.hpp>
+#include <cotune/core/studyfile/study_file.hpp>
 
 #include <algorithm>
 #include <map>
@@ -31,6 +32,15 @@ void bind_state(sql::Statement& q, int index, const std::optional<std::vector<st
   throw UserError("study '" + name + "' is in " + store + " already with a different study file (study hash " +
                   here.substr(0, 12) + " there, " + there.substr(0, 12) +
                   " in the source); it was not copied. Rename one of them, or copy into another store.");
+}
+
+// One study in both stores: the same hash, or (a store of an earlier version holds the hash of the
+// whole file) files that differ only in what may change between runs.
+bool same_study(const std::string& hash, const std::string& json, const std::string& other_hash,
+                const std::string& other_json) {
+  if (hash == other_hash) return true;
+  const std::optional<std::string> changed = changed_study_fields(json, other_json);
+  return changed && changed->empty();
 }
 
 }  // namespace
@@ -66,10 +76,11 @@ StudyRestoreCounts Store::restore_study(const StudyDump& dump) {
     {
       auto q = db.prepare("SELECT id, study_hash, recommended_trial_id, "
                           "CASE WHEN searcher_state IS NULL THEN 0 ELSE 1 END, "
-                          "CASE WHEN predictor_state IS NULL THEN 0 ELSE 1 END FROM studies WHERE name = ?1");
+                          "CASE WHEN predictor_state IS NULL THEN 0 ELSE 1 END, study_json FROM studies WHERE name = ?1");
       q->bind(1, s.name);
       if (q->step()) {
-        if (q->text(1) != s.study_hash) refuse_other_study(s.name, path_, q->text(1), s.study_hash);
+        if (!same_study(q->text(1), q->text(5), s.study_hash, s.study_json))
+          refuse_other_study(s.name, path_, q->text(1), s.study_hash);
         id = q->int64(0);
         recommended = q->opt_int64(2);
         has_searcher = q->int64(3) != 0;
@@ -213,7 +224,7 @@ StoreCopyCounts copy_store(Store& source, Store& destination) {
   // Refuse a name taken by another study before anything is written.
   for (const StudySummary& s : studies)
     if (std::optional<StudyRecord> there = destination.find_study(s.study.name))
-      if (there->study_hash != s.study.study_hash)
+      if (!same_study(there->study_hash, there->study_json, s.study.study_hash, s.study.study_json))
         refuse_other_study(s.study.name, destination.path(), there->study_hash, s.study.study_hash);
 
   StoreCopyCounts counts;

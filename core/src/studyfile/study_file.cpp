@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <iterator>
+#include <set>
 
 #include "studyfile/json_checks.hpp"
 
@@ -330,6 +332,25 @@ StudySpec parse_study_file(std::string_view text, const std::string& label, cons
 StudySpec load_study_file(const std::string& path) {
   std::string text = read_text_file(path, "study file");
   return parse_study_file(text, path, fs::path(path).parent_path().string());
+}
+
+std::optional<std::string> changed_study_fields(const std::string& stored_json, const std::string& other_json) {
+  const json before = json::parse(stored_json, nullptr, false);
+  const json now = json::parse(other_json, nullptr, false);
+  if (!before.is_object() || !now.is_object()) return std::nullopt;
+  std::set<std::string> keys;
+  for (auto it = before.begin(); it != before.end(); ++it) keys.insert(it.key());
+  for (auto it = now.begin(); it != now.end(); ++it) keys.insert(it.key());
+  std::string changed;
+  for (const std::string& k : keys) {
+    if (std::find(std::begin(kMutableStudyFields), std::end(kMutableStudyFields), k) != std::end(kMutableStudyFields))
+      continue;
+    json a = before.value(k, json()), b = now.value(k, json());
+    if (a.is_object()) a.erase("isolation");
+    if (b.is_object()) b.erase("isolation");
+    if (a != b) changed += (changed.empty() ? "" : ", ") + ("/" + k);
+  }
+  return changed;
 }
 
 }  // namespace cotune::core

@@ -136,6 +136,11 @@ StudySpec load_study_file(const std::string& path);
 // Validates `text` as a study file named `label`; relative paths in it resolve against `base_dir`.
 StudySpec parse_study_file(std::string_view text, const std::string& label, const std::string& base_dir);
 
+// The top-level fields ("/searcher, /workload") in which two stored study files (JSON text) differ,
+// leaving out those that may change between runs (kMutableStudyFields) and the components'
+// isolation; nullopt when either is not a JSON object. Empty: the same study.
+std::optional<std::string> changed_study_fields(const std::string& stored_json, const std::string& other_json);
+
 }  // namespace cotune::core
 
 #endif  // COTUNE_CORE_STUDYFILE_STUDY_FILE_HPP_
