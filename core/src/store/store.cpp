@@ -87,15 +87,9 @@ std::optional<std::vector<std::uint8_t>> load_state(sql::Connection& db, const c
 // (FOR UPDATE on PostgreSQL; on SQLite, BEGIN IMMEDIATE already holds the whole file).
 std::optional<StudyLease> other_holder(sql::Connection& db, std::int64_t study_id, const StudyLease* me,
                                        const std::function<bool(const StudyLease& holder)>& holds) {
-  const bool postgres = db.dialect() == sql::Dialect::kPostgres;
-  auto q = db.prepare(postgres ? "SELECT lease_host, lease_pid, lease_heartbeat FROM studies WHERE id = ?1 FOR UPDATE"
-                               : "SELECT lease_host, lease_pid, lease_heartbeat FROM studies WHERE id = ?1");
-  q->bind(1, study_id);
-  if (!q->step()) throw StoreError("store " + db.name() + ": no study with id " + std::to_string(study_id));
-  if (!q->is_null(0) && !q->is_null(1)) {
-    StudyLease holder{q->text(0), q->int64(1), q->is_null(2) ? 0.0 : q->real(2)};
-    const bool mine = me != nullptr && holder.host == me->host && holder.pid == me->pid;
-    if (!mine && holds(holder)) return holder;
+  if (const std::optional<StudyLease> holder = store_detail::locked_lease(db, study_id)) {
+    const bool mine = me != nullptr && holder->host == me->host && holder->pid == me->pid;
+    if (!mine && holds(*holder)) return holder;
   }
   // Workers share the study (join_study): a plain run waits until none is left.
   return store_detail::live_worker(db, study_id, holds);

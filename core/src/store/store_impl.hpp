@@ -90,6 +90,11 @@ auto run_transaction(Connection& impl, std::optional<sql::Access> access, F& bod
 // numbering a trial with the same seq). On SQLite, BEGIN IMMEDIATE already does that.
 bool claim_study(sql::Connection& db, std::int64_t study_id);
 
+// The study's lease (host, pid, heartbeat; none when no plain run holds it), its row locked to the
+// end of the transaction (FOR UPDATE on PostgreSQL; on SQLite, BEGIN IMMEDIATE holds the file).
+// StoreError when there is no such study. Inside a write transaction.
+std::optional<StudyLease> locked_lease(sql::Connection& db, std::int64_t study_id);
+
 // The first registered worker of the study that `holds` accepts; the rows of the others (gone) are
 // removed. Inside a write transaction.
 std::optional<StudyLease> live_worker(sql::Connection& db, std::int64_t study_id,

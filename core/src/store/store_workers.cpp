@@ -11,6 +11,16 @@
 namespace cotune::core {
 namespace store_detail {
 
+std::optional<StudyLease> locked_lease(sql::Connection& db, std::int64_t study_id) {
+  const bool postgres = db.dialect() == sql::Dialect::kPostgres;
+  auto q = db.prepare(postgres ? "SELECT lease_host, lease_pid, lease_heartbeat FROM studies WHERE id = ?1 FOR UPDATE"
+                               : "SELECT lease_host, lease_pid, lease_heartbeat FROM studies WHERE id = ?1");
+  q->bind(1, study_id);
+  if (!q->step()) throw StoreError("store " + db.name() + ": no study with id " + std::to_string(study_id));
+  if (q->is_null(0) || q->is_null(1)) return std::nullopt;
+  return StudyLease{q->text(0), q->int64(1), q->is_null(2) ? 0.0 : q->real(2)};
+}
+
 std::optional<StudyLease> live_worker(sql::Connection& db, std::int64_t study_id,
                                       const std::function<bool(const StudyLease&)>& holds) {
   std::vector<StudyLease> workers;
@@ -60,19 +70,11 @@ std::optional<StudyLease> Store::join_study(std::int64_t study_id, const StudyLe
   write([&] {
     held.reset();
     sql::Connection& db = impl_->db;
-    // The study's row, locked on PostgreSQL (FOR UPDATE) as take_study_lease locks it: a plain run
-    // and a worker starting together cannot both get in.
-    const bool postgres = db.dialect() == sql::Dialect::kPostgres;
-    auto q = db.prepare(postgres ? "SELECT lease_host, lease_pid, lease_heartbeat FROM studies WHERE id = ?1 FOR UPDATE"
-                                 : "SELECT lease_host, lease_pid, lease_heartbeat FROM studies WHERE id = ?1");
-    q->bind(1, study_id);
-    if (!q->step()) throw StoreError("store " + db.name() + ": no study with id " + std::to_string(study_id));
-    if (!q->is_null(0) && !q->is_null(1)) {
-      StudyLease holder{q->text(0), q->int64(1), q->is_null(2) ? 0.0 : q->real(2)};
-      if (holds(holder)) {
-        held = holder;
-        return;
-      }
+    // The study's row, locked as take_study_lease locks it: a plain run and a worker starting
+    // together cannot both get in.
+    if (const std::optional<StudyLease> holder = store_detail::locked_lease(db, study_id); holder && holds(*holder)) {
+      held = holder;
+      return;
     }
     upsert_worker(db, study_id, me);
   });
