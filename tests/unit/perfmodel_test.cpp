@@ -168,6 +168,23 @@ TEST(Catalogue, ExponentialThroughputComesWithTheAbi15Struct) {
               HasSubstr("gpu_spec/exp_tera_per_s: expected a number"));
 }
 
+TEST(Catalogue, GroupedGemmEfficiencyComesWithTheAbi18Struct) {
+  cotune_hardware hw{};
+  hw.struct_size = sizeof hw;
+  perf::resolve_hardware({{"gpu", "h100"}, {"nodes", 1}}, &hw);
+  EXPECT_EQ(hw.grouped_gemm_efficiency, 0);  // the catalogue leaves it out: as efficient as dense GEMMs
+  perf::resolve_hardware({{"gpu", "h100"}, {"nodes", 1}, {"gpu_spec", {{"grouped_gemm_efficiency", 0.7}}}}, &hw);
+  EXPECT_DOUBLE_EQ(hw.grouped_gemm_efficiency, 0.7);
+  // A 1.7 reader's struct ends before the field: nothing is written past it.
+  cotune_hardware old{};
+  old.struct_size = COTUNE_STRUCT_SIZE(cotune_hardware, exp_per_s);
+  old.grouped_gemm_efficiency = -1;
+  perf::resolve_hardware({{"gpu", "h100"}, {"nodes", 1}, {"gpu_spec", {{"grouped_gemm_efficiency", 0.7}}}}, &old);
+  EXPECT_EQ(old.grouped_gemm_efficiency, -1);
+  EXPECT_THAT(error_of({{"gpu", "h100"}, {"nodes", 1}, {"gpu_spec", {{"grouped_gemm_efficiency", 0}}}}),
+              HasSubstr("gpu_spec/grouped_gemm_efficiency: 0 is out of range"));
+}
+
 TEST(Catalogue, DefinesACustomGpu) {
   json spec = {{"name", "my-accel"}, {"peak_tflops", {{"bf16", 500}}}, {"hbm_gib", 64}, {"hbm_GBps", 2000},
                {"nvlink_GBps", 200}, {"network_GBps", 25}, {"latency_us", {{"node", 2}, {"cluster", 5}}},
@@ -252,6 +269,26 @@ TEST(OpTime, AttentionSlowsAtSmallHeadDimsBoundByExponentials) {
   a.phase = COTUNE_PHASE_FORWARD;
   a.head_dim = 256;
   EXPECT_LT(perf::op_time(a, hw), 1024 * scores / rate);
+}
+
+TEST(OpTime, GroupedGemmsRunAtTheirOwnShareOfTheDenseEfficiency) {
+  // One group of a grouped GEMM, 2 x 1000^3 FLOPs: 40 us at the toy's 0.5 of 100 TFLOP/s (as a dense
+  // GEMM). At grouped_gemm_efficiency 0.8 it reaches 0.4 of the peak: 50 us.
+  cotune_hardware hw = toy();
+  hw.struct_size = sizeof hw;
+  cotune_op g = gemm(0, 1000, 1000, 1000);
+  g.flags = COTUNE_OP_GROUPED;
+  EXPECT_NEAR(perf::op_time(g, hw), 40e-6, 1e-12);  // 0: as a dense GEMM
+  hw.grouped_gemm_efficiency = 0.8;
+  EXPECT_NEAR(perf::op_time(g, hw), 50e-6, 1e-12);
+  EXPECT_NEAR(perf::op_time(gemm(0, 1000, 1000, 1000), hw), 40e-6, 1e-12);  // dense GEMMs keep theirs
+  // Above 1 (a grouped kernel filling the GPU with many small groups' tiles) it may lift a group
+  // past its size's efficiency, never past 0.95 of the peak: 2e9 / (0.95 x 100e12).
+  hw.grouped_gemm_efficiency = 3;
+  EXPECT_NEAR(perf::op_time(g, hw), 2e9 / (0.95 * 100e12), 1e-12);
+  // A 1.7 plugin's struct ends before the field: the host reads 0, as efficient as dense GEMMs.
+  hw.struct_size = COTUNE_STRUCT_SIZE(cotune_hardware, exp_per_s);
+  EXPECT_NEAR(perf::op_time(g, hw), 40e-6, 1e-12);
 }
 
 TEST(OpTime, MemoryOpsMoveBytesAtBandwidth) {

@@ -28,6 +28,8 @@ constexpr double kAttentionReferenceHeadDim = 128;
 // H100, causal head dim 128). On Ampere FlashAttention-2 is what every framework runs.
 constexpr double kAsyncTensorCorePeak = 900e12;
 constexpr double kSdpaAttentionShare = 0.6;
+// No kernel reaches its dtype's peak: what grouped_gemm_efficiency lifts stops here.
+constexpr double kMostOfPeak = 0.95;
 
 // Fused attention does, per score of Q K^T, 4 d tensor-core FLOPs forward (10 d backward) and one
 // exponential on the special-function units (the backward rebuilds the softmax: one more). At the
@@ -87,6 +89,7 @@ cotune_hardware effective_hardware(const cotune_hardware& in) {
   if (hw.gemm_efficiency_fp4 <= 0) hw.gemm_efficiency_fp4 = hw.gemm_efficiency_fp8;
   if (hw.attention_efficiency <= 0) hw.attention_efficiency = kAttentionShareOfGemm * hw.gemm_efficiency_max;
   if (hw.host_launch_s < 0) hw.host_launch_s = 0;
+  if (hw.grouped_gemm_efficiency <= 0) hw.grouped_gemm_efficiency = 1;
   for (double& e : hw.net_efficiency)
     if (e <= 0) e = hw.network_efficiency;
   return hw;
@@ -177,6 +180,9 @@ double op_time_effective(const cotune_op& op, const cotune_hardware& hw) {
       double eff = 0;
       if (op.kind == COTUNE_OP_GEMM) {
         eff = size_efficiency(hw, w.flops, peak, gemm_efficiency_max(hw, op.dtype));
+        // A grouped kernel's scale may lift a small group past its own size's efficiency (the
+        // kernel fills the GPU with every group's tiles), never past the peak.
+        if (op.flags & COTUNE_OP_GROUPED) eff = std::min(kMostOfPeak, eff * hw.grouped_gemm_efficiency);
       } else {
         // The kernel's size is one pass's work: the backward factor is more work, not a bigger tile.
         const bool backward = op.phase == COTUNE_PHASE_BACKWARD && !(op.flags & COTUNE_OP_RECOMPUTE);

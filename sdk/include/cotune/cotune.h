@@ -41,7 +41,7 @@ extern "C" {
 /* ---------------------------------------------------------------------------------------------- */
 
 #define COTUNE_ABI_MAJOR 1
-#define COTUNE_ABI_MINOR 7
+#define COTUNE_ABI_MINOR 8
 
 /* Size of a struct up to and including `last_field`: what a writer stores in struct_size. */
 #define COTUNE_STRUCT_SIZE(type, last_field) \
@@ -216,8 +216,12 @@ typedef struct cotune_hardware {
                                              issue: attention's softmax costs one per score, so
                                              attention_efficiency (at head_dim 128) falls at smaller
                                              head dims (0: independent of head_dim) */
+  double grouped_gemm_efficiency;         /* 1.8: a grouped GEMM (COTUNE_OP_GROUPED) runs at this multiple
+                                             of the efficiency of one dense GEMM of a group's size
+                                             (0: 1). Grouped kernels are their own code path, tuned
+                                             release by release apart from dense GEMMs */
 } cotune_hardware;
-COTUNE_ASSERT_LAST_FIELD(cotune_hardware, exp_per_s);
+COTUNE_ASSERT_LAST_FIELD(cotune_hardware, grouped_gemm_efficiency);
 
 /* Op kinds of a step trace. */
 #define COTUNE_OP_GEMM 1       /* m x k times k x n, `count` times */
@@ -260,6 +264,10 @@ COTUNE_ASSERT_LAST_FIELD(cotune_hardware, exp_per_s);
    GPUs of 900 TFLOP/s bf16 and more it reaches 0.6 of attention_efficiency. A host before 1.6 times
    it as fused attention. */
 #define COTUNE_OP_SDPA (1u << 3)
+/* 1.8: GEMM: one of the groups of a grouped GEMM (the experts of a mixture-of-experts layer, one
+   kernel for all of them): m, n, k are one group's, `count` counts the groups. The host scales its
+   efficiency by the hardware's grouped_gemm_efficiency; a host before 1.8 times it as dense GEMMs. */
+#define COTUNE_OP_GROUPED (1u << 4)
 
 /* One operation of a step trace. */
 typedef struct cotune_op {
