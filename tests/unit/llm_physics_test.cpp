@@ -187,6 +187,40 @@ TEST_F(LlmPhysics, MoeDispatchCrossesNodesAtEachGpusOwnLink) {
   EXPECT_GT(across.r.exposed_comm_s[COTUNE_GROUP_EP], 0);
 }
 
+TEST_F(LlmPhysics, ExpertGemmsAreGroupedGemmsAndOnlyThey) {
+  // Mixtral 8x7B on ep 8: each GPU's expert GEMMs (up and down, forward, dgrad and wgrad: six) run
+  // as grouped GEMMs, timed by the hardware's grouped_gemm_efficiency; attention, the router and
+  // the output layer are dense GEMMs. On a machine whose grouped GEMMs reach 0.5 of a dense GEMM's
+  // efficiency the step is slower, and a dense model's is not.
+  const json model = {{"preset", "mixtral-8x7b"}};
+  const json config = {{"dp", 8}, {"ep", 8}, {"etp", 1}};
+  const Run run = simulate(model, {{"global_batch", 64}}, "h100-sxm", 8, config);
+  std::vector<std::string> grouped;
+  for (const auto& o : run.labels)
+    if (o.flags & COTUNE_OP_GROUPED) {
+      EXPECT_EQ(o.kind, COTUNE_OP_GEMM) << o.label;
+      grouped.push_back(o.label);
+    }
+  EXPECT_THAT(grouped, ::testing::UnorderedElementsAre("expert_up", "expert_down", "expert_down_dgrad",
+                                                       "expert_down_wgrad", "expert_up_dgrad", "expert_up_wgrad"));
+  json slow_cluster = {{"gpu", "h100-sxm"}, {"nodes", 1}, {"gpu_spec", {{"grouped_gemm_efficiency", 0.5}}}};
+  auto step = [&](const json& m, const json& cluster, const json& c) {
+    const json w = {{"model", m}, {"training", {{"global_batch", 64}}}, {"cluster", cluster}};
+    json options = json::object();
+    for (auto it = c.begin(); it != c.end(); ++it) options[it.key()] = {it.value()};
+    auto s = registry_.make_space("llm", w.dump(), options.dump());
+    const auto v = s->parse(c.dump());
+    cotune_sim_result r{};
+    r.struct_size = sizeof r;
+    cotune::core::perf::simulate(s->lower(v.data()), &r);
+    return r.step_time_s;
+  };
+  const json plain_cluster = {{"gpu", "h100-sxm"}, {"nodes", 1}};
+  EXPECT_GT(step(model, slow_cluster, config), 1.2 * step(model, plain_cluster, config));
+  const json dense = {{"preset", "llama3-8b"}};
+  EXPECT_DOUBLE_EQ(step(dense, slow_cluster, {{"tp", 2}}), step(dense, plain_cluster, {{"tp", 2}}));
+}
+
 TEST_F(LlmPhysics, OverlappedExpertParallelAllToAllsHideBehindCompute) {
   // Mixtral 8x7B with 16 experts on ep 16 over two H100 nodes, micro-batch 1 of 4096 tokens: each
   // all-to-all sends half its buffer over the 50 GB/s link, less time than the micro-batch's GEMMs

@@ -276,6 +276,10 @@ void shared_experts_backward(TraceBuilder& B, const Workload& w, const Config& c
   tp_combine(B, c, d, BW, n);
 }
 
+// The routed experts of one GPU run as one grouped GEMM per matrix (TransformerEngine's grouped
+// GEMM, Megatron-LM's --moe-grouped-gemm): a kernel family of its own, timed apart from dense GEMMs.
+constexpr uint32_t kGrouped = COTUNE_OP_GROUPED;
+
 // The stream of overlapped expert-parallel all-to-alls: beside the compute stream and the streams of
 // pipeline, gradient and parameter traffic.
 constexpr int32_t kExpertCommStream = 3;
@@ -335,9 +339,9 @@ void moe_mlp_forward(TraceBuilder& B, const Workload& w, const Config& c, const 
                  -1, flags);
   const bool sort = e.local > 1 && c.ep > 1;  // tokens arrive by source rank; experts want them by expert
   if (sort) B.memory(phase, "sort_chunks", e.on_gpu * d.h * kAct * 2, n, flags, 2);
-  B.gemm(phase, "expert_up", e.per_expert, e.up * e.ffn, d.h, n * e.local, fwd, flags, 1 / e.local);
+  B.gemm(phase, "expert_up", e.per_expert, e.up * e.ffn, d.h, n * e.local, fwd, flags | kGrouped, 1 / e.local);
   B.memory(phase, "expert_activation", e.on_gpu * e.ffn * kAct * (e.up + 1), n, flags);
-  B.gemm(phase, "expert_down", e.per_expert, d.h, e.ffn, n * e.local, fwd, flags, 1 / e.local);
+  B.gemm(phase, "expert_down", e.per_expert, d.h, e.ffn, n * e.local, fwd, flags | kGrouped, 1 / e.local);
   if (c.etp > 1)
     B.collective(phase, 0, "etp_reducescatter", COTUNE_COLL_REDUCE_SCATTER, COTUNE_GROUP_EP, e.on_gpu * d.h * kAct, 1,
                  c.etp, n, -1, flags);
@@ -364,11 +368,11 @@ void moe_mlp_backward(TraceBuilder& B, const Workload& w, const Config& c, const
     B.collective(BW, 0, "etp_allgather", COTUNE_COLL_ALL_GATHER, COTUNE_GROUP_EP, e.on_gpu * d.h * kAct, 1, c.etp, n);
   const bool sort = e.local > 1 && c.ep > 1;
   if (sort) B.memory(BW, "sort_chunks_grad", e.on_gpu * d.h * kAct * 2, n, 0, 2);
-  B.gemm(BW, "expert_down_dgrad", e.per_expert, e.ffn, d.h, n * e.local, dg, 0, 1 / e.local);
-  B.gemm(BW, "expert_down_wgrad", e.ffn, d.h, e.per_expert, n * e.local, wg, 0, 1 / e.local);
+  B.gemm(BW, "expert_down_dgrad", e.per_expert, e.ffn, d.h, n * e.local, dg, kGrouped, 1 / e.local);
+  B.gemm(BW, "expert_down_wgrad", e.ffn, d.h, e.per_expert, n * e.local, wg, kGrouped, 1 / e.local);
   B.memory(BW, "expert_activation_grad", e.on_gpu * e.ffn * kAct * (2 * e.up + 1), n);
-  B.gemm(BW, "expert_up_dgrad", e.per_expert, d.h, e.up * e.ffn, n * e.local, dg, 0, 1 / e.local);
-  B.gemm(BW, "expert_up_wgrad", d.h, e.up * e.ffn, e.per_expert, n * e.local, wg, 0, 1 / e.local);
+  B.gemm(BW, "expert_up_dgrad", e.per_expert, d.h, e.up * e.ffn, n * e.local, dg, kGrouped, 1 / e.local);
+  B.gemm(BW, "expert_up_wgrad", d.h, e.up * e.ffn, e.per_expert, n * e.local, wg, kGrouped, 1 / e.local);
   if (c.etp > 1)
     B.collective(BW, 0, "etp_reducescatter", COTUNE_COLL_REDUCE_SCATTER, COTUNE_GROUP_EP, e.on_gpu * d.h * kAct, 1,
                  c.etp, n);
