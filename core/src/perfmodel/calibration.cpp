@@ -32,25 +32,32 @@ constexpr double kHuberDelta = 2.0;
 // A constant whose doubling moves no run's step time by this much (in log) is not determined.
 constexpr double kMinSensitivity = 0.002;
 
+// The last column is the width of each constant's prior, in units of CalibrationOptions::prior_sigma.
+// Grouped GEMMs get a wider one: their kernels change from release to release far more than dense
+// GEMMs do (published runs of one mixture-of-experts layout differ by up to 2x between two releases
+// of one container, dense ones by at most a quarter: docs/benchmarks/perfmodel.md), so a few
+// mixture-of-experts runs that are off move them first, not the dense GEMMs that every other
+// workload on the GPU depends on.
 const std::vector<CalibrationConstant> kConstants = {
-    {"gemm_efficiency_max", "large-GEMM fraction of the bf16/fp16 peak", 0.05, 1},
-    {"gemm_half_efficiency_gflops", "bf16 GEMM size that reaches half of that", 0.01, 1e5},
-    {"gemm_efficiency_fp8", "large-GEMM fraction of the fp8 peak", 0.05, 1},
-    {"gemm_efficiency_fp4", "large-GEMM fraction of the fp4 peak", 0.05, 1},
-    {"attention_efficiency", "fused attention forward, fraction of the bf16 peak", 0.05, 1},
-    {"memory_efficiency", "achievable fraction of HBM bandwidth", 0.05, 1},
-    {"kernel_launch_us", "GPU time per kernel beyond its work", 0.01, 1000},
-    {"host_launch_us", "host time to issue one kernel", 0.01, 1000},
-    {"network_efficiency.node", "achievable fraction of NVLink bandwidth", 0.02, 1},
-    {"network_efficiency.cluster", "achievable fraction of the network bandwidth across nodes", 0.02, 1},
-    {"network_efficiency.island", "achievable fraction of the bandwidth across islands", 0.02, 1},
-    {"latency_us.node", "latency of a collective step inside a node", 0.01, 1000},
-    {"latency_us.cluster", "latency of a collective step across nodes", 0.01, 1000},
-    {"latency_us.island", "latency of a collective step across islands", 0.01, 1000},
+    {"gemm_efficiency_max", "large-GEMM fraction of the bf16/fp16 peak", 0.05, 1, 1},
+    {"gemm_half_efficiency_gflops", "bf16 GEMM size that reaches half of that", 0.01, 1e5, 1},
+    {"gemm_efficiency_fp8", "large-GEMM fraction of the fp8 peak", 0.05, 1, 1},
+    {"gemm_efficiency_fp4", "large-GEMM fraction of the fp4 peak", 0.05, 1, 1},
+    {"grouped_gemm_efficiency", "grouped (expert) GEMMs' efficiency as a multiple of a dense GEMM's", 0.1, 3, 1.5},
+    {"attention_efficiency", "fused attention forward, fraction of the bf16 peak", 0.05, 1, 1},
+    {"memory_efficiency", "achievable fraction of HBM bandwidth", 0.05, 1, 1},
+    {"kernel_launch_us", "GPU time per kernel beyond its work", 0.01, 1000, 1},
+    {"host_launch_us", "host time to issue one kernel", 0.01, 1000, 1},
+    {"network_efficiency.node", "achievable fraction of NVLink bandwidth", 0.02, 1, 1},
+    {"network_efficiency.cluster", "achievable fraction of the network bandwidth across nodes", 0.02, 1, 1},
+    {"network_efficiency.island", "achievable fraction of the bandwidth across islands", 0.02, 1, 1},
+    {"latency_us.node", "latency of a collective step inside a node", 0.01, 1000, 1},
+    {"latency_us.cluster", "latency of a collective step across nodes", 0.01, 1000, 1},
+    {"latency_us.island", "latency of a collective step across islands", 0.01, 1000, 1},
 };
 
 enum ConstantIndex {
-  kGemm, kGemmHalf, kGemmFp8, kGemmFp4, kAttention, kMemory, kKernel, kHost,
+  kGemm, kGemmHalf, kGemmFp8, kGemmFp4, kGrouped, kAttention, kMemory, kKernel, kHost,
   kNetNode, kNetCluster, kNetIsland, kLatNode, kLatCluster, kLatIsland
 };
 
@@ -131,13 +138,16 @@ struct Fit {
   std::vector<double> sigma;  // of theta
 };
 
-// Minimises the robust loss plus the prior over theta within [lo, hi].
+// Minimises the robust loss plus the prior over theta within [lo, hi]; the prior of constant
+// index[j] has the width prior_sigma x its prior_scale.
 Fit fit_theta(Model& m, const std::vector<size_t>& index, const Vector& theta0, const Vector& lo, const Vector& hi,
               double prior_sigma, bool uncertainty = true) {
+  Vector width(long(index.size()));
+  for (size_t j = 0; j < index.size(); ++j) width(long(j)) = prior_sigma * kConstants[index[j]].prior_scale;
   auto objective = [&](const Vector& theta) {
     double loss = 0;
     for (double r : m.residuals(index, theta)) loss += huber(r);
-    for (long j = 0; j < theta.size(); ++j) loss += 0.5 * std::pow((theta(j) - theta0(j)) / prior_sigma, 2);
+    for (long j = 0; j < theta.size(); ++j) loss += 0.5 * std::pow((theta(j) - theta0(j)) / width(j), 2);
     return loss;
   };
   Fit fit;
@@ -167,7 +177,8 @@ Fit fit_theta(Model& m, const std::vector<size_t>& index, const Vector& theta0, 
   const auto J = jacobian(m, index, fit.theta);
   const std::vector<double> r = m.residuals(index, fit.theta);
   const long p = long(index.size());
-  dlib::matrix<double> H = dlib::identity_matrix<double>(p) / (prior_sigma * prior_sigma);
+  dlib::matrix<double> H = dlib::zeros_matrix<double>(p, p);
+  for (long j = 0; j < p; ++j) H(j, j) = 1 / (width(j) * width(j));
   double chi2 = 0;
   for (size_t i = 0; i < J.size(); ++i) {
     const double w = std::fabs(r[i]) / kNoise <= kHuberDelta ? 1.0 : kHuberDelta * kNoise / std::fabs(r[i]);
@@ -180,6 +191,21 @@ Fit fit_theta(Model& m, const std::vector<size_t>& index, const Vector& theta0, 
   const dlib::matrix<double> cov = dlib::inv(H) * scale;
   for (long j = 0; j < p; ++j) fit.sigma.push_back(std::sqrt(std::max(0.0, cov(j, j))));
   return fit;
+}
+
+// The starting values and ranges, in log, of the constants `index`.
+struct Start {
+  Vector theta0, lo, hi;
+};
+Start start_of(const std::vector<size_t>& index, const Vector& theta_all) {
+  const long dims = static_cast<long>(index.size());
+  Start s{Vector(dims), Vector(dims), Vector(dims)};
+  for (size_t j = 0; j < index.size(); ++j) {
+    s.theta0(long(j)) = theta_all(long(index[j]));
+    s.lo(long(j)) = std::log(kConstants[index[j]].lower);
+    s.hi(long(j)) = std::log(kConstants[index[j]].upper);
+  }
+  return s;
 }
 
 // Folds for cross-validation: leave-one-out up to kLeaveOneOutBelow runs, else `folds` folds (5 when
@@ -216,13 +242,7 @@ size_t select_constant_count(const std::vector<CalibrationRun>& runs, const std:
   for (size_t k = 0; k <= most; ++k) {
     std::vector<size_t> index(ordered.begin(), ordered.begin() + long(k));
     std::sort(index.begin(), index.end());
-    const long dims = static_cast<long>(k);
-    Vector theta0(dims), lo(dims), hi(dims);
-    for (size_t j = 0; j < k; ++j) {
-      theta0(long(j)) = theta_all(long(index[j]));
-      lo(long(j)) = std::log(kConstants[index[j]].lower);
-      hi(long(j)) = std::log(kConstants[index[j]].upper);
-    }
+    const auto [theta0, lo, hi] = start_of(index, theta_all);
     double sum = 0;
     size_t count = 0;
     for (const std::vector<size_t>& test : tests) {
@@ -279,6 +299,7 @@ double constant_value(const cotune_hardware& hw, size_t i) {
     case kGemmHalf: return hw.gemm_half_efficiency_flops / 1e9;
     case kGemmFp8: return hw.gemm_efficiency_fp8;
     case kGemmFp4: return hw.gemm_efficiency_fp4;
+    case kGrouped: return hw.grouped_gemm_efficiency;
     case kAttention: return hw.attention_efficiency;
     case kMemory: return hw.memory_efficiency;
     case kKernel: return hw.kernel_launch_s * 1e6;
@@ -299,6 +320,7 @@ void set_constant(cotune_hardware& hw, size_t i, double v) {
     case kGemmHalf: hw.gemm_half_efficiency_flops = v * 1e9; break;
     case kGemmFp8: hw.gemm_efficiency_fp8 = v; break;
     case kGemmFp4: hw.gemm_efficiency_fp4 = v; break;
+    case kGrouped: hw.grouped_gemm_efficiency = v; break;
     case kAttention: hw.attention_efficiency = v; break;
     case kMemory: hw.memory_efficiency = v; break;
     case kKernel: hw.kernel_launch_s = v * 1e-6; break;
@@ -446,7 +468,12 @@ CalibrationResult calibrate(const std::vector<CalibrationRun>& runs, const Calib
     }
     std::vector<size_t> order(every.size());
     std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return sensitivity[a] > sensitivity[b]; });
+    // Most telling first: how far the constant can move the runs within its prior. Of two constants
+    // that explain the runs alike, the one whose prior lets it move goes first: two mixture-of-experts
+    // runs slower than modelled move the grouped GEMMs' efficiency, not the dense GEMMs'.
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return sensitivity[a] * kConstants[a].prior_scale > sensitivity[b] * kConstants[b].prior_scale;
+    });
     for (size_t j : order) {
       if (!candidate[j]) continue;
       if (sensitivity[j] < kMinSensitivity) {
@@ -467,12 +494,7 @@ CalibrationResult calibrate(const std::vector<CalibrationRun>& runs, const Calib
     std::sort(index.begin(), index.end());
   }
 
-  Vector theta0(long(index.size())), lo(long(index.size())), hi(long(index.size()));
-  for (size_t k = 0; k < index.size(); ++k) {
-    theta0(long(k)) = theta_all(long(index[k]));
-    lo(long(k)) = std::log(kConstants[index[k]].lower);
-    hi(long(k)) = std::log(kConstants[index[k]].upper);
-  }
+  const auto [theta0, lo, hi] = start_of(index, theta_all);
   const Fit fit = fit_theta(model, index, theta0, lo, hi, options.prior_sigma);
   for (size_t k = 0; k < index.size(); ++k) {
     const CalibrationConstant& c = kConstants[index[k]];

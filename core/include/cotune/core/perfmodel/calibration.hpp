@@ -21,6 +21,7 @@ struct CalibrationConstant {
   const char* name;
   const char* what;    // one line: what it is
   double lower, upper; // its range
+  double prior_scale;  // its prior's width, in units of CalibrationOptions::prior_sigma
 };
 const std::vector<CalibrationConstant>& calibration_constants();
 // The index of a constant by name, or -1.
@@ -58,7 +59,9 @@ struct CalibrationOptions {
   std::vector<std::string> fit;
   std::vector<std::string> candidates;
   size_t folds = 5;          // for the held-out error (fewer when there are fewer runs)
-  double prior_sigma = 0.5;  // how far (in log) a constant may stray from its catalogue value at 1 sigma
+  // How far (in log) a constant may stray from its catalogue value at 1 sigma, times the constant's
+  // prior_scale (how well the catalogue knows it).
+  double prior_sigma = 0.5;
   bool held_out = true;      // compute the k-fold held-out error (a fit per fold)
   // Without `fit`: fit only as many of the most telling constants as lower the cross-validated error
   // (leave-one-out up to 12 runs, else `folds` folds), at most max_selected; false fits every
