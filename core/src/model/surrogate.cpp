@@ -271,8 +271,9 @@ void Surrogate::predict(const double* configs, size_t n, double* out_value, doub
 }
 
 const std::vector<std::string> Surrogate::kInStudyConstants = {
-    "gemm_efficiency_max", "gemm_half_efficiency_gflops", "gemm_efficiency_fp8",     "gemm_efficiency_fp4",
-    "attention_efficiency", "host_launch_us",             "network_efficiency.node", "network_efficiency.cluster"};
+    "gemm_efficiency_max",  "gemm_half_efficiency_gflops", "gemm_efficiency_fp8",     "gemm_efficiency_fp4",
+    "grouped_gemm_efficiency", "attention_efficiency",     "host_launch_us",          "network_efficiency.node",
+    "network_efficiency.cluster"};
 
 namespace {
 

@@ -87,7 +87,7 @@ class Surrogate {
   const CostModel* cost_model() const { return cost_ ? &*cost_ : nullptr; }
 
   // With the analytic prior: at every fit, refit the performance model's cheap constants (GEMM
-  // efficiency and its size curve, attention and network efficiency, the host's issue time:
+  // efficiency and its size curve, grouped GEMMs, attention and network efficiency, the host's issue time:
   // kInStudyConstants) on the measured configurations, per GPU type, from the second one on (the
   // most probable constants given the trials: CalibrationOptions::underdetermined), so that a few
   // real trials correct a miscalibrated model for the rest of the search (calibration.hpp). Off
