@@ -488,6 +488,35 @@ TEST_F(Calibration, CommandLineCalibratesAndSimulateAppliesIt) {
   EXPECT_THAT(r.err, HasSubstr("gemm_efficiency_fp8 cannot be fitted from these runs"));
 }
 
+TEST_F(Calibration, CommandLineNamesTheColumnsItDoesNotRead) {
+  // A misspelt parameter column leaves the parameter at its default: the runs would calibrate the
+  // model to layouts that did not run. calibrate and simulate --batch say which columns they do not
+  // read, with the column each most likely misspells.
+  cotune::testing::ScratchDir scratch("calibrate-columns");
+  const std::string dir = scratch.path();
+  std::ostringstream runs;
+  write_half_gemm_runs(runs);
+  std::string text = runs.str();
+  text.replace(text.find("micro_batch"), 11, "micro_bach");
+  std::ofstream(dir + "/typo.csv") << text;
+  CliResult r = run_cli(dir, {"calibrate", "--runs", dir + "/typo.csv", "--fit", "gemm_efficiency_max"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("typo.csv: columns that are neither the llm space's table schema's nor a recognised "
+                               "metric are not read: micro_bach (did you mean \"micro_batch\"?)"));
+  std::ofstream(dir + "/batch.csv") << "hidden,layers,heads,vocab,seq_len,global_batch,gpu,gpus,tp,micro_bach,run_name\n"
+                                       "2048,16,16,32000,2048,256,h100-sxm,8,2,4,first\n";
+  r = run_cli(dir, {"simulate", "--batch", dir + "/batch.csv"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("warning: " + dir + "/batch.csv: columns not read, copied through: micro_bach (did you "
+                               "mean \"micro_batch\"?) (a parameter whose column is misspelt takes its default)"));
+  // A column that names nothing like the schema's (a run's name) is copied through unremarked.
+  std::ofstream(dir + "/clean.csv") << "hidden,layers,heads,vocab,seq_len,global_batch,gpu,gpus,tp,run_name\n"
+                                       "2048,16,16,32000,2048,256,h100-sxm,8,2,first\n";
+  r = run_cli(dir, {"simulate", "--batch", dir + "/clean.csv"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+}
+
 TEST_F(Calibration, CommandLineFitsWhatItCanAndNamesWhatItLeftOut) {
   cotune::testing::ScratchDir scratch("calibrate-partial");
   const std::string dir = scratch.path();

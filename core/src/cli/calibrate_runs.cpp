@@ -38,6 +38,16 @@ CalibrationRuns read_calibration_runs(const core::Registry& registry, const core
   const core::TableRuns read = core::read_table_runs(table, mapping, registry, schema);
   CalibrationRuns runs;
   runs.warnings = read.warnings;
+  if (!read.unread_numeric_columns.empty()) {
+    // Calibration keeps no extra metrics: a misspelt parameter column would leave the parameter at
+    // its default and fit the constants to the wrong layout, unseen.
+    std::string names;
+    for (const std::string& n : read.unread_numeric_columns) names += (names.empty() ? "" : ", ") + n;
+    runs.warnings.push_back(path + ": columns that are neither the " + schema.space() +
+                            " space's table schema's nor a recognised metric are not read: " + names +
+                            " (a misspelt parameter column leaves the parameter at its default; --map 'COLUMN=NAME' "
+                            "reads a column under another name)");
+  }
   for (const core::RejectedRow& r : read.rejected) runs.skipped.push_back({r.line, r.reason});
   for (const core::TableRun& run : read.runs) {
     if (run.status != core::TrialStatus::kOk) {

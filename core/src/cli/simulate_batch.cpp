@@ -73,6 +73,21 @@ Outcome simulate_row(const core::Registry& registry, const core::TableSchema& sc
   return o;
 }
 
+// Columns the schema does not read are copied through (names, ids, notes). One that looks like a
+// schema column is most likely misspelt, which leaves that parameter at its default: said once.
+void warn_misspelt_columns(const std::vector<std::string>& header, const std::vector<std::string>& reads,
+                           const core::TableSchema& schema, const std::string& source) {
+  std::string names;
+  for (size_t i = 0; i < header.size(); ++i) {
+    if (schema.reads(reads[i]) || reads[i] == core::kFormatColumn) continue;
+    const std::string hint = core::column_hint(header[i], schema);
+    if (!hint.empty()) names += (names.empty() ? "" : ", ") + header[i] + hint;
+  }
+  if (!names.empty())
+    std::fprintf(stderr, "cotune simulate: warning: %s: columns not read, copied through: %s (a parameter whose column "
+                 "is misspelt takes its default)\n", source.c_str(), names.c_str());
+}
+
 }  // namespace
 
 size_t simulate_batch(const core::Registry& registry, const core::TableSchema& schema, std::istream& in,
@@ -104,6 +119,7 @@ size_t simulate_batch(const core::Registry& registry, const core::TableSchema& s
   // the input's own names.
   std::vector<std::string> reads(header.size());
   for (size_t i = 0; i < header.size(); ++i) reads[i] = core::canonical_column(header[i], schema, header);
+  warn_misspelt_columns(header, reads, schema, source);
   for (size_t i = 0; i < header.size(); ++i) out << (i ? "," : "") << csv_field(header[i]);
   for (const char* a : added) out << "," << a;
   out << "\n";

@@ -5,6 +5,8 @@
 #include <cotune/core/run/study_setup.hpp>
 #include <cotune/core/studyfile/study_file.hpp>
 
+#include "studyfile/json_checks.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -193,6 +195,14 @@ std::vector<std::string> recognised_metric_names() {
   return names;
 }
 
+std::string column_hint(const std::string& column, const TableSchema& schema) {
+  std::vector<std::string> names = schema.columns();
+  const std::vector<std::string> metrics = recognised_metric_names();
+  names.insert(names.end(), metrics.begin(), metrics.end());
+  const std::string meant = likely_meant(column, names);
+  return meant.empty() ? "" : " (did you mean \"" + meant + "\"?)";
+}
+
 TableRuns read_table_runs(const CsvTable& table, const std::vector<std::pair<std::string, std::string>>& mapping,
                           const Registry& registry, const TableSchema& schema, const json* calibration) {
   const std::vector<std::string> header = mapped_header(table, mapping, schema);
@@ -214,9 +224,10 @@ TableRuns read_table_runs(const CsvTable& table, const std::vector<std::pair<std
       if (!r.fields[c].empty() && !parse_number(r.fields[c], &v)) numeric = false;
     if (numeric) {
       extra.push_back(c);
+      out.unread_numeric_columns.push_back(table.header[c] + column_hint(name, schema));
     } else {
-      out.warnings.push_back(table.source + ": column '" + table.header[c] +
-                             "' is neither a column of the " + schema.space() +
+      out.warnings.push_back(table.source + ": column '" + table.header[c] + "'" + column_hint(name, schema) +
+                             " is neither a column of the " + schema.space() +
                              " space's table schema nor a recognised metric (docs/history.md) and holds text; ignored");
     }
   }
@@ -224,7 +235,7 @@ TableRuns read_table_runs(const CsvTable& table, const std::vector<std::pair<std
   if (!extra.empty()) {
     // Said, so that a misspelt parameter column ("tensor_parallel" for "tp") does not pass unseen.
     std::string names;
-    for (size_t c : extra) names += (names.empty() ? "" : ", ") + table.header[c];
+    for (const std::string& n : out.unread_numeric_columns) names += (names.empty() ? "" : ", ") + n;
     out.notes.push_back(table.source + ": kept as metrics under their own names (not columns of the " +
                         schema.space() + " space's table schema, nor recognised metrics): " + names);
   }

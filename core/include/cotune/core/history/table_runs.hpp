@@ -94,7 +94,14 @@ struct TableRuns {
   std::vector<RejectedRow> rejected;
   std::vector<std::string> warnings;  // one per ignored column
   std::vector<std::string> notes;     // the columns kept as extra metrics
+  // Those columns, each with the schema column or metric it most likely misspells (" (did you mean
+  // "micro_batch"?)"): a reader that keeps no extra metrics says them as ignored.
+  std::vector<std::string> unread_numeric_columns;
 };
+
+// " (did you mean "NAME"?)" naming the schema column or recognised metric `column` most likely
+// misspells, or "".
+std::string column_hint(const std::string& column, const TableSchema& schema);
 
 // Reads every row of `table`. Header problems (a mapping naming no column or clashing with another
 // column, two columns of the same canonical metric, a column named like the output of simulate
