@@ -461,10 +461,19 @@ TEST_F(Calibration, CommandLineCalibratesAndSimulateAppliesIt) {
                     dir + "/cal.json"});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_THAT(r.err, HasSubstr("cal.json' has no constants for a100-80gb (it has some for h100-sxm); the catalogue's are used"));
+  EXPECT_EQ(r.out.find("calibration "), std::string::npos) << "nothing applied, nothing named:\n" << r.out;
   r = run_cli(dir, {"simulate", "--workload", dir + "/w.json", "--config", dir + "/c.json", "--calibration",
                     dir + "/cal.json"});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
+  // The answer names what calibrated it.
+  EXPECT_THAT(r.out, HasSubstr("calibration     " + dir + "/cal.json: {\"gemm_efficiency_max\":0.5"));
+  r = run_cli(dir, {"simulate", "--workload", dir + "/w.json", "--config", dir + "/c.json", "--calibration",
+                    dir + "/cal.json", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json simulated = json::parse(r.out);
+  EXPECT_EQ(simulated["calibration"]["file"], dir + "/cal.json");
+  EXPECT_EQ(simulated["calibration"]["constants"], cal["gpus"]["h100-sxm"]["constants"]);
 
   // A bad cell names its line and column, a layout the space refuses its line; such a row is left out,
   // and the one run left cannot be fitted alone (exit 2, as nothing is written).

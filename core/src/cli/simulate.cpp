@@ -187,6 +187,16 @@ void warn_if_uncalibrated(const json& calibration, const cotune_trace& trace, co
                path.c_str(), gpu.c_str(), has.empty() ? "none" : has.c_str());
 }
 
+// The constants a calibration sets for the trace's GPU ({} when it has none for it): what the
+// answer was calibrated with, printed beside it.
+json applied_constants(const json& calibration, const cotune_trace& trace) {
+  if (calibration.is_null()) return json::object();
+  const std::string gpu(trace.hardware.gpu_name.data, trace.hardware.gpu_name.len);
+  for (auto it = calibration.begin(); it != calibration.end(); ++it)
+    if (core::perf::calibration_key_names(it.key(), gpu)) return it.value();
+  return json::object();
+}
+
 int run_simulate(int argc, char** argv) {
   std::string workload_path, config_path, batch_path, out_path, calibration_path, space_options = "{}",
               space_name = core::kDefaultSpace, format;
@@ -347,13 +357,17 @@ int run_simulate(int argc, char** argv) {
   core::perf::simulate(trace, &r);
   const std::string status = oom ? "oom" : "ok";
   const std::string rendered = space->render(values.data(), COTUNE_RENDER_JSON);
+  const json constants = applied_constants(calibration, trace);
   if (vm.count("json")) {
     json j = result_json(status, reason, json::parse(rendered), trace, r);
     if (ops > 0) j["ops"] = heaviest_ops_json(trace, size_t(ops));
     if (!target.empty()) j["format"] = target;
+    if (!constants.empty()) j["calibration"] = {{"file", calibration_path}, {"constants", constants}};
     std::cout << j.dump(2) << "\n";
   } else {
     if (!target.empty()) std::printf("format          %s (timed as that framework runs it)\n", target.c_str());
+    if (!constants.empty())
+      std::printf("calibration     %s: %s\n", calibration_path.c_str(), constants.dump().c_str());
     print_text(status, reason, rendered, trace, r);
     if (ops > 0) print_heaviest_ops(trace, size_t(ops));
   }
