@@ -289,6 +289,16 @@ TEST(OpTime, GroupedGemmsRunAtTheirOwnShareOfTheDenseEfficiency) {
   // A 1.7 plugin's struct ends before the field: the host reads 0, as efficient as dense GEMMs.
   hw.struct_size = COTUNE_STRUCT_SIZE(cotune_hardware, exp_per_s);
   EXPECT_NEAR(perf::op_time(g, hw), 40e-6, 1e-12);
+  // The cap bounds only the lift: at 1, a group runs as a dense GEMM of its size even where a
+  // calibration put the dense efficiency above 0.95 (2e9 FLOPs at the whole 100 TFLOP/s).
+  hw.struct_size = sizeof hw;
+  hw.gemm_efficiency_max = 1;
+  for (double f : {0.0, 1.0}) {
+    hw.grouped_gemm_efficiency = f;
+    EXPECT_NEAR(perf::op_time(g, hw), 20e-6, 1e-12) << f;
+  }
+  hw.grouped_gemm_efficiency = 2;
+  EXPECT_NEAR(perf::op_time(g, hw), 20e-6, 1e-12);  // a lift never slows it below the dense time
 }
 
 TEST(OpTime, MemoryOpsMoveBytesAtBandwidth) {

@@ -28,7 +28,7 @@ constexpr double kAttentionReferenceHeadDim = 128;
 // H100, causal head dim 128). On Ampere FlashAttention-2 is what every framework runs.
 constexpr double kAsyncTensorCorePeak = 900e12;
 constexpr double kSdpaAttentionShare = 0.6;
-// No kernel reaches its dtype's peak: what grouped_gemm_efficiency lifts stops here.
+// No kernel reaches its dtype's peak: what a grouped_gemm_efficiency above 1 lifts stops here.
 constexpr double kMostOfPeak = 0.95;
 
 // Fused attention does, per score of Q K^T, 4 d tensor-core FLOPs forward (10 d backward) and one
@@ -181,8 +181,11 @@ double op_time_effective(const cotune_op& op, const cotune_hardware& hw) {
       if (op.kind == COTUNE_OP_GEMM) {
         eff = size_efficiency(hw, w.flops, peak, gemm_efficiency_max(hw, op.dtype));
         // A grouped kernel's scale may lift a small group past its own size's efficiency (the
-        // kernel fills the GPU with every group's tiles), never past the peak.
-        if (op.flags & COTUNE_OP_GROUPED) eff = std::min(kMostOfPeak, eff * hw.grouped_gemm_efficiency);
+        // kernel fills the GPU with every group's tiles), never past the peak; at 1 it is a dense GEMM.
+        if (op.flags & COTUNE_OP_GROUPED) {
+          const double f = hw.grouped_gemm_efficiency;
+          eff = f <= 1 ? eff * f : std::max(eff, std::min(kMostOfPeak, eff * f));
+        }
       } else {
         // The kernel's size is one pass's work: the backward factor is more work, not a bigger tile.
         const bool backward = op.phase == COTUNE_PHASE_BACKWARD && !(op.flags & COTUNE_OP_RECOMPUTE);

@@ -46,7 +46,8 @@ double op_kernels(const cotune_op& op);
 //  GEMM       2mnk FLOPs at the dtype's peak x e x F/(F + H), e the dtype's large-GEMM efficiency
 //             (gemm_efficiency_max, _fp8, _fp4), H = gemm_half_efficiency_flops x the dtype's peak
 //             over bf16's (a fixed cost in time); or the bytes (mk + kn + mn) at memory speed when
-//             slower (skinny GEMMs).
+//             slower (skinny GEMMs). A grouped GEMM's group (COTUNE_OP_GROUPED) runs at that e x
+//             grouped_gemm_efficiency; a lift above 1 stops at 0.95 of the peak.
 //  ATTENTION  fused (flash) attention: 4 b h sq skv d FLOPs, halved when causal, on the same size
 //             curve with attention_efficiency as its maximum; the backward phase does 2.5x the
 //             work at 0.8 of the forward's rate unless flagged RECOMPUTE (then a forward rerun).
