@@ -101,6 +101,28 @@ TEST_F(SimExecutorTest, NoiseIsSeededPerConfiguration) {
   EXPECT_NE(step(*noisy, c2) / step(*exact, c2), a / base);  // another configuration, another draw
 }
 
+TEST_F(SimExecutorTest, HardwareOverridesTimeAMachineTheModelDoesNotKnow) {
+  // A mixture of experts on a machine whose grouped GEMMs reach half a dense GEMM's efficiency: the
+  // step is slower than on the catalogue's machine, and a dense GEMM's efficiency override slows it too.
+  const json moe = {{"hidden", 2048}, {"layers", 16}, {"heads", 16}, {"vocab", 32000}, {"seq_len", 2048},
+                    {"experts", 8}, {"top_k", 2}, {"expert_ffn_hidden", 4096}, {"gated_mlp", true}};
+  space_ = registry_.make_space("llm",
+                                json{{"model", moe}, {"training", {{"global_batch", 64}}},
+                                     {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 1}}}}.dump(),
+                                R"({"ep": [8], "etp": [1]})");
+  const json config = {{"dp", 8}, {"ep", 8}, {"etp", 1}};
+  auto step = [&](const std::string& options) {
+    auto ex = registry_.make_executor("sim", options);
+    auto r = run(*ex, config);
+    EXPECT_EQ(r.status, COTUNE_STATUS_OK) << r.error;
+    return json::parse(r.metrics_json)["step_time_s"].get<double>();
+  };
+  const double catalogue = step("{}");
+  EXPECT_GT(step(R"({"hardware": {"grouped_gemm_efficiency": 0.5}})"), 1.2 * catalogue);
+  EXPECT_GT(step(R"({"hardware": {"gemm_efficiency_max": 0.4}})"), 1.2 * catalogue);
+  EXPECT_THROW(registry_.make_executor("sim", R"({"hardware": {"grouped_gemm_efficiency": 0}})"), std::exception);
+}
+
 TEST_F(SimExecutorTest, RejectsBadOptions) {
   EXPECT_THROW(registry_.make_executor("sim", R"({"noise": -1})"), std::exception);
   EXPECT_THROW(registry_.make_executor("sim", R"({"noise": 0.1, "speed": 2})"), std::exception);

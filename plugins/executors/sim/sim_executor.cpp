@@ -148,6 +148,7 @@ class SimExecutor {
     static const std::vector<Override> o = {
         {"gemm_efficiency_max", &cotune_hardware::gemm_efficiency_max, 1, 1e-3, 1},
         {"gemm_efficiency_fp8", &cotune_hardware::gemm_efficiency_fp8, 1, 1e-3, 1},
+        {"grouped_gemm_efficiency", &cotune_hardware::grouped_gemm_efficiency, 1, 1e-3, 10},
         {"attention_efficiency", &cotune_hardware::attention_efficiency, 1, 1e-3, 1},
         {"memory_efficiency", &cotune_hardware::memory_efficiency, 1, 1e-3, 1},
         {"network_efficiency", &cotune_hardware::network_efficiency, 1, 1e-3, 1},
@@ -182,6 +183,12 @@ class SimExecutor {
       t.hardware.*(o->field) = value;
       if (o->field == &cotune_hardware::network_efficiency)
         for (double& e : t.hardware.net_efficiency) e = value;
+    }
+    // The whole struct from here on: a space built against an older SDK lowers a smaller one, whose
+    // tail (zero: each field's default) would hide an override of a field appended since.
+    if (!overrides_.empty()) {
+      t.struct_size = sizeof t;
+      t.hardware.struct_size = sizeof t.hardware;
     }
     return t;
   }
