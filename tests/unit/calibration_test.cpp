@@ -510,17 +510,18 @@ TEST_F(Calibration, CommandLineNamesTheColumnsItDoesNotRead) {
   std::ofstream(dir + "/typo.csv") << text;
   CliResult r = run_cli(dir, {"calibrate", "--runs", dir + "/typo.csv", "--fit", "gemm_efficiency_max"});
   EXPECT_EQ(r.status, 0) << r.err;
-  EXPECT_THAT(r.err, HasSubstr("typo.csv: columns that are neither the llm space's table schema's nor a recognised "
-                               "metric are not read: micro_bach (did you mean \"micro_batch\"?)"));
+  EXPECT_THAT(r.err, HasSubstr("typo.csv: columns not read (neither a column of the llm space's table schema nor a "
+                               "recognised metric): micro_bach (did you mean \"micro_batch\"?)"));
   std::ofstream(dir + "/batch.csv") << "hidden,layers,heads,vocab,seq_len,global_batch,gpu,gpus,tp,micro_bach,run_name\n"
                                        "2048,16,16,32000,2048,256,h100-sxm,8,2,4,first\n";
   r = run_cli(dir, {"simulate", "--batch", dir + "/batch.csv"});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_THAT(r.err, HasSubstr("warning: " + dir + "/batch.csv: columns not read, copied through: micro_bach (did you "
                                "mean \"micro_batch\"?) (a parameter whose column is misspelt takes its default)"));
-  // A column that names nothing like the schema's (a run's name) is copied through unremarked.
-  std::ofstream(dir + "/clean.csv") << "hidden,layers,heads,vocab,seq_len,global_batch,gpu,gpus,tp,run_name\n"
-                                       "2048,16,16,32000,2048,256,h100-sxm,8,2,first\n";
+  // A column that names nothing like the schema's (a run's name), or a measurement under a name the
+  // history reads (a RUNS.csv's step_time_ms), is copied through unremarked.
+  std::ofstream(dir + "/clean.csv") << "hidden,layers,heads,vocab,seq_len,global_batch,gpu,gpus,tp,run_name,step_time_ms\n"
+                                       "2048,16,16,32000,2048,256,h100-sxm,8,2,first,1500\n";
   r = run_cli(dir, {"simulate", "--batch", dir + "/clean.csv"});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.err, "");

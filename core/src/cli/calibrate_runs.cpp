@@ -43,8 +43,8 @@ CalibrationRuns read_calibration_runs(const core::Registry& registry, const core
     // its default and fit the constants to the wrong layout, unseen.
     std::string names;
     for (const std::string& n : read.unread_numeric_columns) names += (names.empty() ? "" : ", ") + n;
-    runs.warnings.push_back(path + ": columns that are neither the " + schema.space() +
-                            " space's table schema's nor a recognised metric are not read: " + names +
+    runs.warnings.push_back(path + ": columns not read (neither a column of the " + schema.space() +
+                            " space's table schema nor a recognised metric): " + names +
                             " (a misspelt parameter column leaves the parameter at its default; --map 'COLUMN=NAME' "
                             "reads a column under another name)");
   }

@@ -188,13 +188,15 @@ void warn_if_uncalibrated(const json& calibration, const cotune_trace& trace, co
 }
 
 // The constants a calibration sets for the trace's GPU ({} when it has none for it): what the
-// answer was calibrated with, printed beside it.
+// answer was calibrated with, printed beside it. The host applies every entry whose key names the
+// GPU, in the file's order; so are they merged here.
 json applied_constants(const json& calibration, const cotune_trace& trace) {
-  if (calibration.is_null()) return json::object();
+  json merged = json::object();
+  if (calibration.is_null()) return merged;
   const std::string gpu(trace.hardware.gpu_name.data, trace.hardware.gpu_name.len);
   for (auto it = calibration.begin(); it != calibration.end(); ++it)
-    if (core::perf::calibration_key_names(it.key(), gpu)) return it.value();
-  return json::object();
+    if (core::perf::calibration_key_names(it.key(), gpu) && it.value().is_object()) merged.merge_patch(it.value());
+  return merged;
 }
 
 int run_simulate(int argc, char** argv) {

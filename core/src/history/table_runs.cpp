@@ -200,7 +200,7 @@ std::string column_hint(const std::string& column, const TableSchema& schema) {
   const std::vector<std::string> metrics = recognised_metric_names();
   names.insert(names.end(), metrics.begin(), metrics.end());
   const std::string meant = likely_meant(column, names);
-  return meant.empty() ? "" : " (did you mean \"" + meant + "\"?)";
+  return meant.empty() || meant == column ? "" : " (did you mean \"" + meant + "\"?)";
 }
 
 TableRuns read_table_runs(const CsvTable& table, const std::vector<std::pair<std::string, std::string>>& mapping,
