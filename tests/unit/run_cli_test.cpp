@@ -321,6 +321,31 @@ TEST_F(RunCli, SaysWhatTheTrialsMeasuredOfTheMachine) {
   EXPECT_TRUE(json::parse(out())["run"]["prior_calibration"].empty()) << out();
 }
 
+TEST_F(RunCli, AStudyCalibratedByARelativePathReadsBackFromTheStore) {
+  // "calibration" is relative to the study file. The run applies it and stores the workload with its
+  // constants; show, export and report read the study back from the store, wherever they run and
+  // even after the file is gone (they read the "calibration" path against nothing, "/", before). The
+  // summary measures the machine against the calibration, not the catalogue.
+  const std::string study_dir = dir_ + "/studies";
+  std::filesystem::create_directories(study_dir);
+  std::ofstream(study_dir + "/cal.json")
+      << R"({"cotune_calibration": 1, "gpus": {"h100-sxm": {"constants": {"gemm_efficiency_max": 0.45}}}})";
+  json doc = json::parse(read_file(write_study("calibrated", 6, 2, "random")));
+  doc["calibration"] = "cal.json";
+  doc["executor"]["options"] = {{"noise", 0}, {"hardware", {{"gemm_efficiency_max", 0.45}}}};
+  const std::string path = study_dir + "/calibrated.json";
+  std::ofstream(path) << doc.dump(2);
+  ASSERT_EQ(run({"run", path, "--store", store_}), 0) << err();
+  EXPECT_NE(out().find("with the constants of " + study_dir + "/cal.json"), std::string::npos) << out();
+  std::filesystem::remove(study_dir + "/cal.json");
+  ASSERT_EQ(run({"show", "calibrated", "--store", store_, "--json"}), 0) << err();
+  const json shown = json::parse(out());
+  EXPECT_EQ(shown["study"]["name"], "calibrated");
+  EXPECT_EQ(shown["trials_total"], 6);
+  EXPECT_EQ(run({"export", "calibrated", "--store", store_}), 0) << err();
+  EXPECT_EQ(run({"report", "calibrated", "--store", store_, "-o", dir_ + "/report.html"}), 0) << err();
+}
+
 TEST_F(RunCli, OneRunOfAStudyAtATime) {
   // Trials that take 0.2 s each, one at a time: the first run is still going when the second starts.
   // (40 trials, 8 s at least: long enough under the sanitizers for the second run to start meanwhile.)

@@ -86,6 +86,17 @@ StudySpec spec_from_store(const StudyRecord& study) {
   // was accepted then, its name taken from the store rather than checked again.
   nlohmann::json doc = nlohmann::json::parse(study.study_json, nullptr, false);
   std::string text = study.study_json;
+  // The stored workload carries the calibration's constants (cluster.calibration) as the run applied
+  // them: the file is not read again. Its path, as the study file gave it (relative to where that
+  // was), would resolve against nothing here, and the file may have changed or gone since.
+  std::string calibration_file;
+  if (doc.is_object() && doc.contains("calibration") && doc["calibration"].is_string() && doc.contains("workload") &&
+      doc["workload"].is_object() && doc["workload"].contains("cluster") && doc["workload"]["cluster"].is_object() &&
+      doc["workload"]["cluster"].contains("calibration")) {
+    calibration_file = doc["calibration"].get<std::string>();
+    doc.erase("calibration");
+    text = doc.dump();
+  }
   if (doc.is_object() && doc.contains("name")) {
     doc["name"] = "stored-study";
     text = doc.dump();
@@ -93,6 +104,7 @@ StudySpec spec_from_store(const StudyRecord& study) {
   StudySpec spec = parse_study_file(text, "study '" + study.name + "' in the store", "/");
   spec.name = study.name;
   spec.hash = study.study_hash;
+  if (!calibration_file.empty()) spec.calibration_file = calibration_file;
   return spec;
 }
 
