@@ -164,9 +164,14 @@ void print_recommended(const StudySpec& spec, const RunResult& result, const std
 }
 
 // What the trials say of the machine (RunResult::prior_calibration): the constants they determine,
-// per GPU type, as `cotune calibrate --runs` would fit them, and how to keep them as a file.
-void print_machine(const RunResult& result, const std::string& export_history_command) {
+// per GPU type, as `cotune calibrate --runs` would fit them, and how to keep them as a file. The
+// starting point is the study's calibration file where it has one, else the catalogue.
+void print_machine(const RunResult& result, const std::string& export_history_command,
+                   const std::string& calibration_file) {
   if (result.prior_calibration.empty()) return;
+  const std::string start =
+      calibration_file.empty() ? "the catalogue's constants" : "the constants of " + calibration_file;
+  const std::string was = calibration_file.empty() ? "catalogue" : "before";
   std::printf("\nthe machine as this workload's measured runs say (this study's and earlier ones in the store, "
               "fitted as `cotune calibrate` fits; docs/calibration.md):\n");
   bool fitted = false;
@@ -176,19 +181,19 @@ void print_machine(const RunResult& result, const std::string& export_history_co
     if (!fit.refused.empty()) {
       std::printf("  %s, %s: no constant can be fitted: %s\n", gpu.c_str(), runs.c_str(), fit.refused.c_str());
     } else if (fit.constants.empty()) {
-      std::printf("  %s, %s: step-time error %.1f %% with the catalogue's constants; no constant lowered the "
-                  "cross-validated error by more than the runs' scatter\n",
-                  gpu.c_str(), runs.c_str(), 100 * fit.mape_before);
+      std::printf("  %s, %s: step-time error %.1f %% with %s; no constant lowered the cross-validated error by "
+                  "more than the runs' scatter\n",
+                  gpu.c_str(), runs.c_str(), 100 * fit.mape_before, start.c_str());
     } else {
       fitted = true;
       char held_out[64] = " (too few runs to hold any out); fitted";
       if (std::isfinite(fit.held_out_mape))
         std::snprintf(held_out, sizeof held_out, ", %.1f %% held out with", 100 * fit.held_out_mape);
-      std::printf("  %s, %s: step-time error %.1f %% with the catalogue's constants%s:\n", gpu.c_str(),
-                  runs.c_str(), 100 * fit.mape_before, held_out);
+      std::printf("  %s, %s: step-time error %.1f %% with %s%s:\n", gpu.c_str(), runs.c_str(),
+                  100 * fit.mape_before, start.c_str(), held_out);
       for (const MachineFit::Constant& c : fit.constants)
-        std::printf("    %-28s %10s  (one sigma %s-%s; catalogue %s)\n", c.name.c_str(),
-                    compact_number(c.fitted).c_str(), compact_number(c.low).c_str(), compact_number(c.high).c_str(),
+        std::printf("    %-28s %10s  (one sigma %s-%s; %s %s)\n", c.name.c_str(), compact_number(c.fitted).c_str(),
+                    compact_number(c.low).c_str(), compact_number(c.high).c_str(), was.c_str(),
                     compact_number(c.catalogue).c_str());
     }
   }
@@ -232,8 +237,10 @@ void print_summary(const StudySpec& spec, const RunResult& result, const std::st
   const std::string name = shell_word(spec.name),
                     store_word = shell_word(store_location_for_command(store_path, &password_left_out));
   if (study)
-    print_machine(result, "cotune export-history --space " + shell_word(spec.space.name) + " --workload-key " +
-                              study->workload_key + " --store " + store_word);
+    print_machine(result,
+                  "cotune export-history --space " + shell_word(spec.space.name) + " --workload-key " +
+                      study->workload_key + " --store " + store_word,
+                  spec.calibration_file);
   std::string abs_store = store_location_for_display(store_path);
   std::printf("\nstore: %s\n", abs_store.c_str());
   if (password_left_out)
