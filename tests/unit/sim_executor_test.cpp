@@ -120,7 +120,12 @@ TEST_F(SimExecutorTest, HardwareOverridesTimeAMachineTheModelDoesNotKnow) {
   const double catalogue = step("{}");
   EXPECT_GT(step(R"({"hardware": {"grouped_gemm_efficiency": 0.5}})"), 1.2 * catalogue);
   EXPECT_GT(step(R"({"hardware": {"gemm_efficiency_max": 0.4}})"), 1.2 * catalogue);
-  EXPECT_THROW(registry_.make_executor("sim", R"({"hardware": {"grouped_gemm_efficiency": 0}})"), std::exception);
+  try {
+    registry_.make_executor("sim", R"({"hardware": {"grouped_gemm_efficiency": 0}})");
+    ADD_FAILURE() << "a grouped GEMM efficiency of 0 was taken";
+  } catch (const std::exception& e) {
+    EXPECT_THAT(e.what(), HasSubstr("hardware/grouped_gemm_efficiency: expected a number in [0.001, 10.0], got 0"));
+  }
 }
 
 TEST_F(SimExecutorTest, RejectsBadOptions) {

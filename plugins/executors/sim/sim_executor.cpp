@@ -168,8 +168,8 @@ class SimExecutor {
       if (found == nullptr) bad("sim executor options/hardware/" + it.key() + ": unknown field (expected " + names + ")");
       const json& x = it.value();
       if (!x.is_number() || x.get<double>() < found->low || x.get<double>() > found->high)
-        bad("sim executor options/hardware/" + it.key() + ": expected a number in [" + std::to_string(found->low) +
-            ", " + std::to_string(found->high) + "], got " + x.dump());
+        bad("sim executor options/hardware/" + it.key() + ": expected a number in [" + json(found->low).dump() + ", " +
+            json(found->high).dump() + "], got " + x.dump());
       overrides_.emplace_back(found, x.get<double>() * found->scale);
     }
   }
