@@ -79,10 +79,7 @@ void warn_misspelt_columns(const std::vector<std::string>& header, const std::ve
                            const core::TableSchema& schema, const std::string& source) {
   std::string names;
   for (size_t i = 0; i < header.size(); ++i) {
-    if (schema.reads(reads[i]) || reads[i] == core::kFormatColumn || core::recognise_metric(reads[i]) ||
-        reads[i] == "status" || reads[i] == "reason" || reads[i] == core::kHistorySourceColumn ||
-        reads[i] == core::kHistoryRowColumn)
-      continue;
+    if (core::reads_column(reads[i], schema)) continue;
     const std::string hint = core::column_hint(header[i], schema);
     if (!hint.empty()) names += (names.empty() ? "" : ", ") + header[i] + hint;
   }

@@ -195,6 +195,11 @@ std::vector<std::string> recognised_metric_names() {
   return names;
 }
 
+bool reads_column(const std::string& name, const TableSchema& schema) {
+  return schema.reads(name) || recognise_metric(name) || name == "status" || name == "reason" ||
+         name == kHistorySourceColumn || name == kHistoryRowColumn || name == kFormatColumn;
+}
+
 std::string column_hint(const std::string& column, const TableSchema& schema) {
   std::vector<std::string> names = schema.columns();
   const std::vector<std::string> metrics = recognised_metric_names();
@@ -215,9 +220,7 @@ TableRuns read_table_runs(const CsvTable& table, const std::vector<std::pair<std
   std::vector<size_t> extra;
   for (size_t c = 0; c < header.size(); ++c) {
     const std::string& name = header[c];
-    if (schema.reads(name) || recognise_metric(name) || name == "status" || name == "reason" ||
-        name == kHistorySourceColumn || name == kHistoryRowColumn || name == kFormatColumn)
-      continue;
+    if (reads_column(name, schema)) continue;
     bool numeric = true;
     double v;
     for (const CsvRecord& r : table.rows)

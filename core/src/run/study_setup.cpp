@@ -90,9 +90,8 @@ StudySpec spec_from_store(const StudyRecord& study) {
   // them: the file is not read again. Its path, as the study file gave it (relative to where that
   // was), would resolve against nothing here, and the file may have changed or gone since.
   std::string calibration_file;
-  if (doc.is_object() && doc.contains("calibration") && doc["calibration"].is_string() && doc.contains("workload") &&
-      doc["workload"].is_object() && doc["workload"].contains("cluster") && doc["workload"]["cluster"].is_object() &&
-      doc["workload"]["cluster"].contains("calibration")) {
+  if (doc.is_object() && doc.contains("calibration") && doc["calibration"].is_string() &&
+      doc.contains(nlohmann::json::json_pointer("/workload/cluster/calibration"))) {
     calibration_file = doc["calibration"].get<std::string>();
     doc.erase("calibration");
     text = doc.dump();

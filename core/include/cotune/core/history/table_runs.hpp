@@ -99,6 +99,10 @@ struct TableRuns {
   std::vector<std::string> unread_numeric_columns;
 };
 
+// Whether a table's reader reads the column (a canonical name) itself: the schema's columns, a
+// recognised metric, status, reason, format and the history columns. Others are extra.
+bool reads_column(const std::string& name, const TableSchema& schema);
+
 // " (did you mean "NAME"?)" naming the schema column or recognised metric `column` most likely
 // misspells, or "".
 std::string column_hint(const std::string& column, const TableSchema& schema);
