@@ -1864,6 +1864,9 @@ struct NemoScript {
 // nemo_recipe_fields.md: a preset named by string through get_mixed_precision_config returns the
 // MixedPrecisionConfig, whose grad_reduce_in_fp32 the perf recipes set to False (bf16 gradients).
 constexpr const char* kMixedPrecisionImport = "from megatron.bridge.training.mixed_precision import get_mixed_precision_config";
+// Tensor-parallel overlap is a CommOverlapConfig object (nemo_recipe_fields.md section 2, cfg.comm_overlap).
+constexpr const char* kCommOverlapImport = "from megatron.bridge.training.comm_overlap import CommOverlapConfig";
+
 const std::map<std::string, std::string>& mixed_precision_fields() {
   static const std::map<std::string, std::string> f = {{"cfg.mixed_precision.grad_reduce_in_fp32", "bool"}};
   return f;
@@ -1872,8 +1875,9 @@ const std::map<std::string, std::string>& mixed_precision_fields() {
 CheckResult parse_nemo(const FrameworkData& data, const std::string& text, NemoScript* out) {
   static const std::regex assign_re("    (cfg(\\.[A-Za-z_][A-Za-z0-9_]*)+) = (.+)");
   static const std::regex preset_call_re("get_mixed_precision_config\\(\"([a-z0-9_]+)\"\\)");
+  static const std::regex comm_overlap_re("CommOverlapConfig\\(tp_comm_overlap=(True|False)\\)");
   enum { kBefore, kBody, kAfter } state = kBefore;
-  bool imported = false, precision_object = false;
+  bool imported = false, precision_object = false, comm_imported = false;
   int n = 0;
   for (const std::string& line : lines_of(text)) {
     const std::string t = trim(line), at = "line " + std::to_string(++n) + ": ";
@@ -1884,6 +1888,13 @@ CheckResult parse_nemo(const FrameworkData& data, const std::string& text, NemoS
       out->comments.push_back(t);
     } else if (state == kBefore && line == kMixedPrecisionImport) {
       imported = true;
+    } else if (state == kBefore && line == kCommOverlapImport) {
+      comm_imported = true;
+    } else if (state == kBody && std::regex_match(line, m, assign_re) && m[1].str() == "cfg.comm_overlap" &&
+               std::regex_match(value = m[3].str(), call, comm_overlap_re)) {
+      if (!comm_imported) return fail("format", at + "CommOverlapConfig is called but not imported");
+      if (!out->fields.emplace("cfg.comm_overlap.tp_comm_overlap", call[1].str() == "True").second)
+        return fail("duplicate", at + "cfg.comm_overlap is set twice");
     } else if (state == kBody && std::regex_match(line, m, assign_re) && m[1].str() == "cfg.mixed_precision" &&
                std::regex_match(value = m[3].str(), call, preset_call_re)) {
       if (!imported) return fail("format", at + "get_mixed_precision_config is called but not imported");
@@ -1981,6 +1992,10 @@ class NemoCheck {
     if (world_ % (etp_ * ep_ * pp_) != 0)
       return fail("M02", "world size " + str(world_) + " is not a multiple of etp*ep*pp = " + str(etp_ * ep_ * pp_));
     if (getb(m("sequence_parallel")) && tp_ == 1) return fail("M08b", "sequence_parallel with tp 1 raises");
+    // comm_overlap.py:442-451: Bridge drops tp_comm_overlap=True (with a warning) without TP and
+    // sequence parallelism, so a model that assumed the overlap would be wrong.
+    if (getb("cfg.comm_overlap.tp_comm_overlap") && (tp_ == 1 || !getb(m("sequence_parallel"))))
+      return fail("M09", "comm_overlap.tp_comm_overlap needs tp > 1 and sequence_parallel (Bridge drops it)");
     const json vpp = get(m("virtual_pipeline_model_parallel_size"));
     vpp_ = vpp.is_number_integer() ? vpp.get<int64_t>() : 1;
     if (!vpp.is_null() && (vpp_ < 1 || pp_ <= 1))

@@ -245,6 +245,9 @@ TEST_F(ImportFormats, MegatronArgumentNamesBecomeTheSchemasColumns) {
   EXPECT_EQ(cells_from_settings({{"grad_reduce_in_bf16", "False"}}).count("grad_reduce"), 0u);
   EXPECT_EQ(cells_from_settings({{"grad_reduce_in_fp32", "False"}}).at("grad_reduce"), "bf16");
   EXPECT_EQ(cells_from_settings({{"grad_reduce_in_fp32", "True"}}).at("grad_reduce"), "fp32");
+  // Transformer Engine's tensor-parallel overlap, Megatron-LM's --tp-comm-overlap.
+  EXPECT_EQ(cells_from_settings({{"tp_comm_overlap", "True"}}).at("tp_comm_overlap"), "true");
+  EXPECT_EQ(cells_from_settings({{"tp_comm_overlap", "False"}}).at("tp_comm_overlap"), "false");
 }
 
 TEST_F(ImportFormats, AnUnknownFormatOrABadSettingIsABadUsage) {

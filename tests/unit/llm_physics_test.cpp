@@ -3,7 +3,8 @@
 // Megatron-LM and DeepSpeed shard, context parallelism costs at short sequences, FP8 speeds up the
 // GEMMs only, MoE dispatch crosses nodes at each GPU's own link, hides behind another micro-batch's
 // compute when overlapped and sends a token once per destination with a deduplicating dispatcher,
-// small models wait for the host, and PyTorch-native trainers recompute selectively per operator.
+// tensor-parallel transfers hide under their GEMMs when overlapped, small models wait for the host,
+// and PyTorch-native trainers recompute selectively per operator.
 #include <cotune/core/abi/components.hpp>
 #include <cotune/core/perfmodel/perfmodel.hpp>
 #include <cotune/core/registry.hpp>
@@ -253,6 +254,37 @@ TEST_F(LlmPhysics, OverlappedExpertParallelAllToAllsHideBehindCompute) {
               ::testing::HasSubstr("does not run with full recomputation"));
   EXPECT_THAT(why({{"pp", 2}, {"dp", 8}, {"ep", 8}, {"vpp", 2}, {"gpus", 16}}),
               ::testing::Not(::testing::HasSubstr("overlap_moe_comm")));
+}
+
+TEST_F(LlmPhysics, OverlappedTensorParallelTransfersHideUnderTheirGemms) {
+  // Four layers of Llama-3 70B's width on two H100 of one node, tp 2 with sequence parallelism,
+  // four micro-batches of 2048 tokens. Each tensor-parallel transfer moves T h 2 = 33.5 MB, of which
+  // a ring of two sends half over NVLink (450 GB/s x 0.8) after one 3 us hop, and its kernel costs
+  // the 4 us every kernel costs the GPU: c = 53.6 us. A layer
+  // sends eight per micro-batch (forward: gather and reduce-scatter around attention and the MLP;
+  // backward: the same two pairs). Overlapped (Transformer Engine's userbuffers), the gathers stream
+  // into their GEMMs and the backward reduce-scatters run under the weight gradients, all hidden
+  // here since every GEMM takes longer; a forward reduce-scatter is pipelined with its GEMM in four
+  // splits, and the last split's transfer, c4 = 11.65 + 3 + 4 us, is waited for. The step is shorter by
+  // exactly what stops being exposed: 4 layers x 4 micro-batches x (8 c - 2 c4).
+  const json model = {{"layers", 4},        {"hidden", 8192}, {"heads", 64},       {"kv_heads", 8},
+                      {"ffn_hidden", 28672}, {"vocab", 32000}, {"seq_len", 2048}, {"gated_mlp", true}};
+  const json config = {{"tp", 2}, {"sp", true}, {"dp", 1}, {"micro_batch", 1}, {"recompute", "none"}};
+  const Run plain = simulate(model, {{"global_batch", 4}}, "h100-sxm", 2, config);
+  const Run overlapped = simulate(model, {{"global_batch", 4}, {"tp_comm_overlap", true}}, "h100-sxm", 2, config);
+  const double bw = 450e9 * 0.8, hop = 3e-6, launch = 4e-6, bytes = 2048.0 * 8192 * 2;
+  const double c = 0.5 * bytes / bw + hop + launch, c4 = 0.5 * bytes / 4 / bw + hop + launch;
+  const double saved = 4 * 4 * (8 * c - 2 * c4);
+  EXPECT_NEAR(plain.r.exposed_comm_s[COTUNE_GROUP_TP] - overlapped.r.exposed_comm_s[COTUNE_GROUP_TP], saved,
+              1e-6 * saved);
+  EXPECT_NEAR(plain.r.step_time_s - overlapped.r.step_time_s, saved, 1e-6 * saved);
+  EXPECT_DOUBLE_EQ(overlapped.r.compute_s, plain.r.compute_s);
+
+  // Without sequence parallelism there is nothing to overlap (Megatron-LM's rule M09; Bridge drops it).
+  json no_sp = config;
+  no_sp["sp"] = false;
+  EXPECT_DOUBLE_EQ(simulate(model, {{"global_batch", 4}, {"tp_comm_overlap", true}}, "h100-sxm", 2, no_sp).r.step_time_s,
+                   simulate(model, {{"global_batch", 4}}, "h100-sxm", 2, no_sp).r.step_time_s);
 }
 
 TEST_F(LlmPhysics, FlexDispatcherSendsATokenOncePerGpuAndOncePerNode) {

@@ -89,6 +89,7 @@ const std::pair<const char*, const char*> kDirect[] = {
     {"num_layers_in_last_pipeline_stage", "last_stage_layers"},
     {"overlap_grad_reduce", "overlap_grad_reduce"},
     {"overlap_moe_expert_parallel_comm", "overlap_moe_comm"},
+    {"tp_comm_overlap", "tp_comm_overlap"},
     {"sequence_parallel", "sp"},
     {"swiglu", "gated_mlp"},
 };
@@ -562,7 +563,7 @@ std::map<std::string, std::string> cells_from_settings(const std::map<std::strin
     if (is_column && is_column(k) && !is_none(v)) c[k] = v;
   for (const auto& [from, to] : kDirect)
     if (const std::string* v = get(from); v && !c.count(to)) c[to] = *v;
-  for (const char* b : {"sp", "gated_mlp", "overlap_grad_reduce", "overlap_moe_comm"})
+  for (const char* b : {"sp", "gated_mlp", "overlap_grad_reduce", "overlap_moe_comm", "tp_comm_overlap"})
     if (c.count(b)) c[b] = truthy(c[b]) ? "true" : "false";
   // The dispatchers the model tells apart (allgather is not modelled: left unset).
   if (const std::string* v = get("moe_token_dispatcher_type"); v && !c.count("moe_dispatcher") &&

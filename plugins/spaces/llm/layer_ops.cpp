@@ -18,14 +18,60 @@ constexpr int32_t F = COTUNE_PHASE_FORWARD, BW = COTUNE_PHASE_BACKWARD;
 int32_t tp_out(const Config& c) { return c.sp ? COTUNE_COLL_REDUCE_SCATTER : COTUNE_COLL_ALL_REDUCE; }
 const char* tp_out_label(const Config& c) { return c.sp ? "tp_reducescatter" : "tp_allreduce"; }
 
-// Sequence parallelism gathers a block's input over the tensor-parallel ranks.
-void tp_gather(TraceBuilder& B, const Config& c, const Dims& d, int32_t phase, double count, uint32_t flags = 0) {
-  if (c.sp) B.collective(phase, 0, "tp_allgather", COTUNE_COLL_ALL_GATHER, COTUNE_GROUP_TP, d.T * d.h * kAct, 1, c.tp,
-                         count, -1, flags);
+// Tensor-parallel communication overlap (training.tp_comm_overlap: Transformer Engine's
+// userbuffers behind Megatron-LM's --tp-comm-overlap), with sequence parallelism only:
+//  - the all-gather in front of a GEMM (column-parallel forward, row-parallel data gradient) passes
+//    its chunks around the ring while the GEMM computes the chunks already there: a layer takes the
+//    longer of the two;
+//  - the reduce-scatter behind a forward GEMM (row-parallel) is pipelined with it: each of the GEMM's
+//    kPipelineSplits splits is reduced while the next computes, and the last split's is waited for;
+//  - the data gradient's reduce-scatter (column-parallel backward) runs under the weight-gradient GEMM.
+// Overlapped transfers run on a stream of their own; the op that consumes one waits for it.
+constexpr int32_t kTpCommStream = 4;
+constexpr double kPipelineSplits = 4;  // Transformer Engine's num_splits for a pipelined GEMM + RS
+
+bool tp_overlapped(const Workload& w, const Config& c) { return w.training.tp_comm_overlap && c.sp && c.tp > 1; }
+
+// The op emitted last if it belongs to `phase` (what an overlapped transfer starts after), else -1.
+int32_t last_of(TraceBuilder& B, int32_t phase) {
+  const int32_t i = B.last();
+  return i >= 0 && B.op(i).phase == phase ? i : -1;
 }
 
-void tp_combine(TraceBuilder& B, const Config& c, const Dims& d, int32_t phase, double count, uint32_t flags = 0) {
-  B.collective(phase, 0, tp_out_label(c), tp_out(c), COTUNE_GROUP_TP, d.T * d.h * kAct, 1, c.tp, count, -1, flags);
+// Sequence parallelism gathers a block's input over the tensor-parallel ranks. Returns the
+// overlapped all-gather that the GEMM's consumer waits for (B.wait_next after the GEMM), or -1.
+int32_t tp_gather(TraceBuilder& B, const Workload& w, const Config& c, const Dims& d, int32_t phase, double count,
+                  uint32_t flags = 0) {
+  if (!c.sp) return -1;
+  const bool overlap = tp_overlapped(w, c);
+  const int32_t op = B.collective(phase, overlap ? kTpCommStream : 0, "tp_allgather", COTUNE_COLL_ALL_GATHER,
+                                  COTUNE_GROUP_TP, d.T * d.h * kAct, 1, c.tp, count, overlap ? last_of(B, phase) : -1,
+                                  flags);
+  return overlap ? op : -1;
+}
+
+// The output of a row-parallel forward GEMM (`gemm`, the op just emitted) reduced over the ranks.
+void tp_combine(TraceBuilder& B, const Workload& w, const Config& c, const Dims& d, int32_t phase, double count,
+                uint32_t flags, int32_t gemm) {
+  const double bytes = d.T * d.h * kAct;
+  if (!tp_overlapped(w, c) || gemm < 1 || B.op(gemm - 1).phase != phase) {
+    B.collective(phase, 0, tp_out_label(c), tp_out(c), COTUNE_GROUP_TP, bytes, 1, c.tp, count, -1, flags);
+    return;
+  }
+  const double hidden = (kPipelineSplits - 1) / kPipelineSplits;
+  const int32_t pipelined = B.collective(phase, kTpCommStream, tp_out_label(c), tp_out(c), COTUNE_GROUP_TP,
+                                         bytes * hidden, 1, c.tp, count, gemm - 1, flags);
+  B.collective(phase, 0, tp_out_label(c), tp_out(c), COTUNE_GROUP_TP, bytes * (1 - hidden), 1, c.tp, count, pipelined,
+               flags);
+}
+
+// The input gradient of a column-parallel layer, whose data gradient is `dgrad`, reduced over the
+// ranks after its weight gradient has been emitted.
+void tp_combine_grad(TraceBuilder& B, const Workload& w, const Config& c, const Dims& d, double count, int32_t dgrad) {
+  const bool overlap = tp_overlapped(w, c) && dgrad >= 0;
+  const int32_t op = B.collective(BW, overlap ? kTpCommStream : 0, tp_out_label(c), tp_out(c), COTUNE_GROUP_TP,
+                                  d.T * d.h * kAct, 1, c.tp, count, overlap ? dgrad : -1);
+  if (overlap) B.wait_next(op);
 }
 
 // With sequence parallelism the input of a column-parallel layer is gathered again for its weight
@@ -80,23 +126,26 @@ void attention_forward(TraceBuilder& B, const Workload& w, const Config& c, cons
   const auto fwd = GemmRole::kForward;
   B.begin_block(phase, n, flags);
   B.memory(phase, "layernorm", d.Tl * d.h * kAct * 2, n, flags);
-  tp_gather(B, c, d, phase, n, flags);
+  const int32_t gathered = tp_gather(B, w, c, d, phase, n, flags);
   int32_t qkv = -1;
   if (m.mla.on()) {
     const Mla& a = m.mla;
     // The down projections run whole on every tensor-parallel rank; the up projections are split.
     if (a.q_lora_rank > 0) {
       B.gemm(phase, "q_down", d.T, a.q_lora_rank, d.h, n, fwd, flags);
+      B.wait_next(gathered);
       B.memory(phase, "q_norm", d.T * a.q_lora_rank * kAct * 2, n, flags);
       B.gemm(phase, "q_up", d.T, d.q_local, a.q_lora_rank, n, fwd, flags);
     } else {
       B.gemm(phase, "q_proj", d.T, d.q_local, d.h, n, fwd, flags);
+      B.wait_next(gathered);
     }
     B.gemm(phase, "kv_down", d.T, a.kv_lora_rank + a.qk_rope_head_dim, d.h, n, fwd, flags);
     B.memory(phase, "kv_norm", d.T * a.kv_lora_rank * kAct * 2, n, flags);
     qkv = B.gemm(phase, "kv_up", d.T, d.heads_local * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank, n, fwd, flags);
   } else {
     qkv = B.gemm(phase, "qkv", d.T, d.q_local + d.k_local + d.v_local, d.h, n, fwd, flags);
+    B.wait_next(gathered);
   }
   B.memory(phase, "rope", rope_bytes(m, d), n, flags, 2);
   int32_t ring = -1;
@@ -121,7 +170,7 @@ void attention_forward(TraceBuilder& B, const Workload& w, const Config& c, cons
   }
   const int32_t proj = B.gemm(phase, "attention_proj", d.T, d.h, d.heads_local * m.v_head_dim(), n, fwd, flags);
   if (ring >= 0) B.depend(proj, ring);
-  tp_combine(B, c, d, phase, n, flags);
+  tp_combine(B, w, c, d, phase, n, flags, proj);
   B.memory(phase, "residual_layernorm", d.Tl * d.h * kAct * (drop ? 6.5 : 5), n, flags, 2);
   B.host(phase, "attention_module", n, 6, flags);
   B.end_block();
@@ -134,9 +183,10 @@ void attention_backward(TraceBuilder& B, const Workload& w, const Config& c, con
   const auto dg = GemmRole::kDgrad, wg = GemmRole::kWgrad;
   B.begin_block(BW, n);
   B.memory(BW, "residual_layernorm_grad", d.Tl * d.h * kAct * (drop ? 7.5 : 6), n, 0, 2);
-  tp_gather(B, c, d, BW, n);
+  const int32_t grad_gathered = tp_gather(B, w, c, d, BW, n);
   const double ctx = d.heads_local * m.v_head_dim();
   const int32_t proj = B.gemm(BW, "attention_proj_dgrad", d.T, ctx, d.h, n, dg);
+  B.wait_next(grad_gathered);
   B.gemm(BW, "attention_proj_wgrad", ctx, d.h, d.T, n, wg);
   int32_t ring = -1;
   if (w.training.attention == Attention::kFlash) {
@@ -160,6 +210,7 @@ void attention_backward(TraceBuilder& B, const Workload& w, const Config& c, con
   const int32_t rope = B.memory(BW, "rope_grad", rope_bytes(m, d), n, 0, 2);
   if (ring >= 0) B.depend(rope, ring);
   const int32_t gathered = wgrad_input(B, c, d, n);
+  int32_t dgrad = -1;  // the last data gradient: its reduce-scatter runs under the weight gradients
   if (m.mla.on()) {
     const Mla& a = m.mla;
     const double kv_up = d.heads_local * (a.qk_nope_head_dim + a.v_head_dim);
@@ -172,18 +223,18 @@ void attention_backward(TraceBuilder& B, const Workload& w, const Config& c, con
       B.gemm(BW, "q_up_dgrad", d.T, a.q_lora_rank, d.q_local, n, dg);
       B.gemm(BW, "q_up_wgrad", a.q_lora_rank, d.q_local, d.T, n, wg);
       B.memory(BW, "q_norm_grad", d.T * a.q_lora_rank * kAct * 3, n);
-      B.gemm(BW, "q_down_dgrad", d.T, d.h, a.q_lora_rank, n, dg);
+      dgrad = B.gemm(BW, "q_down_dgrad", d.T, d.h, a.q_lora_rank, n, dg);
       B.gemm(BW, "q_down_wgrad", d.h, a.q_lora_rank, d.T, n, wg);
     } else {
-      B.gemm(BW, "q_proj_dgrad", d.T, d.h, d.q_local, n, dg);
+      dgrad = B.gemm(BW, "q_proj_dgrad", d.T, d.h, d.q_local, n, dg);
       B.gemm(BW, "q_proj_wgrad", d.h, d.q_local, d.T, n, wg);
     }
   } else {
     const double qkv = d.q_local + d.k_local + d.v_local;
-    B.gemm(BW, "qkv_dgrad", d.T, d.h, qkv, n, dg);
+    dgrad = B.gemm(BW, "qkv_dgrad", d.T, d.h, qkv, n, dg);
     B.depend(B.gemm(BW, "qkv_wgrad", d.h, qkv, d.T, n, wg), gathered);
   }
-  tp_combine(B, c, d, BW, n);
+  tp_combine_grad(B, w, c, d, n, dgrad);
   B.memory(BW, "layernorm_grad", d.Tl * d.h * kAct * 4, n);
   B.host(BW, "attention_module_grad", n, 6);
   B.end_block();
@@ -195,11 +246,12 @@ void dense_mlp_forward(TraceBuilder& B, const Workload& w, const Config& c, cons
   const Model& m = w.model;
   const double up = m.gated_mlp ? 2 : 1;
   B.begin_block(phase, n, flags);
-  tp_gather(B, c, d, phase, n, flags);
+  const int32_t gathered = tp_gather(B, w, c, d, phase, n, flags);
   B.gemm(phase, "mlp_up", d.T, up * d.ffn_local, d.h, n, GemmRole::kForward, flags);
+  B.wait_next(gathered);
   B.memory(phase, "mlp_activation", d.T * d.ffn_local * kAct * (up + 1), n, flags);
-  B.gemm(phase, "mlp_down", d.T, d.h, d.ffn_local, n, GemmRole::kForward, flags);
-  tp_combine(B, c, d, phase, n, flags);
+  const int32_t down = B.gemm(phase, "mlp_down", d.T, d.h, d.ffn_local, n, GemmRole::kForward, flags);
+  tp_combine(B, w, c, d, phase, n, flags, down);
   B.memory(phase, "residual", d.Tl * d.h * kAct * (w.training.dropout ? 4.5 : 3), n, flags);
   B.host(phase, "mlp_module", n, 3, flags);
   B.end_block();
@@ -211,14 +263,15 @@ void dense_mlp_backward(TraceBuilder& B, const Workload& w, const Config& c, con
   const double up = m.gated_mlp ? 2 : 1;
   B.begin_block(BW, n);
   B.memory(BW, "residual_grad", d.Tl * d.h * kAct * (w.training.dropout ? 3.5 : 2), n);
-  tp_gather(B, c, d, BW, n);
+  const int32_t grad_gathered = tp_gather(B, w, c, d, BW, n);
   B.gemm(BW, "mlp_down_dgrad", d.T, d.ffn_local, d.h, n, GemmRole::kDgrad);
+  B.wait_next(grad_gathered);
   B.gemm(BW, "mlp_down_wgrad", d.ffn_local, d.h, d.T, n, GemmRole::kWgrad);
   B.memory(BW, "mlp_activation_grad", d.T * d.ffn_local * kAct * (2 * up + 1), n);
   const int32_t gathered = wgrad_input(B, c, d, n);
-  B.gemm(BW, "mlp_up_dgrad", d.T, d.h, up * d.ffn_local, n, GemmRole::kDgrad);
+  const int32_t dgrad = B.gemm(BW, "mlp_up_dgrad", d.T, d.h, up * d.ffn_local, n, GemmRole::kDgrad);
   B.depend(B.gemm(BW, "mlp_up_wgrad", d.h, up * d.ffn_local, d.T, n, GemmRole::kWgrad), gathered);
-  tp_combine(B, c, d, BW, n);
+  tp_combine_grad(B, w, c, d, n, dgrad);
   B.host(BW, "mlp_module_grad", n, 3);
   B.end_block();
 }
@@ -255,11 +308,12 @@ void shared_experts_forward(TraceBuilder& B, const Workload& w, const Config& c,
   if (m.shared_experts <= 0) return;
   const double up = m.gated_mlp ? 2 : 1;
   const double ffn = m.shared_experts * m.shared_expert_ffn_hidden / c.tp;
-  tp_gather(B, c, d, phase, n, flags);
+  const int32_t gathered = tp_gather(B, w, c, d, phase, n, flags);
   B.gemm(phase, "shared_up", d.T, up * ffn, d.h, n, GemmRole::kForward, flags);
+  B.wait_next(gathered);
   B.memory(phase, "shared_activation", d.T * ffn * kAct * (up + 1), n, flags);
-  B.gemm(phase, "shared_down", d.T, d.h, ffn, n, GemmRole::kForward, flags);
-  tp_combine(B, c, d, phase, n, flags);
+  const int32_t down = B.gemm(phase, "shared_down", d.T, d.h, ffn, n, GemmRole::kForward, flags);
+  tp_combine(B, w, c, d, phase, n, flags, down);
 }
 
 void shared_experts_backward(TraceBuilder& B, const Workload& w, const Config& c, const Dims& d, double n) {
@@ -267,13 +321,14 @@ void shared_experts_backward(TraceBuilder& B, const Workload& w, const Config& c
   if (m.shared_experts <= 0) return;
   const double up = m.gated_mlp ? 2 : 1;
   const double ffn = m.shared_experts * m.shared_expert_ffn_hidden / c.tp;
-  tp_gather(B, c, d, BW, n);
+  const int32_t grad_gathered = tp_gather(B, w, c, d, BW, n);
   B.gemm(BW, "shared_down_dgrad", d.T, ffn, d.h, n, GemmRole::kDgrad);
+  B.wait_next(grad_gathered);
   B.gemm(BW, "shared_down_wgrad", ffn, d.h, d.T, n, GemmRole::kWgrad);
   B.memory(BW, "shared_activation_grad", d.T * ffn * kAct * (2 * up + 1), n);
-  B.gemm(BW, "shared_up_dgrad", d.T, d.h, up * ffn, n, GemmRole::kDgrad);
+  const int32_t dgrad = B.gemm(BW, "shared_up_dgrad", d.T, d.h, up * ffn, n, GemmRole::kDgrad);
   B.gemm(BW, "shared_up_wgrad", d.h, up * ffn, d.T, n, GemmRole::kWgrad);
-  tp_combine(B, c, d, BW, n);
+  tp_combine_grad(B, w, c, d, n, dgrad);
 }
 
 // The routed experts of one GPU run as one grouped GEMM per matrix (TransformerEngine's grouped

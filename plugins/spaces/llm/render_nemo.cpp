@@ -68,6 +68,11 @@ std::string render_nemo(const Workload& w, const Config& c, const Target& t, con
   field("model.virtual_pipeline_model_parallel_size", c.vpp > 1 ? num(c.vpp) : "None");
   field("model.context_parallel_size", num(c.cp));
   field("model.sequence_parallel", py_bool(c.sp && c.tp > 1));
+  // Tensor-parallel overlap is a CommOverlapConfig, which Bridge drops without TP and sequence
+  // parallelism; set either way there, so that a recipe's own does not stay in force.
+  const bool tp_overlap_possible = c.sp && c.tp > 1;
+  if (tp_overlap_possible)
+    field("comm_overlap", "CommOverlapConfig(tp_comm_overlap=" + py_bool(w.training.tp_comm_overlap) + ")");
   if (m.moe()) {
     field("model.expert_model_parallel_size", num(c.ep));
     field("model.expert_tensor_parallel_size", num(c.etp));
@@ -126,7 +131,9 @@ std::string render_nemo(const Workload& w, const Config& c, const Target& t, con
   out += "# cfg = apply_cotune(" +
          (recipe ? std::string(recipe) : "<your model's " + std::string(w.training.lora ? "_peft_" : "_pretrain_") + " recipe>") +
          "()); the model cotune modelled: " + num(m.layers) + " layers, hidden " + num(m.hidden) + "\n";
-  if (bf16_grads) out += "from megatron.bridge.training.mixed_precision import get_mixed_precision_config\n\n";
+  if (tp_overlap_possible) out += "from megatron.bridge.training.comm_overlap import CommOverlapConfig\n";
+  if (bf16_grads) out += "from megatron.bridge.training.mixed_precision import get_mixed_precision_config\n";
+  if (tp_overlap_possible || bf16_grads) out += "\n";
   out += "def apply_cotune(cfg):\n";
   for (const auto& [path, value] : set) out += "    cfg." + path + " = " + value + "\n";
   return out + "    return cfg\n";

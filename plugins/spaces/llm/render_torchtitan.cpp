@@ -96,6 +96,7 @@ std::string toml_job(const Workload& w, const Config& c, const Target& t, const 
   j.set("data_parallel_shard_degree", c.zero == 0 ? 1 : c.dp);
   if (c.zero >= 2) j.set("fsdp_reshard_after_forward", Toml::str(reshard_after_forward(c)));
   j.set("tensor_parallel_degree", c.tp);
+  if (w.training.tp_comm_overlap && c.tp > 1) j.set("enable_async_tensor_parallel", "true");  // needs compile
   j.set("context_parallel_degree", c.cp);
   if (!v010 && m.moe()) {
     j.set("expert_parallel_degree", c.ep);
@@ -157,6 +158,7 @@ std::string cli_overrides(const Workload& w, const Config& c, const Target& t, c
   // The default spmd_types backend shards over dp_shard alone; cotune's FSDP spans dp x cp.
   if (c.zero >= 2 && c.cp > 1) set("parallelism.spmd_backend", "partial_dtensor");
   setn("parallelism.tensor_parallel_degree", c.tp);
+  if (w.training.tp_comm_overlap && c.tp > 1) a.push_back("--compile.enable_async_tensor_parallel");
   setn("parallelism.context_parallel_degree", c.cp);
   if (m.moe()) setn("parallelism.expert_parallel_degree", c.ep);
   setn("parallelism.pipeline_parallel_degree", c.pp);

@@ -96,8 +96,8 @@ std::string recompute_word(const std::string& w) {
 }
 
 const char* const kTrainingColumns[] = {"global_batch", "dtype",   "attention", "kernels",
-                                        "dropout",      "overlap_grad_reduce", "overlap_moe_comm", "moe_dispatcher",
-                                        "grad_reduce",  "peft"};
+                                        "dropout",      "overlap_grad_reduce", "overlap_moe_comm", "tp_comm_overlap",
+                                        "moe_dispatcher", "grad_reduce", "peft"};
 
 // Configuration columns a configuration JSON may leave out (their default is the space's rule).
 const char* const kOptionalConfig[] = {"etp", "first_stage_layers", "last_stage_layers"};
@@ -316,6 +316,7 @@ LlmCsvRow llm_row_from_cells(const CsvCellLookup& cell) {
                      {"attention", r.word("attention", "flash")}, {"dropout", r.boolean("dropout", false)}};
     if (r.has("overlap_grad_reduce")) training["overlap_grad_reduce"] = r.boolean("overlap_grad_reduce", true);
     if (r.has("overlap_moe_comm")) training["overlap_moe_comm"] = r.boolean("overlap_moe_comm", false);
+    if (r.has("tp_comm_overlap")) training["tp_comm_overlap"] = r.boolean("tp_comm_overlap", false);
     if (r.has("moe_dispatcher")) training["moe_dispatcher"] = r.word("moe_dispatcher", "");
     if (r.has("grad_reduce")) training["grad_reduce"] = dtype_word(r.word("grad_reduce", ""));
     if (r.has("peft")) training["peft"] = r.word("peft", "");

@@ -225,6 +225,11 @@ std::string workload_refusal(const Workload& w, const Target& t) {
     return t.label() + " cannot run it: peft lora (TorchTitan trains every weight)";
   if ((t.framework == Framework::kTorchtitan || t.framework == Framework::kDeepspeed) && w.training.overlap_moe_comm)
     return t.label() + " cannot run it: overlap_moe_comm (Megatron-LM's --overlap-moe-expert-parallel-comm)";
+  if (t.framework == Framework::kDeepspeed && w.training.tp_comm_overlap)
+    return t.label() + " cannot run it: tp_comm_overlap (Megatron-LM's --tp-comm-overlap, TorchTitan's async TP)";
+  if (t.framework == Framework::kTorchtitan && w.training.tp_comm_overlap && w.training.kernels != Kernels::kCompiled)
+    return t.label() + " cannot run it: tp_comm_overlap without compiled kernels (TorchTitan's async tensor "
+                       "parallelism needs torch.compile: training.kernels compiled)";
   if (t.framework == Framework::kTorchtitan && w.training.grad_reduce == GradReduce::kBf16)
     return t.label() + " cannot run it: grad_reduce bf16 (TorchTitan's training.mixed_precision_reduce is float32 only)";
   if (w.training.moe_dispatcher == MoeDispatcher::kFlex && w.model.moe()) {

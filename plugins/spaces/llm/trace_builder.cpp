@@ -155,6 +155,10 @@ cotune_op& TraceBuilder::next(int32_t phase, int32_t kind, const char* label, do
   o.count = count;
   o.kernels = kernels;
   o.label = cotune_str{label, std::strlen(label)};
+  if (waiting_for_ >= 0 && kind != COTUNE_OP_COLLECTIVE) {
+    if (ops_[size_t(waiting_for_)].phase == phase) o.depends_on = waiting_for_;
+    waiting_for_ = -1;
+  }
   return o;
 }
 

@@ -70,6 +70,9 @@ class TraceBuilder {
   void depend(int32_t op, int32_t on) {
     if (op >= 0) ops_[op].depends_on = on;
   }
+  // The next op of `op`'s phase that is not a collective waits for `op` (-1: none): the consumer of
+  // an overlapped collective, emitted by code that need not know of the overlap.
+  void wait_next(int32_t op) { waiting_for_ = op; }
   cotune_op& op(int32_t i) { return ops_[i]; }
 
  private:
@@ -88,6 +91,7 @@ class TraceBuilder {
   double block_count_ = 0;
   uint32_t block_flags_ = 0;
   double cast_bytes_ = 0, cast_kernels_ = 0;
+  int32_t waiting_for_ = -1;
 };
 
 }  // namespace cotune_llm

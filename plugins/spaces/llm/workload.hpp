@@ -49,6 +49,10 @@ struct Training {
   // Expert-parallel all-to-alls run beside another micro-batch's compute (Megatron-LM's
   // --overlap-moe-expert-parallel-comm: one micro-batch's forward merged with another's backward).
   bool overlap_moe_comm = false;
+  // Tensor-parallel collectives overlap the GEMMs they feed or follow (Megatron-LM's
+  // --tp-comm-overlap: Transformer Engine's userbuffers; TorchTitan's async tensor parallelism).
+  // Needs sequence parallelism: without it, it does nothing (as in Megatron-Bridge).
+  bool tp_comm_overlap = false;
   MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;
   GradReduce grad_reduce = GradReduce::kFp32;
   bool lora = false;  // parameter-efficient fine-tuning: the base weights are frozen (no weight
