@@ -156,10 +156,16 @@ PublishedRow read_row(const CsvTable& t, const CsvRecord& rec) {
   if (lower(cell("source_repo")).find("megatron-bridge") != std::string::npos &&
       lower(cell("source_path")).find("performance-summary") != std::string::npos)
     c["grad_reduce"] = "bf16";
-  double fsdp = 0;
-  if (!c.count("zero")) c["zero"] = number(cell("fsdp"), &fsdp) && fsdp > 0 ? "3" : "1";
   double tp = 1;
   number(cell("tp"), &tp);
+  // NVIDIA's performance recipes overlap tensor-parallel communication with the GEMMs on every dense
+  // bf16 and fp8 model that uses TP (tp_comm_overlap = True; False on MoE models and in NVFP4:
+  // frameworks/nemo_recipe_parallelism.csv).
+  if (!cell("tp_comm_overlap").empty()) c["tp_comm_overlap"] = cell("tp_comm_overlap");
+  else if (lower(cell("source_repo")).find("nvidia") != std::string::npos && !r.moe && r.dtype != "fp4" && tp > 1)
+    c["tp_comm_overlap"] = "true";
+  double fsdp = 0;
+  if (!c.count("zero")) c["zero"] = number(cell("fsdp"), &fsdp) && fsdp > 0 ? "3" : "1";
   if (!c.count("sp")) c["sp"] = tp > 1 ? "true" : "false";
   if (!cell("micro_batch").empty()) c["micro_batch"] = cell("micro_batch");
   else r.micro_batch_unstated = true;
