@@ -325,7 +325,7 @@ TEST_F(RunCli, AStudyCalibratedByARelativePathReadsBackFromTheStore) {
   // "calibration" is relative to the study file. The run applies it and stores the workload with its
   // constants; show, export and report read the study back from the store, wherever they run and
   // even after the file is gone (they read the "calibration" path against nothing, "/", before). The
-  // summary measures the machine against the calibration, not the catalogue.
+  // summary measures the machine against the calibration, not the catalogue; show names it.
   const std::string study_dir = dir_ + "/studies";
   std::filesystem::create_directories(study_dir);
   std::ofstream(study_dir + "/cal.json")
@@ -342,6 +342,9 @@ TEST_F(RunCli, AStudyCalibratedByARelativePathReadsBackFromTheStore) {
   const json shown = json::parse(out());
   EXPECT_EQ(shown["study"]["name"], "calibrated");
   EXPECT_EQ(shown["trials_total"], 6);
+  ASSERT_EQ(run({"show", "calibrated", "--store", store_}), 0) << err();
+  EXPECT_NE(out().find(R"(calibration cal.json: {"h100-sxm":{"gemm_efficiency_max":0.45}})"), std::string::npos)
+      << "show says which constants the study's model ran with:\n" << out();
   EXPECT_EQ(run({"export", "calibrated", "--store", store_}), 0) << err();
   EXPECT_EQ(run({"report", "calibrated", "--store", store_, "-o", dir_ + "/report.html"}), 0) << err();
 }

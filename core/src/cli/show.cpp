@@ -74,6 +74,11 @@ void show_study(Store& store, const std::string& name, std::int64_t limit) {
   std::printf("store %s\n", store.path().c_str());  // a URL's password is redacted
   std::printf("workload key %s (its runs as CSV: cotune export-history --workload-key %s)\n",
               study->workload_key.c_str(), study->workload_key.c_str());
+  // A calibrated study's model: the constants the run applied, as the store holds them.
+  const nlohmann::json::json_pointer calibrated("/cluster/calibration");
+  if (spec.workload.contains(calibrated))
+    std::printf("calibration %s: %s\n", spec.calibration_file.empty() ? "(in the workload)" : spec.calibration_file.c_str(),
+                spec.workload.at(calibrated).dump().c_str());
   for (const ObjectiveSpec& o : spec.objectives) {
     std::printf("objective: %s %s", std::string(to_string(o.direction)).c_str(), o.metric.c_str());
     for (const Constraint& k : o.constraints) {
