@@ -5,6 +5,7 @@
 #include <cotune/core/perfmodel/calibration.hpp>
 #include <cotune/core/abi/components.hpp>
 #include <cotune/core/errors.hpp>
+#include <cotune/core/history/csv.hpp>
 #include <cotune/core/perfmodel/perfmodel.hpp>
 #include <cotune/core/registry.hpp>
 #include <gmock/gmock.h>
@@ -396,23 +397,22 @@ TEST_F(Calibration, CommandLineCalibratesAndSimulateAppliesIt) {
   r = run_cli(dir, {"calibrate", "--runs", dir + "/runs.csv", "--out", dir + "/cal2.json", "--fit",
                     "gemm_efficiency_max", "--rows", dir + "/rows.csv"});
   ASSERT_EQ(r.status, 0) << r.err;
-  std::ifstream rows_file(dir + "/rows.csv");
-  std::string line;
-  ASSERT_TRUE(std::getline(rows_file, line));
-  EXPECT_EQ(line, "run,gpu,measured_step_time_s,model_step_time_s,calibrated_step_time_s,model_error,calibrated_error");
-  size_t rows = 0;
-  while (std::getline(rows_file, line)) {
-    ++rows;
-    std::vector<std::string> cell;
-    std::stringstream fields(line);
-    for (std::string c; std::getline(fields, c, ',');) cell.push_back(c);
-    ASSERT_EQ(cell.size(), 7u) << line;
+  const cotune::core::CsvTable rows = cotune::core::read_csv_file(dir + "/rows.csv");
+  EXPECT_EQ(rows.header, (std::vector<std::string>{"run", "gpu", "measured_step_time_s", "model_step_time_s",
+                                                   "calibrated_step_time_s", "model_error", "calibrated_error",
+                                                   "configuration"}));
+  for (const auto& row : rows.rows) {
+    const std::vector<std::string>& cell = row.fields;
+    ASSERT_EQ(cell.size(), 8u);
     EXPECT_EQ(cell[1], "h100-sxm");
-    EXPECT_LT(std::stod(cell[5]), -0.1) << "the catalogue's faster GEMMs: the model is too fast, " << line;
-    EXPECT_LT(std::fabs(std::stod(cell[6])), 0.02) << line;
+    EXPECT_LT(std::stod(cell[5]), -0.1) << "the catalogue's faster GEMMs: the model is too fast, " << cell[0];
+    EXPECT_LT(std::fabs(std::stod(cell[6])), 0.02) << cell[0];
     EXPECT_NEAR(std::stod(cell[3]) / std::stod(cell[2]) - 1, std::stod(cell[5]), 1e-4);
+    // The run named by its layout as well as its line.
+    const json config = json::parse(cell[7]);
+    EXPECT_TRUE(config.contains("tp") && config.contains("micro_batch")) << cell[7];
   }
-  EXPECT_EQ(rows, 6u);
+  EXPECT_EQ(rows.rows.size(), 6u);
 
   // --json: the calibration and each fit's figures as one document.
   r = run_cli(dir, {"calibrate", "--runs", dir + "/runs.csv", "--fit", "gemm_efficiency_max", "--json"});

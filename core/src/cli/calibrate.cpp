@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include <cotune/core/history/csv.hpp>
 #include <cotune/core/studyfile/study_file.hpp>
 
 #include "cli/calibrate.hpp"
@@ -86,17 +87,19 @@ void write_file(const json& file, const std::string& path) {
 void write_rows(const std::string& path, const CalibrationRuns& runs, const std::vector<core::perf::CalibrationResult>& results) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   if (!f) throw core::UserError("calibrate: --rows '" + path + "': cannot write it");
-  f << "run,gpu,measured_step_time_s,model_step_time_s,calibrated_step_time_s,model_error,calibrated_error\n";
+  f << "run,gpu,measured_step_time_s,model_step_time_s,calibrated_step_time_s,model_error,calibrated_error,"
+       "configuration\n";
   for (const auto& [gpu, gpu_runs] : runs.by_gpu) {
     json constants = json::object();
     for (const core::perf::CalibrationResult& r : results)
       if (r.gpu == gpu || core::perf::calibration_key_names(gpu, r.gpu)) constants = r.constants();
     const std::vector<double> model = core::perf::calibrated_step_times(gpu_runs, json::object());
     const std::vector<double> fitted = core::perf::calibrated_step_times(gpu_runs, constants);
+    const std::vector<std::string>& configurations = runs.configurations.at(gpu);
     for (size_t i = 0; i < gpu_runs.size(); ++i) {
       const double m = gpu_runs[i].measured_step_s;
       f << gpu_runs[i].label << "," << gpu << "," << m << "," << model[i] << "," << fitted[i] << ","
-        << model[i] / m - 1 << "," << fitted[i] / m - 1 << "\n";
+        << model[i] / m - 1 << "," << fitted[i] / m - 1 << "," << core::csv_quote(configurations[i]) << "\n";
     }
   }
   if (!f.flush()) throw core::UserError("calibrate: --rows '" + path + "': cannot write it");
@@ -134,7 +137,8 @@ int run_calibrate(int argc, char** argv) {
       ("out", po::value(&out_path), "write the calibration file here (default: stdout)")
       ("rows", po::value(&rows_path), "with --runs: also write each run's measured step time beside the model's, "
                                       "before and after the fit, as CSV (run, gpu, measured_step_time_s, "
-                                      "model_step_time_s, calibrated_step_time_s, model_error, calibrated_error)")
+                                      "model_step_time_s, calibrated_step_time_s, model_error, calibrated_error, "
+                                      "configuration: the layout as JSON)")
       ("map", po::value(&maps)->composing(), "with --runs: \"source column=canonical name\" (repeatable), as "
                                              "cotune import takes it")
       ("fit", po::value(&fit), "comma-separated constants to fit (default: the most telling constants, as many as "

@@ -20,6 +20,9 @@ namespace cotune::cli {
 
 struct CalibrationRuns {
   std::map<std::string, std::vector<core::perf::CalibrationRun>> by_gpu;  // the runs, grouped by GPU type
+  // Each run's configuration as the space renders it (JSON), in the order of by_gpu's runs: what
+  // --rows names a run by beside its line.
+  std::map<std::string, std::vector<std::string>> configurations;
   std::vector<core::RejectedRow> skipped;  // rows that cannot be runs, left out of the fit and named
   std::vector<std::string> warnings;  // columns ignored (text that is neither a schema column nor a metric)
 };

@@ -66,6 +66,7 @@ CalibrationRuns read_calibration_runs(const core::Registry& registry, const core
     }
     const std::string gpu(trace.hardware.gpu_name.data, trace.hardware.gpu_name.len);
     runs.by_gpu[gpu].push_back({"line " + std::to_string(run.line), core::perf::TraceCopy(trace), step});
+    runs.configurations[gpu].push_back(run.config_json);
   }
   std::sort(runs.skipped.begin(), runs.skipped.end(),
             [](const core::RejectedRow& a, const core::RejectedRow& b) { return a.line < b.line; });
