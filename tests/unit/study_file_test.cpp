@@ -371,7 +371,10 @@ TEST(LikelyMeant, FindsTheNameATypoResembles) {
   EXPECT_EQ(likely_meant("tokens_per_sec", names), "tokens_per_s");
   EXPECT_EQ(likely_meant("tokens_per_second", names), "tokens_per_s") << "spelled out further";
   EXPECT_EQ(likely_meant("peak_mem_gb", names), "peak_mem_gib");
-  EXPECT_EQ(likely_meant("MFU", names), "") << "three edits away";
+  EXPECT_EQ(likely_meant("MFU", names), "mfu") << "case does not count";
+  EXPECT_EQ(likely_meant("Peak-Mem-GiB", names), "peak_mem_gib") << "nor '-' for '_'";
+  EXPECT_EQ(likely_meant("time_step_s", names), "step_time_s") << "the same words in another order";
+  EXPECT_EQ(likely_meant("mfu_pct", names), "") << "another word";
   EXPECT_EQ(likely_meant("val_loss", names), "");
   EXPECT_EQ(likely_meant("step", names), "") << "too short a prefix to be a guess";
 }

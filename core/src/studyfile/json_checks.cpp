@@ -4,6 +4,7 @@
 #include <cotune/core/studyfile/json_document.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 
@@ -25,23 +26,48 @@ size_t edit_distance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
+// The word in lower case with '-' read as '_': case and dash are how headers and keys most often
+// differ from the names they mean ("TP_COMM_OVERLAP", "micro-batch").
+std::string folded(std::string_view w) {
+  std::string out(w);
+  for (char& c : out) c = c == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Its '_'-separated parts, sorted: the same words in another order ("overlap_tp_comm").
+std::vector<std::string> sorted_parts(const std::string& w) {
+  std::vector<std::string> parts;
+  for (size_t start = 0, end; start <= w.size(); start = end + 1) {
+    end = std::min(w.find('_', start), w.size());
+    if (end > start) parts.push_back(w.substr(start, end - start));
+  }
+  std::sort(parts.begin(), parts.end());
+  return parts;
+}
+
 }  // namespace
 
-std::string likely_meant(std::string_view word, const std::vector<std::string>& names) {
+std::string likely_meant(std::string_view raw, const std::vector<std::string>& names) {
+  const std::string word = folded(raw);
   std::string closest;
   size_t best = std::numeric_limits<size_t>::max();
   for (const std::string& n : names) {
-    const size_t d = edit_distance(word, n);
+    const size_t d = edit_distance(word, folded(n));
     if (d < best) best = d, closest = n;
   }
   // Two edits make a short word into another one ("qps" into "gpus"): one is the limit there.
   if (best <= (word.size() >= 5 ? 2u : 1u)) return closest;
   // One name spelled out further ("tokens_per_second" for "tokens_per_s").
   for (const std::string& n : names) {
-    const std::string_view shorter = n.size() < word.size() ? std::string_view(n) : word;
-    const std::string_view longer = n.size() < word.size() ? word : std::string_view(n);
+    const std::string f = folded(n);
+    const std::string_view shorter = f.size() < word.size() ? std::string_view(f) : std::string_view(word);
+    const std::string_view longer = f.size() < word.size() ? std::string_view(word) : std::string_view(f);
     if (shorter.size() >= 5 && longer.substr(0, shorter.size()) == shorter) return n;
   }
+  // The same words in another order.
+  const std::vector<std::string> parts = sorted_parts(word);
+  for (const std::string& n : names)
+    if (parts.size() >= 2 && sorted_parts(folded(n)) == parts) return n;
   return "";
 }
 

@@ -19,8 +19,9 @@ std::string child_pointer(const std::string& pointer, size_t index);
 // A short rendering of a value for messages (long values are cut).
 std::string describe_json(const nlohmann::json& value);
 
-// The name among `names` that `word` most likely misspells (at most two edits apart, or one spelled
-// out further than the other), or "" when none is close.
+// The name among `names` that `word` most likely misspells (at most two edits apart, one spelled out
+// further than the other, or the same words in another order; case and '-' for '_' do not count),
+// or "" when none is close.
 std::string likely_meant(std::string_view word, const std::vector<std::string>& names);
 
 class JsonChecker {

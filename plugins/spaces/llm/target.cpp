@@ -226,7 +226,8 @@ std::string workload_refusal(const Workload& w, const Target& t) {
   if ((t.framework == Framework::kTorchtitan || t.framework == Framework::kDeepspeed) && w.training.overlap_moe_comm)
     return t.label() + " cannot run it: overlap_moe_comm (Megatron-LM's --overlap-moe-expert-parallel-comm)";
   if (t.framework == Framework::kDeepspeed && w.training.tp_comm_overlap)
-    return t.label() + " cannot run it: tp_comm_overlap (Megatron-LM's --tp-comm-overlap, TorchTitan's async TP)";
+    return t.label() + " cannot run it: tp_comm_overlap (DeepSpeed has no tensor-parallel overlap: set "
+                       "training.tp_comm_overlap false, or target megatron, nemo or torchtitan)";
   if (t.framework == Framework::kTorchtitan && w.training.tp_comm_overlap && w.training.kernels != Kernels::kCompiled)
     return t.label() + " cannot run it: tp_comm_overlap without compiled kernels (TorchTitan's async tensor "
                        "parallelism needs torch.compile: training.kernels compiled)";
