@@ -160,9 +160,12 @@ PublishedRow read_row(const CsvTable& t, const CsvRecord& rec) {
   number(cell("tp"), &tp);
   // NVIDIA's performance recipes overlap tensor-parallel communication with the GEMMs on every dense
   // bf16 and fp8 model that uses TP (tp_comm_overlap = True; False on MoE models and in NVFP4:
-  // frameworks/nemo_recipe_parallelism.csv).
+  // frameworks/nemo_recipe_parallelism.csv). Transformer Engine's userbuffers came with Hopper:
+  // NVIDIA's Ampere tables (Megatron-LM's papers) predate them.
+  const bool ampere_or_older = r.gpu.rfind("a100", 0) == 0 || r.gpu.rfind("v100", 0) == 0;
   if (!cell("tp_comm_overlap").empty()) c["tp_comm_overlap"] = cell("tp_comm_overlap");
-  else if (lower(cell("source_repo")).find("nvidia") != std::string::npos && !r.moe && r.dtype != "fp4" && tp > 1)
+  else if (lower(cell("source_repo")).find("nvidia") != std::string::npos && !ampere_or_older && !r.moe &&
+           r.dtype != "fp4" && tp > 1)
     c["tp_comm_overlap"] = "true";
   double fsdp = 0;
   if (!c.count("zero")) c["zero"] = number(cell("fsdp"), &fsdp) && fsdp > 0 ? "3" : "1";
