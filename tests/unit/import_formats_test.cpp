@@ -248,6 +248,7 @@ TEST_F(ImportFormats, MegatronArgumentNamesBecomeTheSchemasColumns) {
   // Transformer Engine's tensor-parallel overlap, Megatron-LM's --tp-comm-overlap.
   EXPECT_EQ(cells_from_settings({{"tp_comm_overlap", "True"}}).at("tp_comm_overlap"), "true");
   EXPECT_EQ(cells_from_settings({{"tp_comm_overlap", "False"}}).at("tp_comm_overlap"), "false");
+  EXPECT_EQ(cells_from_settings({{"cross_entropy_loss_fusion", "True"}}).at("cross_entropy_fusion"), "true");
 }
 
 TEST_F(ImportFormats, AnUnknownFormatOrABadSettingIsABadUsage) {

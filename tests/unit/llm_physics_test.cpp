@@ -3,8 +3,9 @@
 // Megatron-LM and DeepSpeed shard, context parallelism costs at short sequences, FP8 speeds up the
 // GEMMs only, MoE dispatch crosses nodes at each GPU's own link, hides behind another micro-batch's
 // compute when overlapped and sends a token once per destination with a deduplicating dispatcher,
-// tensor-parallel transfers hide under their GEMMs when overlapped, small models wait for the host,
-// and PyTorch-native trainers recompute selectively per operator.
+// tensor-parallel transfers hide under their GEMMs when overlapped, the loss costs fp32 passes over
+// the logits unless fused, small models wait for the host, and PyTorch-native trainers recompute
+// selectively per operator.
 #include <cotune/core/abi/components.hpp>
 #include <cotune/core/perfmodel/perfmodel.hpp>
 #include <cotune/core/registry.hpp>
@@ -287,6 +288,30 @@ TEST_F(LlmPhysics, OverlappedTensorParallelTransfersHideUnderTheirGemms) {
                    simulate(model, {{"global_batch", 4}}, "h100-sxm", 2, no_sp).r.step_time_s);
 }
 
+TEST_F(LlmPhysics, TheLossMakesFp32PassesOverTheLogitsUnlessFused) {
+  // Llama-7B's 32000-word vocabulary over tp 2, one micro-batch of 2048 tokens: 2048 x 16000 logits
+  // per GPU. Megatron-Core's unfused cross entropy casts them to fp32 (2 + 4 bytes each), takes the max
+  // (4), subtracts it (8), exponentiates (8), sums (4) and keeps the softmax (8): 38 bytes a logit;
+  // backward scales it (8) and casts it to bf16 (6): 14. Fused (--cross-entropy-loss-fusion, or
+  // torch.compile under kernels compiled): 6 and 4. Eager PyTorch makes the unfused passes, not three
+  // times them as its other elementwise work.
+  const json config = {{"tp", 2}, {"sp", true}, {"dp", 1}, {"micro_batch", 1}};
+  const double logits = 2048.0 * 32000 / 2;
+  auto loss_bytes = [&](const json& training) {
+    json t = training;
+    t["global_batch"] = 1;
+    const Run run = simulate(kLlama7b, t, "h100-sxm", 2, config);
+    double forward = 0, backward = 0;
+    EXPECT_EQ(run.ops("cross_entropy", &forward), 1);
+    EXPECT_EQ(run.ops("cross_entropy_grad", &backward), 1);
+    return std::make_pair(forward / logits, backward / logits);
+  };
+  EXPECT_EQ(loss_bytes(json::object()), std::make_pair(38.0, 14.0));
+  EXPECT_EQ(loss_bytes({{"kernels", "eager"}}), std::make_pair(38.0, 14.0));
+  EXPECT_EQ(loss_bytes({{"cross_entropy_fusion", true}}), std::make_pair(6.0, 4.0));
+  EXPECT_EQ(loss_bytes({{"kernels", "compiled"}}), std::make_pair(6.0, 4.0));
+}
+
 TEST_F(LlmPhysics, FlexDispatcherSendsATokenOncePerGpuAndOncePerNode) {
   // Qwen3-30B-A3B's routing (128 experts, top 8) on ep 16 over two H100 nodes, 4096 tokens per GPU.
   // alltoall sends each of a token's 8 copies, half of them to the other node. DeepEP and HybridEP
@@ -347,8 +372,10 @@ TEST_F(LlmPhysics, EagerFrameworksRunUnfusedElementwiseWorkAndSdpaAttention) {
   EXPECT_LT(fused.r.step_time_s, compiled.r.step_time_s);
   EXPECT_LT(compiled.r.step_time_s, eager.r.step_time_s);
   EXPECT_LT(eager.r.step_time_s, 1.5 * fused.r.step_time_s) << "GEMMs are most of the step";
-  // On A100 compiled PyTorch and Transformer Engine run the same kernels.
-  EXPECT_NEAR(run("compiled", "a100-80gb").r.step_time_s, run("fused", "a100-80gb").r.step_time_s, 1e-12);
+  // On A100 compiled PyTorch and Transformer Engine with the loss fused run the same kernels.
+  const Run fused_loss = simulate(kLlama7b, {{"global_batch", 32}, {"kernels", "fused"}, {"cross_entropy_fusion", true}},
+                                  "a100-80gb", 8, config);
+  EXPECT_NEAR(run("compiled", "a100-80gb").r.step_time_s, fused_loss.r.step_time_s, 1e-12);
 }
 
 TEST_F(LlmPhysics, PyTorchNativeSelectiveRecomputationIsPerOperator) {

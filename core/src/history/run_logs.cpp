@@ -90,6 +90,7 @@ const std::pair<const char*, const char*> kDirect[] = {
     {"overlap_grad_reduce", "overlap_grad_reduce"},
     {"overlap_moe_expert_parallel_comm", "overlap_moe_comm"},
     {"tp_comm_overlap", "tp_comm_overlap"},
+    {"cross_entropy_loss_fusion", "cross_entropy_fusion"},
     {"sequence_parallel", "sp"},
     {"swiglu", "gated_mlp"},
 };
@@ -563,7 +564,8 @@ std::map<std::string, std::string> cells_from_settings(const std::map<std::strin
     if (is_column && is_column(k) && !is_none(v)) c[k] = v;
   for (const auto& [from, to] : kDirect)
     if (const std::string* v = get(from); v && !c.count(to)) c[to] = *v;
-  for (const char* b : {"sp", "gated_mlp", "overlap_grad_reduce", "overlap_moe_comm", "tp_comm_overlap"})
+  for (const char* b : {"sp", "gated_mlp", "overlap_grad_reduce", "overlap_moe_comm", "tp_comm_overlap",
+                        "cross_entropy_fusion"})
     if (c.count(b)) c[b] = truthy(c[b]) ? "true" : "false";
   // The dispatchers the model tells apart (allgather is not modelled: left unset).
   if (const std::string* v = get("moe_token_dispatcher_type"); v && !c.count("moe_dispatcher") &&

@@ -77,6 +77,20 @@ void forward_layers(TraceBuilder& B, const Workload& w, const Config& c, const D
   moe_mlp_forward(B, w, c, d, phase, n.moe_mlp, flags);
 }
 
+// The loss's traffic per logit (vocabulary-parallel cross entropy; bytes, then kernels). Megatron-Core
+// unfused: the logits cast to fp32 (2 + 4 bytes), their max (4), the max subtracted (8), exp (8), the
+// sum (4), the softmax it keeps (8); backward scales it by the loss gradient (8) and hands the output
+// layer bf16 (4 + 2). PyTorch's eager cross entropy makes about as many passes. Fused
+// (--cross-entropy-loss-fusion, torch.compile): the bf16 logits read for max and sum and again to
+// write the gradient in bf16 (2 + 2 + 2), which backward scales (4).
+struct LossTraffic {
+  double forward_bytes, forward_kernels, backward_bytes, backward_kernels;
+};
+LossTraffic loss_traffic(const Workload& w) {
+  if (w.training.cross_entropy_fusion || w.training.kernels == Kernels::kCompiled) return {6, 2, 4, 1};
+  return {38, 7, 14, 3};
+}
+
 void output_forward(TraceBuilder& B, const Workload& w, const Config& c, const Dims& d, const Counts& n) {
   const Model& m = w.model;
   if (n.mtp > 0) {  // each MTP layer joins the decoder's output with the next token's embedding
@@ -88,7 +102,8 @@ void output_forward(TraceBuilder& B, const Workload& w, const Config& c, const D
   if (c.sp) B.collective(F, 0, "tp_allgather", COTUNE_COLL_ALL_GATHER, COTUNE_GROUP_TP, d.T * d.h * kAct, 1, c.tp, heads);
   // The output layer is Megatron-LM's own column-parallel linear: bf16 even in FP8 training.
   B.gemm_bf16(F, "output_layer", d.T, m.vocab / c.tp, d.h, heads);
-  B.memory(F, "cross_entropy", d.T * m.vocab / c.tp * 4 * 2, heads, 0, 4);
+  const LossTraffic loss = loss_traffic(w);
+  B.memory_as_given(F, "cross_entropy", d.T * m.vocab / c.tp * loss.forward_bytes, heads, loss.forward_kernels);
   // Vocabulary-parallel cross entropy: the logits' max, the sum and the target logit across ranks.
   B.collective(F, 0, "tp_cross_entropy", COTUNE_COLL_ALL_REDUCE, COTUNE_GROUP_TP, d.T * 4 * 3, 1, c.tp, heads);
 }
@@ -96,7 +111,8 @@ void output_forward(TraceBuilder& B, const Workload& w, const Config& c, const D
 void output_backward(TraceBuilder& B, const Workload& w, const Config& c, const Dims& d, const Counts& n) {
   const Model& m = w.model;
   const double heads = 1 + n.mtp;
-  B.memory(BW, "cross_entropy_grad", d.T * m.vocab / c.tp * 4 * 2, heads, 0, 2);
+  const LossTraffic loss = loss_traffic(w);
+  B.memory_as_given(BW, "cross_entropy_grad", d.T * m.vocab / c.tp * loss.backward_bytes, heads, loss.backward_kernels);
   B.gemm_bf16(BW, "output_layer_dgrad", d.T, d.h, m.vocab / c.tp, heads);
   B.gemm_bf16(BW, "output_layer_wgrad", d.h, m.vocab / c.tp, d.T, heads, 0, 1, GemmRole::kWgrad);
   B.collective(BW, 0, c.sp ? "tp_reducescatter" : "tp_allreduce",

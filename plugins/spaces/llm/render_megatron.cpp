@@ -170,6 +170,7 @@ std::string render_megatron(const Workload& w, const Config& c, const Target& t,
   }
   if (w.training.overlap_moe_comm && c.ep > 1) a.add("--overlap-moe-expert-parallel-comm");  // M50
   if (w.training.tp_comm_overlap && c.sp && c.tp > 1) a.add("--tp-comm-overlap");  // M09: with sequence parallelism
+  if (w.training.cross_entropy_fusion) a.add("--cross-entropy-loss-fusion");
 
   a.add("--attention-backend", std::string(w.training.attention == Attention::kFlash ? "auto" : "unfused"));  // M55
   a.add(w.training.dtype == COTUNE_DTYPE_FP16 ? "--fp16" : "--bf16");

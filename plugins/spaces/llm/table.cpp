@@ -97,7 +97,7 @@ std::string recompute_word(const std::string& w) {
 
 const char* const kTrainingColumns[] = {"global_batch", "dtype",   "attention", "kernels",
                                         "dropout",      "overlap_grad_reduce", "overlap_moe_comm", "tp_comm_overlap",
-                                        "moe_dispatcher", "grad_reduce", "peft"};
+                                        "cross_entropy_fusion", "moe_dispatcher", "grad_reduce", "peft"};
 
 // Configuration columns a configuration JSON may leave out (their default is the space's rule).
 const char* const kOptionalConfig[] = {"etp", "first_stage_layers", "last_stage_layers"};
@@ -317,6 +317,7 @@ LlmCsvRow llm_row_from_cells(const CsvCellLookup& cell) {
     if (r.has("overlap_grad_reduce")) training["overlap_grad_reduce"] = r.boolean("overlap_grad_reduce", true);
     if (r.has("overlap_moe_comm")) training["overlap_moe_comm"] = r.boolean("overlap_moe_comm", false);
     if (r.has("tp_comm_overlap")) training["tp_comm_overlap"] = r.boolean("tp_comm_overlap", false);
+    if (r.has("cross_entropy_fusion")) training["cross_entropy_fusion"] = r.boolean("cross_entropy_fusion", false);
     if (r.has("moe_dispatcher")) training["moe_dispatcher"] = r.word("moe_dispatcher", "");
     if (r.has("grad_reduce")) training["grad_reduce"] = dtype_word(r.word("grad_reduce", ""));
     if (r.has("peft")) training["peft"] = r.word("peft", "");

@@ -231,6 +231,10 @@ std::string workload_refusal(const Workload& w, const Target& t) {
   if (t.framework == Framework::kTorchtitan && w.training.tp_comm_overlap && w.training.kernels != Kernels::kCompiled)
     return t.label() + " cannot run it: tp_comm_overlap without compiled kernels (TorchTitan's async tensor "
                        "parallelism needs torch.compile: training.kernels compiled)";
+  if ((t.framework == Framework::kTorchtitan || t.framework == Framework::kDeepspeed) && w.training.cross_entropy_fusion &&
+      w.training.kernels != Kernels::kCompiled)
+    return t.label() + " cannot run it: cross_entropy_fusion (Megatron-LM's --cross-entropy-loss-fusion; PyTorch fuses "
+                       "the loss only under torch.compile: training.kernels compiled)";
   if (t.framework == Framework::kTorchtitan && w.training.grad_reduce == GradReduce::kBf16)
     return t.label() + " cannot run it: grad_reduce bf16 (TorchTitan's training.mixed_precision_reduce is float32 only)";
   if (w.training.moe_dispatcher == MoeDispatcher::kFlex && w.model.moe()) {

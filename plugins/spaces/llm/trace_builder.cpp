@@ -98,6 +98,13 @@ int32_t TraceBuilder::memory(int32_t phase, const char* label, double bytes, dou
   return last();
 }
 
+int32_t TraceBuilder::memory_as_given(int32_t phase, const char* label, double bytes, double count, double kernels) {
+  cotune_op& o = next(phase, COTUNE_OP_MEMORY, label, count, 0, kernels);
+  o.bytes = bytes;
+  o.dtype = COTUNE_DTYPE_BF16;
+  return last();
+}
+
 int32_t TraceBuilder::host(int32_t phase, const char* label, double count, double operations, uint32_t flags) {
   return memory(phase, label, 0, count, flags, operations);
 }

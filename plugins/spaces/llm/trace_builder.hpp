@@ -49,6 +49,9 @@ class TraceBuilder {
   int32_t attention(int32_t phase, double batch, double heads, double seq_q, double seq_kv, double head_dim,
                     double count, uint32_t flags, double kernels);
   int32_t memory(int32_t phase, const char* label, double bytes, double count, uint32_t flags = 0, double kernels = 1);
+  // Memory-bound work whose bytes and kernels the caller gives for the framework at hand (not scaled
+  // by `unfused`): the loss, which each framework computes its own way.
+  int32_t memory_as_given(int32_t phase, const char* label, double bytes, double count, double kernels);
   // Host-side framework work with no GPU kernel of its own (module calls, bookkeeping).
   int32_t host(int32_t phase, const char* label, double count, double operations, uint32_t flags = 0);
 

@@ -82,6 +82,8 @@ Training parse_training(const json& j) {
       t.overlap_moe_comm = boolean(v, at);
     } else if (k == "tp_comm_overlap") {
       t.tp_comm_overlap = boolean(v, at);
+    } else if (k == "cross_entropy_fusion") {
+      t.cross_entropy_fusion = boolean(v, at);
     } else if (k == "moe_dispatcher") {
       const std::string d = text(v, at);
       if (d == "alltoall") t.moe_dispatcher = MoeDispatcher::kAllToAll;
@@ -98,8 +100,8 @@ Training parse_training(const json& j) {
       else if (p != "none") throw std::invalid_argument(at + ": expected none or lora, got '" + p + "'");
     } else {
       throw std::invalid_argument(at + ": unknown training field (expected global_batch, dtype, optimizer, attention, "
-                                  "kernels, dropout, overlap_grad_reduce, overlap_moe_comm, tp_comm_overlap, moe_dispatcher, "
-                                  "grad_reduce, peft)");
+                                  "kernels, dropout, overlap_grad_reduce, overlap_moe_comm, tp_comm_overlap, "
+                                  "cross_entropy_fusion, moe_dispatcher, grad_reduce, peft)");
     }
   }
   return t;

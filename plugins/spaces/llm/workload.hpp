@@ -53,6 +53,9 @@ struct Training {
   // --tp-comm-overlap: Transformer Engine's userbuffers; TorchTitan's async tensor parallelism).
   // Needs sequence parallelism: without it, it does nothing (as in Megatron-Bridge).
   bool tp_comm_overlap = false;
+  // The loss as one fused kernel (Megatron-LM's --cross-entropy-loss-fusion) instead of Megatron-Core's
+  // fp32 passes over the logits; torch.compile fuses it too (kernels compiled).
+  bool cross_entropy_fusion = false;
   MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;
   GradReduce grad_reduce = GradReduce::kFp32;
   bool lora = false;  // parameter-efficient fine-tuning: the base weights are frozen (no weight
