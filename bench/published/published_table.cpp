@@ -163,10 +163,13 @@ PublishedRow read_row(const CsvTable& t, const CsvRecord& rec) {
   // frameworks/nemo_recipe_parallelism.csv). Transformer Engine's userbuffers came with Hopper:
   // NVIDIA's Ampere tables (Megatron-LM's papers) predate them.
   const bool ampere_or_older = r.gpu.rfind("a100", 0) == 0 || r.gpu.rfind("v100", 0) == 0;
+  const bool nvidia_recipe = lower(cell("source_repo")).find("nvidia") != std::string::npos && !ampere_or_older;
   if (!cell("tp_comm_overlap").empty()) c["tp_comm_overlap"] = cell("tp_comm_overlap");
-  else if (lower(cell("source_repo")).find("nvidia") != std::string::npos && !ampere_or_older && !r.moe &&
-           r.dtype != "fp4" && tp > 1)
-    c["tp_comm_overlap"] = "true";
+  else if (nvidia_recipe && !r.moe && r.dtype != "fp4" && tp > 1) c["tp_comm_overlap"] = "true";
+  // Their models compute the loss fused (NeMo's and Megatron-Bridge's GPT configs set
+  // cross_entropy_loss_fusion; Megatron-LM's own default, which its A100 papers ran, does not).
+  if (!cell("cross_entropy_fusion").empty()) c["cross_entropy_fusion"] = cell("cross_entropy_fusion");
+  else if (nvidia_recipe) c["cross_entropy_fusion"] = "true";
   double fsdp = 0;
   if (!c.count("zero")) c["zero"] = number(cell("fsdp"), &fsdp) && fsdp > 0 ? "3" : "1";
   if (!c.count("sp")) c["sp"] = tp > 1 ? "true" : "false";
