@@ -92,14 +92,16 @@ int32_t TraceBuilder::attention(int32_t phase, double batch, double heads, doubl
 int32_t TraceBuilder::memory(int32_t phase, const char* label, double bytes, double count, uint32_t flags,
                              double kernels) {
   const double unfused = bytes > 0 && !(flags & COTUNE_OP_OPTIMIZER) ? unfused_ : 1;
-  cotune_op& o = next(phase, COTUNE_OP_MEMORY, label, count, flags, kernels * unfused);
-  o.bytes = bytes * unfused;
-  o.dtype = COTUNE_DTYPE_BF16;
-  return last();
+  return memory_op(phase, label, bytes * unfused, count, flags, kernels * unfused);
 }
 
 int32_t TraceBuilder::memory_as_given(int32_t phase, const char* label, double bytes, double count, double kernels) {
-  cotune_op& o = next(phase, COTUNE_OP_MEMORY, label, count, 0, kernels);
+  return memory_op(phase, label, bytes, count, 0, kernels);
+}
+
+int32_t TraceBuilder::memory_op(int32_t phase, const char* label, double bytes, double count, uint32_t flags,
+                                double kernels) {
+  cotune_op& o = next(phase, COTUNE_OP_MEMORY, label, count, flags, kernels);
   o.bytes = bytes;
   o.dtype = COTUNE_DTYPE_BF16;
   return last();

@@ -80,6 +80,7 @@ class TraceBuilder {
 
  private:
   cotune_op& next(int32_t phase, int32_t kind, const char* label, double count, uint32_t flags, double kernels);
+  int32_t memory_op(int32_t phase, const char* label, double bytes, double count, uint32_t flags, double kernels);
   int32_t one(int32_t phase, int32_t stream, const char* label, int32_t coll, int32_t group, double bytes, double size,
               int32_t level, double count, int32_t dep, uint32_t flags);
 
