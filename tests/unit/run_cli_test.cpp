@@ -811,6 +811,14 @@ TEST_F(RunCli, ResumesAfterKillNineWithNothingLostOrRepeated) {
   ASSERT_EQ(wait_for(pid), 128 + SIGKILL);
   std::vector<TrialRecord> before = trials("killed");
   ASSERT_LT(finished(before), budget) << "the study finished before the kill";
+  // The store still says running; show reads the dead run's lease and says what happened.
+  ASSERT_EQ(Store(store_).find_study("killed")->status, StudyStatus::kRunning);
+  ASSERT_EQ(run({"show", "killed", "--store", store_}), 0) << err();
+  EXPECT_NE(out().find("study killed (interrupted)"), std::string::npos) << out();
+  EXPECT_NE(out().find("its run (pid " + std::to_string(pid) + " on "), std::string::npos) << out();
+  EXPECT_EQ(out().find(" running "), std::string::npos) << "no trial of a dead run is in flight:\n" << out();
+  ASSERT_EQ(run({"show", "--store", store_, "--json"}), 0) << err();
+  EXPECT_EQ(json::parse(out())["studies"][0]["status"], "interrupted") << out();
 
   ASSERT_EQ(run({"run", study, "--store", store_}), 0) << err();
   EXPECT_NE(err().find("resuming study 'killed'"), std::string::npos) << err();

@@ -15,6 +15,7 @@
 #include <future>
 #include <thread>
 
+#include "run/lease.hpp"
 #include "support/cli_process.hpp"
 #include "support/http_client.hpp"
 #include "unit/report_study_fixture.hpp"
@@ -70,11 +71,22 @@ TEST_F(Serve, ListsStudiesAndServesEachReport) {
   EXPECT_EQ(index.message[http::field::content_type], "text/html; charset=utf-8");
   EXPECT_NE(index.message["Content-Security-Policy"].find("default-src 'none'"), std::string::npos);
 
+  // The study is stored as running, but no run holds it (as after a run killed with SIGKILL): the
+  // page says so and does not reload itself.
   Reply study = get(port(), "/studies/my%20study");
   EXPECT_EQ(study.status, 200);
   EXPECT_NE(study.body.find("<section id=\"trials\">"), std::string::npos);
   EXPECT_NE(study.body.find("<svg"), std::string::npos);
-  // The study is still running (nothing marked it finished): the page reloads itself.
+  EXPECT_NE(study.body.find("my study (interrupted)"), std::string::npos);
+  EXPECT_EQ(study.body.find("http-equiv=\"refresh\""), std::string::npos);
+  // A live run holds it (this process's lease): it is running, and the page reloads itself.
+  {
+    Store store(store_path_);
+    const std::int64_t id = store.find_study("my study")->id;
+    ASSERT_FALSE(store.take_study_lease(id, this_process_lease(), [](const StudyLease&) { return true; }));
+  }
+  study = get(port(), "/studies/my%20study");
+  EXPECT_NE(study.body.find("my study (running)"), std::string::npos);
   EXPECT_NE(study.body.find("http-equiv=\"refresh\""), std::string::npos);
 
   Reply head = get(port(), "/", "HEAD");

@@ -842,6 +842,23 @@ TEST_P(StoreTest, WorkersAndThePlainRunsLeaseExcludeEachOther) {
   EXPECT_TRUE(store.study_workers(id).empty()) << "the gone worker's row is removed";
 }
 
+// show reads the lease as stored to tell a live run from one that was killed.
+TEST_P(StoreTest, TheStoredLeaseIsReadBackUntilReleased) {
+  Store store(path_);
+  const std::int64_t id = store.create_study(study_named("s")).id;
+  EXPECT_FALSE(store.study_lease(id));
+  const StudyLease me{"host-p", 42, 0};
+  ASSERT_FALSE(store.take_study_lease(id, me, [](const StudyLease&) { return true; }));
+  std::optional<StudyLease> stored = store.study_lease(id);
+  ASSERT_TRUE(stored);
+  EXPECT_EQ(stored->host, "host-p");
+  EXPECT_EQ(stored->pid, 42);
+  EXPECT_GT(stored->heartbeat, 1.6e9) << "the store sets the heartbeat (seconds since the epoch)";
+  store.release_study_lease(id, me);
+  EXPECT_FALSE(store.study_lease(id));
+  EXPECT_THROW(store.study_lease(id + 1000), StoreError);
+}
+
 TEST_P(StoreTest, ClaimedTrialsStopAtTheBudgetLimitCountingThoseInFlight) {
   Store store(path_);
   const std::int64_t id = store.create_study(study_named("s")).id;

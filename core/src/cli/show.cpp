@@ -11,6 +11,8 @@
 
 #include <boost/program_options.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <iostream>
@@ -40,6 +42,19 @@ void print_history(Store& store) {
                 rows, workloads);
 }
 
+// A study stored as running that no live run holds: its run was killed (SIGKILL) or its machine
+// went down. Says which run it was, when it was last heard, and how to go on.
+void print_interrupted_run(Store& store, const StudyRecord& study) {
+  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const std::optional<StudyLease> lease = store.study_lease(study.id);
+  if (lease)
+    std::printf("its run (pid %lld on %s) is gone, last heard %.0f s ago, without stopping the study; "
+                "`cotune run` resumes it\n",
+                static_cast<long long>(lease->pid), lease->host.c_str(), std::max(0.0, now - lease->heartbeat));
+  else
+    std::printf("no run or worker holds it now; `cotune run` resumes it\n");
+}
+
 void list_studies(Store& store) {
   std::vector<StudySummary> studies = store.list_studies();
   if (studies.empty()) {
@@ -47,11 +62,12 @@ void list_studies(Store& store) {
     print_history(store);
     return;
   }
-  std::printf("%-28s %-9s %-36s %s\n", "STUDY", "STATUS", "TRIALS", "BEST");
+  std::printf("%-28s %-11s %-36s %s\n", "STUDY", "STATUS", "TRIALS", "BEST");
   for (const StudySummary& s : studies) {
     std::string best = s.best_objective ? report::objective_metric(s.study) + " " + compact_number(*s.best_objective) : "-";
-    const std::string trials = status_counts_text(s.trials_by_status, s.study.status == StudyStatus::kRunning);
-    std::printf("%-28s %-9s %-36s %s\n", s.study.name.c_str(), std::string(to_string(s.study.status)).c_str(),
+    const bool being_run = report::study_being_run(store, s.study);
+    const std::string trials = status_counts_text(s.trials_by_status, being_run);
+    std::printf("%-28s %-11s %-36s %s\n", s.study.name.c_str(), report::study_status_text(store, s.study).c_str(),
                 trials.c_str(), best.c_str());
   }
   print_history(store);
@@ -65,9 +81,11 @@ void show_study(Store& store, const std::string& name, std::int64_t limit) {
   load_study_plugins(registry, spec);
   std::unique_ptr<Space> space = make_study_space(registry, spec);
   std::vector<TrialRecord> trials = store.trials(study->id);
+  const bool being_run = report::study_being_run(store, *study);
 
-  std::printf("study %s (%s)%s%s\n", study->name.c_str(), std::string(to_string(study->status)).c_str(),
+  std::printf("study %s (%s)%s%s\n", study->name.c_str(), report::study_status_text(store, *study).c_str(),
               spec.description.empty() ? "" : ": ", spec.description.c_str());
+  if (study->status == StudyStatus::kRunning && !being_run) print_interrupted_run(store, *study);
   std::printf("space %s, predictor %s (prior %s), searcher %s, executor %s, parallel %lld\n", spec.space.name.c_str(),
               spec.predictor.name.c_str(), std::string(to_string(spec.predictor.prior)).c_str(),
               spec.searcher.name.c_str(), spec.executor.name.c_str(), static_cast<long long>(spec.parallel));
@@ -102,7 +120,7 @@ void show_study(Store& store, const std::string& name, std::int64_t limit) {
     const TrialRecord& t = trials[i];
     std::string status(to_string(t.status));
     // A trial left in flight by a stopped study is resumed by the next `cotune run`.
-    if (!is_finished(t.status) && study->status != StudyStatus::kRunning) status = "interrupted";
+    if (!is_finished(t.status) && !being_run) status = "interrupted";
     std::optional<double> value = t.metrics_json ? metric_value(*t.metrics_json, metric) : std::nullopt;
     std::string config;
     try {

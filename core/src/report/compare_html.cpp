@@ -20,6 +20,7 @@ namespace {
 
 struct Compared {
   StudyRecord study;
+  std::string status_text;                // study_status_text
   std::string searched;                   // "reinforce, krr (prior analytic)"
   std::vector<double> xs, best;           // best so far after each finished trial
   std::int64_t finished = 0;
@@ -31,6 +32,7 @@ struct Compared {
 Compared compare_one(Store& store, const StudyRecord& study) {
   Compared c;
   c.study = study;
+  c.status_text = study_status_text(store, study);
   try {
     const StudySpec spec = spec_from_store(study);
     c.searched = spec.searcher.name + ", " + spec.predictor.name + " (prior " + std::string(to_string(spec.predictor.prior)) +
@@ -97,7 +99,7 @@ std::string workload_comparison_html(Store& store, const std::string& workload_k
     std::optional<double> within = same && overall ? trials_to_within(c, *overall, direction) : std::nullopt;
     table += "<tr><td>" +
              (href.empty() ? escape(c.study.name) : "<a href=\"" + escape(href) + "\">" + escape(c.study.name) + "</a>") +
-             "</td><td>" + escape(to_string(c.study.status)) + "</td><td>" + escape(c.searched) +
+             "</td><td>" + escape(c.status_text) + "</td><td>" + escape(c.searched) +
              "</td><td class=\"num\">" + std::to_string(c.finished) + "</td><td class=\"num\">" +
              (c.best_value ? escape((same ? "" : objective_metric(c.study) + " ") + number_text(*c.best_value)) : "-") +
              "</td><td class=\"num\">" + (c.best_value ? std::to_string(c.best_seq) : "-") + "</td><td class=\"num\">" +

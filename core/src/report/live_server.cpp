@@ -214,7 +214,7 @@ struct LiveServer::Impl {
         std::optional<StudyRecord> study = store.find_study(*name);
         if (study) {
           HtmlReportOptions ro;
-          if (study->status == StudyStatus::kRunning) ro.refresh_s = options.refresh_s;
+          if (study_being_run(store, *study)) ro.refresh_s = options.refresh_s;
           return {http::status::ok, study_report_html(store, *name, ro)};
         }
         return message_page(http::status::not_found, "No study named '" + *name + "' in this store.");

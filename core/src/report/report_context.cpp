@@ -2,6 +2,7 @@
 
 #include <cotune/core/errors.hpp>
 #include <cotune/core/report/html.hpp>
+#include <cotune/core/report/study_json.hpp>
 #include <cotune/core/run/study_setup.hpp>
 
 namespace cotune::core::report {
@@ -20,6 +21,8 @@ std::string config_text(const ReportContext& c, const ReportTrial& t) {
 ReportContext load_report_context(Store& store, const StudyRecord& study, const HtmlReportOptions& options) {
   ReportContext c;
   c.study = study;
+  c.status_text = study_status_text(store, study);
+  c.being_run = study_being_run(store, study);
   c.options = options;
   c.spec = spec_from_store(study);
   if (c.spec.objectives.empty()) throw UserError("study " + study.name + ": its stored study file has no objective");

@@ -27,6 +27,8 @@ struct ReportTrial {
 
 struct ReportContext {
   StudyRecord study;
+  std::string status_text;  // study_status_text: "interrupted" when no live run holds a running study
+  bool being_run = false;   // study_being_run
   StudySpec spec;
   std::vector<ReportTrial> trials;  // ordered by seq
   Registry registry;

@@ -74,13 +74,13 @@ std::string study_facts_html(const ReportContext& c) {
   for (const std::string& e : executors)
     if (e != s.executor.name) executors_text += ", " + e;
   std::string h = "<dl class=\"facts\">";
-  h += fact("study", escape(s.name) + " (" + escape(std::string(to_string(c.study.status))) + ")");
+  h += fact("study", escape(s.name) + " (" + escape(c.status_text) + ")");
   if (!s.description.empty()) h += fact("description", escape(s.description));
   h += fact("workload", "<pre>" + escape(s.workload.dump(2)) + "</pre>");
   h += fact("space", escape(s.space.name) + ": " + escape(space_size_text(c)));
   h += fact("objective", escape(objectives_text(s)));
   h += fact("budget used", escape(budget_text(c)));
-  h += fact("trials", escape(status_counts_text(counts, c.study.status == StudyStatus::kRunning)));
+  h += fact("trials", escape(status_counts_text(counts, c.being_run)));
   h += fact("predictor", escape(s.predictor.name + " (prior " + std::string(to_string(s.predictor.prior)) + ")"));
   h += fact("searcher", escape(s.searcher.name));
   h += fact("executors", escape(executors_text) + ", " + std::to_string(s.parallel) + " in parallel");

@@ -121,7 +121,8 @@ std::string studies_index_html(Store& store, const std::function<std::string(con
       body += "<tr><td>" +
               (href.empty() ? escape(s.study.name)
                             : "<a href=\"" + escape(href) + "\">" + escape(s.study.name) + "</a>") +
-              "</td><td>" + escape(to_string(s.study.status)) + "</td><td>" + escape(status_counts_text(s.trials_by_status, s.study.status == StudyStatus::kRunning)) +
+              "</td><td>" + escape(study_status_text(store, s.study)) + "</td><td>" +
+              escape(status_counts_text(s.trials_by_status, study_being_run(store, s.study))) +
               "</td><td class=\"num\">" +
               (s.best_objective ? escape(objective_metric(s.study) + " " + number_text(*s.best_objective)) : "-") +
               "</td></tr>";

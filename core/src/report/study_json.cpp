@@ -10,6 +10,8 @@
 #include <optional>
 #include <vector>
 
+#include "run/lease.hpp"
+
 namespace cotune::core::report {
 namespace {
 
@@ -36,6 +38,18 @@ std::string objective_metric(const StudyRecord& s) {
   return "objective";
 }
 
+bool study_being_run(Store& store, const StudyRecord& study) {
+  if (study.status != StudyStatus::kRunning) return false;
+  if (const std::optional<StudyLease> lease = store.study_lease(study.id); lease && lease_is_live(*lease)) return true;
+  const std::vector<StudyLease> workers = store.study_workers(study.id);
+  return std::any_of(workers.begin(), workers.end(), [](const StudyLease& w) { return lease_is_live(w); });
+}
+
+std::string study_status_text(Store& store, const StudyRecord& study) {
+  if (study.status == StudyStatus::kRunning && !study_being_run(store, study)) return "interrupted";
+  return std::string(to_string(study.status));
+}
+
 std::vector<WorkerStatus> worker_statuses(Store& store, std::int64_t study_id, const std::vector<TrialRecord>& trials) {
   const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   std::vector<WorkerStatus> out;
@@ -52,7 +66,7 @@ nlohmann::json studies_json(Store& store) {
   nlohmann::json studies = nlohmann::json::array();
   for (const StudySummary& s : store.list_studies())
     studies.push_back({{"name", s.study.name},
-                       {"status", std::string(to_string(s.study.status))},
+                       {"status", study_status_text(store, s.study)},
                        {"trials", s.trial_count},
                        {"trials_by_status", counts_json(s.trials_by_status)},
                        {"metric", objective_metric(s.study)},
@@ -65,13 +79,14 @@ nlohmann::json study_json(Store& store, const std::string& name, std::int64_t li
   if (!study) throw UserError("store " + store.path() + ": no study named '" + name + "' (cotune show lists them)");
   StudySpec spec = spec_from_store(*study);
   std::vector<TrialRecord> trials = store.trials(study->id);
+  const bool being_run = study_being_run(store, *study);
   const size_t shown = limit > 0 ? static_cast<size_t>(limit) : trials.size();
   const size_t skipped = trials.size() > shown ? trials.size() - shown : 0;
   nlohmann::json rows = nlohmann::json::array();
   for (size_t i = skipped; i < trials.size(); ++i) {
     const TrialRecord& t = trials[i];
     std::string status(to_string(t.status));
-    if (!is_finished(t.status) && study->status != StudyStatus::kRunning) status = "interrupted";
+    if (!is_finished(t.status) && !being_run) status = "interrupted";
     rows.push_back({{"seq", t.seq},
                     {"status", status},
                     {"config", json_or_null(t.config_json)},
@@ -91,7 +106,7 @@ nlohmann::json study_json(Store& store, const std::string& name, std::int64_t li
                         {"store", store.path()},
                         {"study",
                          {{"name", study->name},
-                          {"status", std::string(to_string(study->status))},
+                          {"status", study_status_text(store, *study)},
                           {"description", spec.description},
                           {"workload_key", study->workload_key},
                           {"space", spec.space.name},

@@ -296,6 +296,16 @@ void Store::release_study_lease(std::int64_t study_id, const StudyLease& me) {
   });
 }
 
+std::optional<StudyLease> Store::study_lease(std::int64_t study_id) {
+  return read([&] {
+    auto q = impl_->db.prepare("SELECT lease_host, lease_pid, lease_heartbeat FROM studies WHERE id = ?1");
+    q->bind(1, study_id);
+    if (!q->step()) throw StoreError("store " + path_ + ": no study with id " + std::to_string(study_id));
+    if (q->is_null(0) || q->is_null(1)) return std::optional<StudyLease>();
+    return std::optional<StudyLease>(StudyLease{q->text(0), q->int64(1), q->is_null(2) ? 0.0 : q->real(2)});
+  });
+}
+
 void Store::set_study_environment(std::int64_t study_id, const std::string& environment_json) {
   write([&] {
     auto q = impl_->db.prepare("UPDATE studies SET environment_json = ?1, updated_at = ?2 WHERE id = ?3");

@@ -41,6 +41,15 @@ struct WorkerStatus {
 };
 std::vector<WorkerStatus> worker_statuses(Store& store, std::int64_t study_id, const std::vector<TrialRecord>& trials);
 
+// Whether a run works on the study now: its stored status says running and the plain run's lease,
+// or a registered worker, is live (a recent heartbeat; on this host, a live process). A run killed
+// with SIGKILL, or on a machine that went down, leaves "running" stored until `cotune run` resumes it.
+bool study_being_run(Store& store, const StudyRecord& study);
+
+// The status as show, serve and report print it: the stored one, except "interrupted" for a study
+// stored as running that no live run or worker holds.
+std::string study_status_text(Store& store, const StudyRecord& study);
+
 // The first objective's metric of a stored study ("objective" when it names none).
 std::string objective_metric(const StudyRecord& study);
 

@@ -104,6 +104,9 @@ class Store {
   void renew_study_lease(std::int64_t study_id, const StudyLease& me);
   // Gives the study back, if `me` holds it.
   void release_study_lease(std::int64_t study_id, const StudyLease& me);
+  // The lease as stored, live or not (a run killed with SIGKILL leaves its own behind); none when no
+  // plain run holds the study.
+  std::optional<StudyLease> study_lease(std::int64_t study_id);
 
   // Workers: several `cotune run --worker` processes share one study instead of one holding it
   // alone. join_study registers `me` (or renews its heartbeat) unless the exclusive lease is held by
