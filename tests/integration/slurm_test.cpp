@@ -165,6 +165,17 @@ TEST_F(SlurmTest, FailingJobReportsExitCodeAndStderr) {
   EXPECT_EQ(r.status, COTUNE_STATUS_FAILED);
   EXPECT_THAT(r.error, HasSubstr("exit code 3"));
   EXPECT_THAT(r.error, HasSubstr("loss is NaN at step 3"));
+  EXPECT_EQ(r.metrics_json, "") << "the job failed: it measured nothing";
+}
+
+TEST_F(SlurmTest, CompletedJobWithoutItsResultFileIsFailedWithEmptyMetrics) {
+  auto ex = make(sh("echo done"));
+  auto t = trial("noresult");
+  auto job = ex->submit(t->raw);
+  TrialResult r = wait(*job);
+  EXPECT_EQ(r.status, COTUNE_STATUS_FAILED);
+  EXPECT_THAT(r.error, HasSubstr("completed but wrote no result file"));
+  EXPECT_EQ(r.metrics_json, "{}") << "it ran to its end: the host counts it as a trial without its metric";
 }
 
 TEST_F(SlurmTest, JobOverItsTimeLimitIsTimeout) {

@@ -140,6 +140,7 @@ TEST_F(ProcessExecutorTest, RegexThatMatchesNothingFailsTheTrialNamingTheMetric)
   TrialResult r = wait(*job);
   EXPECT_EQ(r.status, COTUNE_STATUS_FAILED);
   EXPECT_THAT(r.error, HasSubstr("step_time_s"));
+  EXPECT_EQ(r.metrics_json, "{}") << "the job ran to its end: the host counts it as a trial without its metric";
 }
 
 TEST_F(ProcessExecutorTest, ResultFileMustHoldNumbers) {

@@ -540,6 +540,25 @@ TEST_F(RunCli, AMisspeltMetricIsRefusedBeforeAnyTrial) {
             std::string::npos)
       << err();
   EXPECT_EQ(finished(trials("unwritten")), 3u);
+
+  // The jobs print their metric, but the executor's metrics_regex never matches it: the same.
+  doc["name"] = "unmatched";
+  doc["objective"]["metric"] = "step_time_s";
+  doc["executor"] = {{"name", "process"},
+                     {"options",
+                      {{"command", {"/bin/echo", "step_time 1.5"}},
+                       {"result_file", false},
+                       {"metrics_regex", {{"step_time_s", "step time: ([0-9.]+)"}}}}}};
+  EXPECT_EQ(run_doc(), 1) << err();
+  EXPECT_NE(err().find("3 trials in a row finished without reporting the objective metric 'step_time_s'"),
+            std::string::npos)
+      << err();
+  EXPECT_NE(err().find("The last trial: metric 'step_time_s': /step time: ([0-9.]+)/ matched no line of"),
+            std::string::npos)
+      << err();
+  const std::vector<TrialRecord> unmatched = trials("unmatched");
+  ASSERT_EQ(unmatched.size(), 3u);
+  for (const TrialRecord& t : unmatched) EXPECT_EQ(t.status, TrialStatus::kFailed);
 }
 
 // `cotune show --json`: the documented fields, with their types (docs/show-json.md).

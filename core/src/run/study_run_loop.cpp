@@ -29,8 +29,9 @@ constexpr int kMaxEmptyRounds = 3;  // proposal rounds with nothing new before t
 
 constexpr int kMaxFailedSubmissions = 3;  // in a row: the executor itself is broken, not one trial
 // Trials in a row that finished but did not report an objective metric: the jobs do not write it
-// (a name the space does not know passes the check before the first trial), and every further
-// trial would spend budget on a measurement the study cannot use.
+// (a name the space does not know passes the check before the first trial), or the executor cannot
+// read it (a metrics_regex that matches nothing: a failed result with the metrics "{}", cotune.h),
+// and every further trial would spend budget on a measurement the study cannot use.
 constexpr int kMaxUnreportedObjective = 3;
 
 cotune_str cs(const std::string& s) { return {s.data(), s.size()}; }
@@ -377,6 +378,14 @@ Observation StudyRun::commit(RunningTrial& r, const TrialResult& result) {
         obs.score = -std::numeric_limits<double>::infinity();
       }
     }
+  } else if (o.status == TrialStatus::kFailed && metrics.is_object()) {
+    // The job ran to its end, but what it wrote could not be read as the objective.
+    for (const ObjectiveSpec& objective : spec_.objectives)
+      if (!metric_value(metrics, objective.metric)) {
+        unreported = objective.metric;
+        break;
+      }
+    if (!unreported.empty()) ++unreported_objective_;
   }
   store_->finish_trial(r.trial_id, o);
   ++finished_this_run_;
@@ -384,7 +393,8 @@ Observation StudyRun::commit(RunningTrial& r, const TrialResult& result) {
   if (unreported_objective_ >= kMaxUnreportedObjective)
     throw std::runtime_error(std::to_string(kMaxUnreportedObjective) + " trials in a row finished without reporting "
                              "the objective metric '" + unreported + "'; the study stops rather than spend its budget on measurements it cannot use (check what "
-                             "the jobs write: their result file, or the executor's metrics_regex)");
+                             "the jobs write: their result file, or the executor's metrics_regex)" +
+                             (o.error ? ". The last trial: " + *o.error : std::string()));
   // A trial that left nothing in its directory (the simulator's) leaves no empty directory behind.
   std::error_code ignored;
   std::filesystem::remove(runs_dir_ + "/" + std::to_string(r.seq), ignored);  // only when empty

@@ -225,7 +225,7 @@ void ProcessExecutor::finish(Run& run) {
     m.error = "the job exited 0 but wrote no result file (" + result_file + ") and no metrics_regex is configured";
   }
   r.status = m.ok ? COTUNE_STATUS_OK : COTUNE_STATUS_FAILED;
-  r.metrics_json = m.ok ? m.json : "";
+  r.metrics_json = m.ok ? m.json : "{}";  // exited 0, nothing readable (cotune.h)
   r.error = m.ok ? "" : m.error;
 }
 

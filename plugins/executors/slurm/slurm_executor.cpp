@@ -248,7 +248,7 @@ void SlurmExecutor::complete(Track& t) {
   }
   t.phase = Track::Phase::kDone;
   t.result.status = m.ok ? COTUNE_STATUS_OK : COTUNE_STATUS_FAILED;
-  t.result.metrics_json = m.ok ? m.json : "";
+  t.result.metrics_json = m.ok ? m.json : "{}";  // completed, nothing readable (cotune.h)
   t.result.error = m.ok ? "" : m.error;
 }
 

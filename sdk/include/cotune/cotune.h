@@ -632,7 +632,9 @@ typedef struct cotune_trial_result {
   size_t struct_size;
   int32_t status;           /* COTUNE_STATUS_* */
   int32_t attempts;         /* how many times the executor started it (requeues count) */
-  cotune_str metrics_json;  /* {"step_time_s": 1.2, "tokens_per_s": ...} when status is OK */
+  cotune_str metrics_json;  /* {"step_time_s": 1.2, "tokens_per_s": ...} when status is OK; "{}"
+                               with FAILED when the job ran to its end but its metrics could not
+                               be read (the host stops a study after 3 such trials in a row) */
   cotune_str error;         /* why, when status is not OK */
   cotune_str log_path;      /* where the trial's log is, "" when none */
   cotune_str external_id;   /* the executor's job id (Slurm job id, agent trial id), "" when none */
