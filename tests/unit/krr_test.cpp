@@ -273,7 +273,7 @@ TEST_F(KrrTest, RejectsBadInputWithClearErrors) {
   expect_error([&] { p->predict(x, 1, 4, out); }, COTUNE_ERR_INVALID_ARGUMENT, "fitted on 2");
   expect_error([&] { p->predict(nan_x, 2, 2, out); }, COTUNE_ERR_INVALID_ARGUMENT, "feature 1 of row 0");
 
-  expect_error([&] { make(R"({"gama": 1})"); }, COTUNE_ERR_INVALID_ARGUMENT, "unknown option 'gama'");
+  expect_error([&] { make(R"({"gama": 1})"); }, COTUNE_ERR_INVALID_ARGUMENT, "unknown option 'gama' (did you mean \"gamma\"?)");
   expect_error([&] { make(R"({"log": "yes"})"); }, COTUNE_ERR_INVALID_ARGUMENT, "'log'");
   expect_error([&] { make(R"({"lambda": -1})"); }, COTUNE_ERR_INVALID_ARGUMENT, "'lambda'");
   expect_error([&] { make("[1, 2]"); }, COTUNE_ERR_INVALID_ARGUMENT, "JSON object");

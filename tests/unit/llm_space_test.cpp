@@ -363,7 +363,15 @@ TEST_F(LlmSpaceTest, RejectsBadWorkloadsAndOptionsNamingTheField) {
   bad["cluster"]["gpu"] = "v100";
   EXPECT_THAT(error(bad), HasSubstr("/cluster/gpu: unknown GPU 'v100'"));
   EXPECT_THAT(error(w, {{"tp", {3, "x"}}}), HasSubstr("space options/tp"));
-  EXPECT_THAT(error(w, {{"colour", {1}}}), HasSubstr("space options/colour: unknown option"));
+  EXPECT_THAT(error(w, {{"colour", {1}}}), HasSubstr("space options/colour: unknown option (expected a parameter"));
+  EXPECT_THAT(error(w, {{"micro-batch", {1}}}), HasSubstr("space options/micro-batch: unknown option (did you mean \"micro_batch\"?)"));
+  bad = w;
+  bad["training"]["tp_overlap_comm"] = true;
+  EXPECT_THAT(error(bad), HasSubstr("/training/tp_overlap_comm: unknown training field (did you mean \"tp_comm_overlap\"?) "
+                                    "(expected global_batch, "));
+  bad = w;
+  bad["model"]["ffn_hiden"] = 128;
+  EXPECT_THAT(error(bad), HasSubstr("/model/ffn_hiden: unknown model field (did you mean \"ffn_hidden\"?)"));
   auto s = make(w);
   EXPECT_THROW(s->parse(R"({"tp": 3})"), std::exception);
   EXPECT_THROW(s->parse(R"({"recompute": "some"})"), std::exception);

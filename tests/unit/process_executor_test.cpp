@@ -334,7 +334,7 @@ TEST_F(ProcessExecutorTest, BadOptionsAreRefusedNamingTheField) {
       EXPECT_THAT(e.what(), HasSubstr(why));
     }
   };
-  refused({{"command", {"/bin/true"}}, {"paralel", 2}}, "'paralel'");
+  refused({{"command", {"/bin/true"}}, {"paralel", 2}}, "no such option (did you mean \"parallel\"?)");
   refused({{"command", {"/bin/true", "{tp"}}}, "'{' without a closing '}'");
   refused({{"command", nlohmann::json::array()}}, "command: expected a non-empty array");
   refused({{"command", {"/bin/true"}}, {"parallel", 0}}, "'parallel'");

@@ -126,6 +126,19 @@ TEST_F(SimExecutorTest, HardwareOverridesTimeAMachineTheModelDoesNotKnow) {
   } catch (const std::exception& e) {
     EXPECT_THAT(e.what(), HasSubstr("hardware/grouped_gemm_efficiency: expected a number in [0.001, 10.0], got 0"));
   }
+  // A misspelt constant names the one it most likely means.
+  try {
+    registry_.make_executor("sim", R"({"hardware": {"host_launch_s": 20}})");
+    ADD_FAILURE() << "an unknown hardware field was taken";
+  } catch (const std::exception& e) {
+    EXPECT_THAT(e.what(), HasSubstr("hardware/host_launch_s: unknown field (did you mean \"host_launch_us\"?) (expected "));
+  }
+  try {
+    registry_.make_executor("sim", R"({"hardwre": {}})");
+    ADD_FAILURE() << "an unknown option was taken";
+  } catch (const std::exception& e) {
+    EXPECT_THAT(e.what(), HasSubstr("options/hardwre: unknown option (did you mean \"hardware\"?)"));
+  }
 }
 
 TEST_F(SimExecutorTest, RejectsBadOptions) {

@@ -379,4 +379,13 @@ TEST(LikelyMeant, FindsTheNameATypoResembles) {
   EXPECT_EQ(likely_meant("step", names), "") << "too short a prefix to be a guess";
 }
 
+// Plugins' form of it (cotune::support): the hint an error appends, from the list it prints.
+TEST(LikelyMeant, PluginsAppendTheHintFromTheListTheyPrint) {
+  EXPECT_EQ(support::did_you_mean_listed("sed", "noise, seed, hardware"), " (did you mean \"seed\"?)");
+  EXPECT_EQ(support::did_you_mean_listed("Hard-Ware", " noise,seed , hardware "), " (did you mean \"hardware\"?)");
+  EXPECT_EQ(support::did_you_mean_listed("colour", "noise, seed, hardware"), "");
+  EXPECT_EQ(support::did_you_mean_listed("seed", ""), "");
+  EXPECT_EQ(support::did_you_mean("gpu", {"gpus", "nodes"}), " (did you mean \"gpus\"?)");
+}
+
 }  // namespace cotune::core

@@ -3,6 +3,7 @@
 #ifndef COTUNE_STUDYFILE_JSON_CHECKS_HPP_
 #define COTUNE_STUDYFILE_JSON_CHECKS_HPP_
 
+#include <cotune/support/likely_meant.hpp>
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -19,10 +20,8 @@ std::string child_pointer(const std::string& pointer, size_t index);
 // A short rendering of a value for messages (long values are cut).
 std::string describe_json(const nlohmann::json& value);
 
-// The name among `names` that `word` most likely misspells (at most two edits apart, one spelled out
-// further than the other, or the same words in another order; case and '-' for '_' do not count),
-// or "" when none is close.
-std::string likely_meant(std::string_view word, const std::vector<std::string>& names);
+// The name a misspelt key most likely means (cotune/support/likely_meant.hpp, which plugins share).
+using support::likely_meant;
 
 class JsonChecker {
  public:

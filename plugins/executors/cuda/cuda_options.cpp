@@ -1,6 +1,8 @@
 // Parsing of the cuda executor's options (see cuda_options.hpp).
 #include "cuda_options.hpp"
 
+#include <cotune/support/likely_meant.hpp>
+
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -50,8 +52,10 @@ CudaOptions parse_cuda_options(std::string_view text) {
     else if (key == "max_measurement_gib")
       o.limits.max_measurement_bytes = number(j, key, 1.0 / 1024, 1024) * double(1ull << 30);
     else
-      throw std::invalid_argument("cuda executor options: unknown field \"" + key +
-                                  "\" (expected device, warmup, repeats, reserve_gib, max_measurement_gib)");
+      throw std::invalid_argument(
+          "cuda executor options: unknown field \"" + key + "\"" +
+          cotune::support::did_you_mean_listed(key, "device, warmup, repeats, reserve_gib, max_measurement_gib") +
+          " (expected device, warmup, repeats, reserve_gib, max_measurement_gib)");
   }
   return o;
 }

@@ -1,6 +1,7 @@
 #include "process_options.hpp"
 
 #include <cotune/cotune.hpp>
+#include <cotune/support/likely_meant.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -65,8 +66,10 @@ ProcessOptions parse_process_options(std::string_view text) {
                                               "log_tail_lines", "oom_patterns"};
   for (auto it = doc.begin(); it != doc.end(); ++it)
     if (!known.count(it.key()))
-      invalid(it.key(), "no such option (known: command, parallel, timeout_s, kill_grace_s, result_file, "
-                        "metrics_regex, gpus, gpus_per_trial, env, workdir, log_tail_lines, oom_patterns)");
+      invalid(it.key(), "no such option" +
+                            cotune::support::did_you_mean(it.key(), std::vector<std::string>(known.begin(), known.end())) +
+                            " (known: command, parallel, timeout_s, kill_grace_s, result_file, metrics_regex, gpus, "
+                            "gpus_per_trial, env, workdir, log_tail_lines, oom_patterns)");
   ProcessOptions o;
   if (!doc.contains("command")) invalid("command", "the command to run, as an array of strings");
   o.command = CommandTemplate(string_list(doc["command"], "command"), "command");

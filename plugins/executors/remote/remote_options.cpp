@@ -2,9 +2,13 @@
 
 #include "wire.hpp"
 
+#include <cotune/support/likely_meant.hpp>
 #include <nlohmann/json.hpp>
 
+#include <iterator>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 namespace cotune_remote {
 namespace {
@@ -25,7 +29,9 @@ AgentConfig parse_agent(const nlohmann::json& a, size_t index) {
     static const char* known[] = {"address", "secret_file", "capacity", "tls", "tls_ca", "server_name"};
     bool ok = false;
     for (const char* k : known) ok = ok || item.key() == k;
-    if (!ok) bad(where + ": unknown field '" + item.key() + "'");
+    if (!ok)
+      bad(where + ": unknown field '" + item.key() + "'" +
+          cotune::support::did_you_mean(item.key(), std::vector<std::string>(std::begin(known), std::end(known))));
   }
   AgentConfig c;
   auto addr = a.find("address");
@@ -85,7 +91,9 @@ RemoteOptions parse_remote_options(std::string_view json) {
                                   "retry_max_ms", "failover_ms", "keepalive_ms"};
     bool ok = false;
     for (const char* k : known) ok = ok || item.key() == k;
-    if (!ok) bad("unknown field '" + item.key() + "'");
+    if (!ok)
+      bad("unknown field '" + item.key() + "'" +
+          cotune::support::did_you_mean(item.key(), std::vector<std::string>(std::begin(known), std::end(known))));
   }
   RemoteOptions r;
   auto space = o.find("space");

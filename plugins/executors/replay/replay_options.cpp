@@ -1,6 +1,7 @@
 #include "replay_options.hpp"
 
 #include <cotune/cotune.hpp>
+#include <cotune/support/likely_meant.hpp>
 
 namespace cotune_replay {
 namespace {
@@ -83,8 +84,9 @@ ReplayOptions parse_replay_options(std::string_view text) {
       if (!v.is_boolean()) bad(key, "expected true or false, got " + v.dump());
       r.restrict_search = v.get<bool>();
     } else {
-      bad(key, "unknown option (expected file, metrics, status_column, reason_column, where, defaults, columns, "
-               "unstated, capacity, restrict_search)");
+      constexpr const char* kKnown =
+          "file, metrics, status_column, reason_column, where, defaults, columns, unstated, capacity, restrict_search";
+      bad(key, "unknown option" + cotune::support::did_you_mean_listed(key, kKnown) + " (expected " + kKnown + ")");
     }
   }
   if (!has_file) bad("file", "required: the CSV of measured runs to answer trials from");

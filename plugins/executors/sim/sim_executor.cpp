@@ -5,6 +5,7 @@
 // differ from the workload's description.
 #include <cotune/cotune.h>
 #include <cotune/cotune.hpp>
+#include <cotune/support/likely_meant.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -66,7 +67,8 @@ class SimExecutor {
       } else if (it.key() == "hardware") {
         parse_hardware(v);
       } else {
-        bad("sim executor options/" + it.key() + ": unknown option (expected noise, seed, hardware)");
+        bad("sim executor options/" + it.key() + ": unknown option" +
+            cotune::support::did_you_mean(it.key(), {"noise", "seed", "hardware"}) + " (expected noise, seed, hardware)");
       }
     }
   }
@@ -159,13 +161,19 @@ class SimExecutor {
 
   void parse_hardware(const json& v) {
     std::string names;
-    for (const Override& o : overrides()) names += (names.empty() ? "" : ", ") + std::string(o.name);
+    std::vector<std::string> known;
+    for (const Override& o : overrides()) {
+      names += (names.empty() ? "" : ", ") + std::string(o.name);
+      known.emplace_back(o.name);
+    }
     if (!v.is_object()) bad("sim executor options/hardware: expected an object of " + names);
     for (auto it = v.begin(); it != v.end(); ++it) {
       const Override* found = nullptr;
       for (const Override& o : overrides())
         if (it.key() == o.name) found = &o;
-      if (found == nullptr) bad("sim executor options/hardware/" + it.key() + ": unknown field (expected " + names + ")");
+      if (found == nullptr)
+        bad("sim executor options/hardware/" + it.key() + ": unknown field" +
+            cotune::support::did_you_mean(it.key(), known) + " (expected " + names + ")");
       const json& x = it.value();
       if (!x.is_number() || x.get<double>() < found->low || x.get<double>() > found->high)
         bad("sim executor options/hardware/" + it.key() + ": expected a number in [" + json(found->low).dump() + ", " +

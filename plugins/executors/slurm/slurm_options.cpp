@@ -1,6 +1,7 @@
 #include "slurm_options.hpp"
 
 #include <cotune/cotune.hpp>
+#include <cotune/support/likely_meant.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -77,7 +78,7 @@ SlurmOptions parse_slurm_options(std::string_view text) {
     if (std::find(known.begin(), known.end(), it.key()) != known.end()) continue;
     std::string list;
     for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-    invalid(it.key(), "no such option (known: " + list + ")");
+    invalid(it.key(), "no such option" + cotune::support::did_you_mean(it.key(), known) + " (known: " + list + ")");
   }
   SlurmOptions o;
   if (!doc.contains("command")) invalid("command", "the command to run, as an array of strings");

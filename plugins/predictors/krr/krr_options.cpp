@@ -1,6 +1,8 @@
 #include "krr_options.hpp"
 
 #include <cotune/cotune.hpp>
+#include <cotune/support/likely_meant.hpp>
+
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -57,8 +59,9 @@ Options parse_options(std::string_view json) {
         invalid("'seed' is " + value.dump() + "; expected an integer >= 0");
       o.seed = value.get<uint64_t>();
     } else {
-      invalid("unknown option '" + key +
-              "'; expected one of log, log_features, gamma, lambda, search_size, max_basis, seed");
+      constexpr const char* kKnown = "log, log_features, gamma, lambda, search_size, max_basis, seed";
+      invalid("unknown option '" + key + "'" + cotune::support::did_you_mean_listed(key, kKnown) + "; expected one of " +
+              kKnown);
     }
   }
   return o;

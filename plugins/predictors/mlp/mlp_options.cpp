@@ -1,6 +1,8 @@
 #include "mlp_options.hpp"
 
 #include <cotune/cotune.hpp>
+#include <cotune/support/likely_meant.hpp>
+
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -69,9 +71,11 @@ Options parse_options(std::string_view json) {
       if (!value.is_boolean()) invalid("'log' is " + value.dump() + "; expected true or false");
       o.log_target = value.get<bool>();
     } else {
-      invalid("unknown option '" + key +
-              "'; expected one of hidden, ensemble, max_epochs, patience, validation_fraction, "
-              "batch_size, learning_rate, weight_decay, seed, log");
+      constexpr const char* kKnown =
+          "hidden, ensemble, max_epochs, patience, validation_fraction, batch_size, learning_rate, weight_decay, seed, "
+          "log";
+      invalid("unknown option '" + key + "'" + cotune::support::did_you_mean_listed(key, kKnown) + "; expected one of " +
+              kKnown);
     }
   }
   return o;

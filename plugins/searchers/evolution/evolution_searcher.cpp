@@ -20,6 +20,7 @@
 // outside it).
 #include <cotune/cotune.hpp>
 #include <cotune/local_search.hpp>
+#include <cotune/support/likely_meant.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -118,9 +119,10 @@ struct Options {
       } else if (key == "sample_pool") {
         o.sample_pool = checked_int(value, key, 0, 1000000);
       } else {
-        throw invalid("unknown option '" + key +
-                      "' (known: explore, population, sample_size, children, climb_starts, climb_steps, pair_moves, "
-                      "sample_pool)");
+        constexpr const char* kKnown =
+            "explore, population, sample_size, children, climb_starts, climb_steps, pair_moves, sample_pool";
+        throw invalid("unknown option '" + key + "'" + cotune::support::did_you_mean_listed(key, kKnown) + " (known: " +
+                      kKnown + ")");
       }
     }
     if (o.sample_size > o.population)

@@ -9,6 +9,7 @@
 // are refused at creation with the size and the limit.
 #include <cotune/cotune.hpp>
 #include <cotune/local_search.hpp>
+#include <cotune/support/likely_meant.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -61,7 +62,8 @@ struct Options {
           throw invalid("option 'max_space': expected an integer in [1, 100000000]");
         o.max_space = value.get<double>();
       } else {
-        throw invalid("unknown option '" + key + "' (known: explore, max_space)");
+        throw invalid("unknown option '" + key + "'" + cotune::support::did_you_mean_listed(key, "explore, max_space") +
+                      " (known: explore, max_space)");
       }
     }
     return o;

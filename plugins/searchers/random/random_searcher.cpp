@@ -6,6 +6,7 @@
 // of this searcher is exploration anyway), "rounds" (consecutive sampling rounds that bring nothing new before
 // propose() gives up, default 8).
 #include <cotune/cotune.hpp>
+#include <cotune/support/likely_meant.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -42,7 +43,8 @@ struct Options {
           throw invalid("option 'rounds': expected an integer in [1, 1000]");
         o.rounds = value.get<int>();
       } else {
-        throw invalid("unknown option '" + key + "' (known: explore, rounds)");
+        throw invalid("unknown option '" + key + "'" + cotune::support::did_you_mean_listed(key, "explore, rounds") +
+                      " (known: explore, rounds)");
       }
     }
     return o;

@@ -19,6 +19,7 @@
 // space is narrowed to a table's runs and the policy's samples mostly fall outside it).
 #include <cotune/cotune.hpp>
 #include <cotune/local_search.hpp>
+#include <cotune/support/likely_meant.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -101,10 +102,13 @@ struct Options {
       else if (key == "climb_steps") o.climb_steps = static_cast<int>(checked_number(value, key, 1, 1000, true));
       else if (key == "pair_moves") o.pair_moves = static_cast<int>(checked_number(value, key, 0, 1000000, true));
       else if (key == "sample_pool") o.sample_pool = static_cast<int>(checked_number(value, key, 0, 1000000, true));
-      else
-        throw invalid("unknown option '" + key +
-                      "' (known: explore, batch, iterations, learning_rate, entropy, baseline_decay, bins, "
-                      "int_bins, climb_starts, climb_steps, pair_moves, sample_pool)");
+      else {
+        constexpr const char* kKnown =
+            "explore, batch, iterations, learning_rate, entropy, baseline_decay, bins, int_bins, climb_starts, "
+            "climb_steps, pair_moves, sample_pool";
+        throw invalid("unknown option '" + key + "'" + cotune::support::did_you_mean_listed(key, kKnown) + " (known: " +
+                      kKnown + ")");
+      }
     }
     return o;
   }

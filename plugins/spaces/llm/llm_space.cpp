@@ -2,6 +2,7 @@
 // lowering to step traces, launch targets and rendering for them (docs/exports.md).
 #include <cotune/cotune.h>
 #include <cotune/cotune.hpp>
+#include <cotune/support/likely_meant.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -208,7 +209,8 @@ class LlmSpace {
       const std::string& key = it.key();
       size_t p = params_.find(key);
       if (p >= kNumParams)
-        bad("configuration/" + key + ": unknown parameter (expected " + kParamList + ")");
+        bad("configuration/" + key + ": unknown parameter" + cotune::support::did_you_mean_listed(key, kParamList) +
+            " (expected " + kParamList + ")");
       out[p] = value_of(p, it.value(), "configuration/" + key);
     }
     if (!j.contains("dp")) {  // the data-parallel degree that uses every GPU
@@ -342,7 +344,8 @@ class LlmSpace {
     for (auto it = oj.begin(); it != oj.end(); ++it)
       if (std::find_if(std::begin(kParamNames), std::end(kParamNames), [&](const char* k) { return it.key() == k; }) ==
           std::end(kParamNames))
-        bad("space options/" + it.key() + ": unknown option (expected a parameter name: " + kParamList + ")");
+        bad("space options/" + it.key() + ": unknown option" + cotune::support::did_you_mean_listed(it.key(), kParamList) +
+            " (expected a parameter name: " + kParamList + ")");
     const Model& m = w_.model;
     const cotune_hardware& hw0 = hardware_[0];
     std::vector<double> gpus = restrict_numbers(oj, "gpus", {double(hw0.nodes) * hw0.gpus_per_node});

@@ -2,6 +2,8 @@
 // parameter and FLOP counts of a model.
 #include "model.hpp"
 
+#include <cotune/support/likely_meant.hpp>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -10,6 +12,12 @@
 
 namespace cotune_llm {
 namespace {
+
+constexpr const char* kMlaFields = "q_lora_rank, kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim, v_head_dim";
+constexpr const char* kModelFields =
+    "preset, layers, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab, seq_len, experts, top_k, expert_ffn_hidden, "
+    "shared_experts, shared_expert_ffn_hidden, moe_layer_freq, dense_layers_first, capacity_factor, mla, mtp_layers, "
+    "gated_mlp, tie_embeddings, activation, rope_base";
 
 using nlohmann::json;
 
@@ -105,8 +113,8 @@ Mla parse_mla(const json& j, const std::string& where) {
     else if (it.key() == "qk_nope_head_dim") m.qk_nope_head_dim = positive_int(it.value(), at);
     else if (it.key() == "v_head_dim") m.v_head_dim = positive_int(it.value(), at);
     else
-      throw std::invalid_argument(at + ": unknown field (expected q_lora_rank, kv_lora_rank, qk_rope_head_dim, "
-                                  "qk_nope_head_dim, v_head_dim)");
+      throw std::invalid_argument(at + ": unknown field" + cotune::support::did_you_mean_listed(it.key(), kMlaFields) +
+                                  " (expected " + kMlaFields + ")");
   }
   for (const char* r : {"kv_lora_rank", "qk_nope_head_dim", "v_head_dim"})
     if (!j.contains(r)) throw std::invalid_argument(where + "/" + r + ": missing (multi-latent attention needs it)");
@@ -169,7 +177,8 @@ json merged_fields(const json& j, const std::string& where, std::string* preset_
   }
   std::string list;
   for (const auto& n : preset_names()) list += (list.empty() ? "" : ", ") + n;
-  throw std::invalid_argument(where + "/preset: unknown preset '" + p.get<std::string>() + "' (expected one of " +
+  throw std::invalid_argument(where + "/preset: unknown preset '" + p.get<std::string>() + "'" +
+                              cotune::support::did_you_mean(p.get<std::string>(), preset_names()) + " (expected one of " +
                               list + ")");
 }
 
@@ -286,11 +295,8 @@ Model parse_model(const json& j, const std::string& where) {
         throw std::invalid_argument(at + ": expected a number >= 0 (0: learned absolute positions), got " + v.dump());
       m.rope_base = v.get<double>();
     } else
-      throw std::invalid_argument(at + ": unknown model field (expected preset, layers, hidden, heads, kv_heads, "
-                                  "head_dim, ffn_hidden, vocab, seq_len, experts, top_k, expert_ffn_hidden, "
-                                  "shared_experts, shared_expert_ffn_hidden, moe_layer_freq, dense_layers_first, "
-                                  "capacity_factor, mla, mtp_layers, gated_mlp, tie_embeddings, activation, "
-                                  "rope_base)");
+      throw std::invalid_argument(at + ": unknown model field" + cotune::support::did_you_mean_listed(k, kModelFields) +
+                                  " (expected " + kModelFields + ")");
   }
   // SwiGLU is the gated MLP; the others have two matrices.
   if (m.activation.empty()) m.activation = m.gated_mlp ? "swiglu" : "gelu";

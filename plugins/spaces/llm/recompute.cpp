@@ -1,6 +1,8 @@
 // Recompute module names (see recompute.hpp).
 #include "recompute.hpp"
 
+#include <cotune/support/likely_meant.hpp>
+
 #include <stdexcept>
 
 namespace cotune_llm {
@@ -27,7 +29,9 @@ uint32_t parse_recompute_modules(const std::string& text) {
     for (const Named& m : kModules)
       if (word == m.name) mask |= m.bit, known = true;
     if (!known)
-      throw std::invalid_argument("unknown recompute module '" + word + "' (expected " + recompute_module_list() + ")");
+      throw std::invalid_argument("unknown recompute module '" + word + "'" +
+                                  cotune::support::did_you_mean_listed(word, recompute_module_list()) + " (expected " +
+                                  recompute_module_list() + ")");
     word.clear();
   };
   for (char ch : text) {

@@ -1,8 +1,9 @@
 // Parser of the LLM workload JSON.
 #include "workload.hpp"
 
-#include <cctype>
+#include <cotune/support/likely_meant.hpp>
 
+#include <cctype>
 #include <cmath>
 #include <stdexcept>
 
@@ -99,9 +100,11 @@ Training parse_training(const json& j) {
       if (p == "lora") t.lora = true;
       else if (p != "none") throw std::invalid_argument(at + ": expected none or lora, got '" + p + "'");
     } else {
-      throw std::invalid_argument(at + ": unknown training field (expected global_batch, dtype, optimizer, attention, "
-                                  "kernels, dropout, overlap_grad_reduce, overlap_moe_comm, tp_comm_overlap, "
-                                  "cross_entropy_fusion, moe_dispatcher, grad_reduce, peft)");
+      constexpr const char* kKnown =
+          "global_batch, dtype, optimizer, attention, kernels, dropout, overlap_grad_reduce, overlap_moe_comm, "
+          "tp_comm_overlap, cross_entropy_fusion, moe_dispatcher, grad_reduce, peft";
+      throw std::invalid_argument(at + ": unknown training field" + cotune::support::did_you_mean_listed(k, kKnown) +
+                                  " (expected " + kKnown + ")");
     }
   }
   return t;
@@ -114,7 +117,9 @@ Workload parse_workload(const json& j) {
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string& k = it.key();
     if (k != "model" && k != "training" && k != "cluster" && k != "name" && k != "description")
-      throw std::invalid_argument("/" + k + ": unknown workload field (expected model, training, cluster)");
+      throw std::invalid_argument("/" + k + ": unknown workload field" +
+                                  cotune::support::did_you_mean_listed(k, "model, training, cluster") +
+                                  " (expected model, training, cluster)");
   }
   for (const char* k : {"model", "training", "cluster"})
     if (!j.contains(k)) throw std::invalid_argument(std::string("/") + k + ": missing");
