@@ -365,6 +365,17 @@ TEST_F(RunCli, OneRunOfAStudyAtATime) {
   EXPECT_EQ(wait_for(second), 2);
   const std::string refused = read_file(dir_ + "/err2");
   EXPECT_NE(refused.find("study 'busy' is being run by pid " + std::to_string(first)), std::string::npos) << refused;
+  // A refused run makes none of its components (an executor may claim a GPU or a cluster): one
+  // whose executor cannot even be created is told the same.
+  json unmakeable = doc;
+  unmakeable["executor"]["options"]["command"] = {"/nonexistent/cotune-prog"};
+  const std::string other = dir_ + "/busy-unmakeable.json";
+  std::ofstream(other) << unmakeable.dump(2);
+  const pid_t third = cotune::testing::spawn_cotune(dir_, {"run", other, "--store", store_}, dir_ + "/out3", dir_ + "/err3");
+  EXPECT_EQ(wait_for(third), 2);
+  const std::string refused3 = read_file(dir_ + "/err3");
+  EXPECT_NE(refused3.find("study 'busy' is being run by pid " + std::to_string(first)), std::string::npos) << refused3;
+  EXPECT_EQ(refused3.find("not executable"), std::string::npos) << refused3;
   EXPECT_EQ(wait_for(first), 0) << err();
   // Each trial ran and was stored once, by the first run.
   std::vector<TrialRecord> ts = trials("busy");

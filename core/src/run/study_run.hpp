@@ -96,6 +96,12 @@ class StudyRun {
   // One run per study (Store::take_study_lease): refused with who holds it; a holder whose pid is
   // gone on this host, or whose heartbeat stopped, is taken over.
   void take_lease();
+  // Before any component is made (an executor may claim a GPU, call Slurm or connect to agents):
+  // refused as take_lease and join_study would be, when another live run holds the study. They
+  // still decide, in one transaction, when two runs start together.
+  void refuse_if_held();
+  // The refusal itself: who holds the study, and what to do.
+  [[noreturn]] void refuse_held(const StudyLease& holder, bool holder_is_worker) const;
   void renew_lease();  // at most every kLeaseRenewEvery (a worker: its heartbeat)
   void release_lease() noexcept;
   // Whether the lease or worker `holder` still works on the study: its pid alive on this host, a

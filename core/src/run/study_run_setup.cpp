@@ -282,7 +282,6 @@ void StudyRun::load_components() {
 }
 
 void StudyRun::open_study() {
-  store_ = std::make_unique<Store>(options_.store_path);
   NewStudy n;
   n.name = spec_.name;
   n.study_json = stored_study_json(spec_);
@@ -330,24 +329,41 @@ constexpr auto kLeaseRenewEvery = std::chrono::seconds(5);
 
 bool StudyRun::holds(const StudyLease& holder) const { return lease_is_live(holder); }
 
+void StudyRun::refuse_held(const StudyLease& holder, bool holder_is_worker) const {
+  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const std::string ago = std::to_string(static_cast<long long>(std::max(0.0, now - holder.heartbeat)));
+  const std::string who = "pid " + std::to_string(holder.pid) + " on " + holder.host;
+  if (holder_is_worker)
+    throw UserError("study '" + spec_.name + "' is being run by workers (" + who + ", last heard from " + ago +
+                    " s ago); join them with `cotune run --worker`, or wait until they have finished");
+  if (worker_)
+    throw UserError("study '" + spec_.name + "' is being run by " + who + " (last heard from " + ago +
+                    " s ago), which holds it alone: workers join a study once no plain `cotune run` holds it");
+  throw UserError("study '" + spec_.name + "' is being run by " + who + " (last heard from " + ago +
+                  " s ago); one run works on a study at a time: wait for it or stop it (Ctrl-C; its trials " +
+                  "are resumed by the next run)");
+}
+
+void StudyRun::refuse_if_held() {
+  const std::optional<StudyRecord> found = store_->find_study(spec_.name);
+  if (!found) return;
+  const StudyLease me = this_process_lease();
+  auto other = [&](const StudyLease& h) { return !(h.host == me.host && h.pid == me.pid) && holds(h); };
+  if (const std::optional<StudyLease> lease = store_->study_lease(found->id); lease && other(*lease))
+    refuse_held(*lease, false);
+  if (worker_) return;  // workers share the study
+  for (const StudyLease& w : store_->study_workers(found->id))
+    if (other(w)) refuse_held(w, true);
+}
+
 void StudyRun::take_lease() {
   const StudyLease me = this_process_lease();
   const auto holder = store_->take_study_lease(study_.id, me, [&](const StudyLease& h) { return holds(h); });
   if (holder) {
-    const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-    const double ago = std::max(0.0, now - holder->heartbeat);
     const std::vector<StudyLease> workers = store_->study_workers(study_.id);
-    const bool worker = std::any_of(workers.begin(), workers.end(), [&](const StudyLease& w) {
-      return w.host == holder->host && w.pid == holder->pid;
-    });
-    if (worker)
-      throw UserError("study '" + spec_.name + "' is being run by workers (pid " + std::to_string(holder->pid) +
-                      " on " + holder->host + ", last heard from " + std::to_string(static_cast<long long>(ago)) +
-                      " s ago); join them with `cotune run --worker`, or wait until they have finished");
-    throw UserError("study '" + spec_.name + "' is being run by pid " + std::to_string(holder->pid) + " on " +
-                    holder->host + " (last heard from " + std::to_string(static_cast<long long>(ago)) +
-                    " s ago); one run works on a study at a time: wait for it or stop it (Ctrl-C; its trials " +
-                    "are resumed by the next run)");
+    refuse_held(*holder, std::any_of(workers.begin(), workers.end(), [&](const StudyLease& w) {
+                  return w.host == holder->host && w.pid == holder->pid;
+                }));
   }
   lease_ = me;
   lease_renewed_ = std::chrono::steady_clock::now();
@@ -356,13 +372,7 @@ void StudyRun::take_lease() {
 void StudyRun::join_study() {
   const StudyLease me = this_process_lease();
   const auto holder = store_->join_study(study_.id, me, [&](const StudyLease& h) { return holds(h); });
-  if (holder) {
-    const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-    const double ago = std::max(0.0, now - holder->heartbeat);
-    throw UserError("study '" + spec_.name + "' is being run by pid " + std::to_string(holder->pid) + " on " +
-                    holder->host + " (last heard from " + std::to_string(static_cast<long long>(ago)) +
-                    " s ago), which holds it alone: workers join a study once no plain `cotune run` holds it");
-  }
+  if (holder) refuse_held(*holder, false);
   lease_ = me;
   lease_renewed_ = std::chrono::steady_clock::now();
 }
@@ -556,6 +566,8 @@ void StudyRun::restore_searcher(const std::vector<TrialRecord>& finished, const 
 }
 
 RunResult StudyRun::run() {
+  store_ = std::make_unique<Store>(options_.store_path);
+  refuse_if_held();
   load_components();
   open_study();
   RunResult result;
