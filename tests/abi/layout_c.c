@@ -44,7 +44,7 @@ int main(void) {
   OFFSET(cotune_error, code, 8);
   OFFSET(cotune_error, message, 16);
   OFFSET(cotune_error, destroy, 32);
-  SIZE(cotune_hardware, 288);
+  SIZE(cotune_hardware, 296);
   OFFSET(cotune_hardware, struct_size, 0);
   OFFSET(cotune_hardware, gpu_name, 8);
   OFFSET(cotune_hardware, peak_flops, 24);
@@ -73,6 +73,7 @@ int main(void) {
   OFFSET(cotune_hardware, net_efficiency, 248);
   OFFSET(cotune_hardware, exp_per_s, 272);
   OFFSET(cotune_hardware, grouped_gemm_efficiency, 280);
+  OFFSET(cotune_hardware, block_scaled_gemm_efficiency, 288);
   SIZE(cotune_op, 168);
   OFFSET(cotune_op, struct_size, 0);
   OFFSET(cotune_op, kind, 8);
@@ -106,7 +107,7 @@ int main(void) {
   OFFSET(cotune_memory, optimizer, 24);
   OFFSET(cotune_memory, activations, 32);
   OFFSET(cotune_memory, buffers, 40);
-  SIZE(cotune_trace, 408);
+  SIZE(cotune_trace, 416);
   OFFSET(cotune_trace, struct_size, 0);
   OFFSET(cotune_trace, ops, 8);
   OFFSET(cotune_trace, num_ops, 16);

@@ -249,6 +249,11 @@ TEST_F(ImportFormats, MegatronArgumentNamesBecomeTheSchemasColumns) {
   EXPECT_EQ(cells_from_settings({{"tp_comm_overlap", "True"}}).at("tp_comm_overlap"), "true");
   EXPECT_EQ(cells_from_settings({{"tp_comm_overlap", "False"}}).at("tp_comm_overlap"), "false");
   EXPECT_EQ(cells_from_settings({{"cross_entropy_loss_fusion", "True"}}).at("cross_entropy_fusion"), "true");
+  // FP8 scaling, --fp8-recipe: delayed scaling is per tensor too; a custom recipe says nothing.
+  EXPECT_EQ(cells_from_settings({{"fp8_recipe", "delayed"}}).at("fp8_recipe"), "tensorwise");
+  EXPECT_EQ(cells_from_settings({{"fp8_recipe", "mxfp8"}}).at("fp8_recipe"), "mxfp8");
+  EXPECT_EQ(cells_from_settings({{"fp8_recipe", "blockwise"}}).at("fp8_recipe"), "blockwise");
+  EXPECT_EQ(cells_from_settings({{"fp8_recipe", "custom"}}).count("fp8_recipe"), 0u);
 }
 
 TEST_F(ImportFormats, AnUnknownFormatOrABadSettingIsABadUsage) {

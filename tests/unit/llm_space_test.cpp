@@ -273,6 +273,54 @@ TEST_F(LlmSpaceTest, FlexDispatcherIsExportedWhereTheFrameworkHasIt) {
   }
 }
 
+TEST_F(LlmSpaceTest, Fp8RecipeIsExportedAsEachFrameworkNamesIt) {
+  auto space_for = [&](const char* recipe, const char* gpu) {
+    json training = {{"global_batch", 128}, {"dtype", "fp8"}};
+    if (recipe) training["fp8_recipe"] = recipe;
+    const json w = {{"model", {{"preset", "llama3-8b"}}}, {"training", training}, {"cluster", {{"gpu", gpu}, {"nodes", 1}}}};
+    return make(w, {{"tp", {1}}, {"zero", {1}}});
+  };
+  struct Case {
+    const char* recipe;
+    const char* gpu;
+    const char* megatron;  // --fp8-format and --fp8-recipe
+    const char* nemo;      // the mixed-precision preset
+    const char* torchtitan;
+  };
+  for (const Case& k : {Case{nullptr, "gb200", "--fp8-format e4m3\n  --fp8-recipe mxfp8", "bf16_with_mxfp8_mixed",
+                             "converters = [\"quantize.linear.mx\"]"},
+                        Case{"tensorwise", "gb200", "--fp8-format hybrid\n  --fp8-recipe tensorwise",
+                             "bf16_with_fp8_current_scaling_mixed", "converters = [\"quantize.linear.float8\"]"},
+                        Case{nullptr, "h100-sxm", "--fp8-recipe tensorwise", "bf16_with_fp8_current_scaling_mixed",
+                             "converters = [\"quantize.linear.float8\"]"},
+                        Case{"blockwise", "h100-sxm", "--fp8-recipe blockwise", "bf16_with_fp8_subchannel_scaling_mixed",
+                             nullptr}}) {
+    const std::string label = std::string(k.recipe ? k.recipe : "auto") + " on " + k.gpu;
+    auto s = space_for(k.recipe, k.gpu);
+    const auto c = config(*s, {{"tp", 1}, {"zero", 1}});
+    EXPECT_THAT(s->render(c.data(), COTUNE_RENDER_MEGATRON), HasSubstr(k.megatron)) << label;
+    s->set_target("nemo");
+    EXPECT_THAT(s->render(c.data(), COTUNE_RENDER_NEMO), HasSubstr(k.nemo)) << label;
+    if (k.torchtitan) {
+      s->set_target("torchtitan@v0.2.2");
+      EXPECT_THAT(s->render(c.data(), COTUNE_RENDER_TORCHTITAN), HasSubstr(k.torchtitan)) << label;
+    } else {
+      try {
+        s->set_target("torchtitan@v0.2.2");
+        ADD_FAILURE() << label << ": TorchTitan accepted it";
+      } catch (const std::exception& e) {
+        EXPECT_THAT(e.what(), HasSubstr("cannot run it: fp8_recipe blockwise")) << label;
+      }
+    }
+  }
+  // TorchTitan v0.1.0 names the MX converter and its recipe in a table of its own.
+  auto s = space_for("mxfp8", "b200");
+  s->set_target("torchtitan@v0.1.0");
+  const std::string toml = s->render(config(*s, {{"tp", 1}, {"zero", 1}}).data(), COTUNE_RENDER_TORCHTITAN);
+  EXPECT_THAT(toml, HasSubstr("converters = [\"mx\"]"));
+  EXPECT_THAT(toml, HasSubstr("[mx]\nrecipe_name = \"mxfp8\"\n"));
+}
+
 TEST_F(LlmSpaceTest, Bf16GradientReductionIsExportedWhereTheFrameworkHasIt) {
   const json w = {{"model", {{"preset", "llama3-8b"}}},
                   {"training", {{"global_batch", 128}, {"grad_reduce", "bf16"}}},

@@ -301,6 +301,30 @@ TEST(OpTime, GroupedGemmsRunAtTheirOwnShareOfTheDenseEfficiency) {
   EXPECT_NEAR(perf::op_time(g, hw), 20e-6, 1e-12);  // a lift never slows it below the dense time
 }
 
+TEST(OpTime, BlockScaledFp8GemmsRunAtTheirShareOfPerTensorFp8) {
+  // 2 x 1000^3 FLOPs in FP8 on a toy with a 200 TFLOP/s FP8 peak at 0.5 (per-tensor scaling): 20 us.
+  // With block scales at 0.8 of that: 2e9 / (200e12 x 0.4) = 25 us. The flag means nothing to a
+  // bf16 GEMM, and a 1.8 plugin's struct (no field) reads as 1.
+  cotune_hardware hw = toy();
+  hw.struct_size = sizeof hw;
+  hw.peak_flops[COTUNE_DTYPE_FP8] = 200e12;
+  hw.gemm_efficiency_fp8 = 0.5;
+  cotune_op g = gemm(0, 1000, 1000, 1000);
+  g.dtype = COTUNE_DTYPE_FP8;
+  g.flags = COTUNE_OP_BLOCK_SCALED;
+  EXPECT_NEAR(perf::op_time(g, hw), 20e-6, 1e-12);  // 0: as per-tensor
+  hw.block_scaled_gemm_efficiency = 0.8;
+  EXPECT_NEAR(perf::op_time(g, hw), 25e-6, 1e-12);
+  g.flags = 0;
+  EXPECT_NEAR(perf::op_time(g, hw), 20e-6, 1e-12);
+  cotune_op b = gemm(0, 1000, 1000, 1000);
+  b.flags = COTUNE_OP_BLOCK_SCALED;
+  EXPECT_NEAR(perf::op_time(b, hw), 40e-6, 1e-12);  // bf16 at 0.5 of 100 TFLOP/s
+  g.flags = COTUNE_OP_BLOCK_SCALED;
+  hw.struct_size = COTUNE_STRUCT_SIZE(cotune_hardware, grouped_gemm_efficiency);
+  EXPECT_NEAR(perf::op_time(g, hw), 20e-6, 1e-12);
+}
+
 TEST(OpTime, MemoryOpsMoveBytesAtBandwidth) {
   cotune_hardware hw = toy();
   cotune_op m = op(COTUNE_OP_MEMORY, 0);

@@ -204,6 +204,35 @@ TEST_F(SimulateCli, ARefusedBatchLeavesTheOutFileAsItWas) {
   EXPECT_FALSE(std::filesystem::exists(fresh));
 }
 
+// The FP8 recipe as a column or as the precision a log names: per-tensor scaling is faster on
+// Blackwell than MXFP8 (its default there); a bf16 row's recipe, which Megatron-LM's argument dump
+// writes for every run, is not read.
+TEST_F(SimulateCli, BatchReadsTheFp8Recipe) {
+  const std::string in = write("fp8.csv",
+                               "name,preset,gpu,gpus,global_batch,zero,dtype,fp8_recipe\n"
+                               "mx,llama3-8b,gb200,8,64,1,fp8,\n"
+                               "tensorwise,llama3-8b,gb200,8,64,1,fp8,tensorwise\n"
+                               "named,llama3-8b,gb200,8,64,1,fp8_cs,\n"
+                               "h100-mx,llama3-8b,h100-sxm,8,64,1,mxfp8,\n"
+                               "bf16,llama3-8b,gb200,8,64,1,bf16,mxfp8\n");
+  const std::string out = (dir_ / "fp8-out.csv").string();
+  CliRun r = cli("--batch " + in + " --out " + out);
+  EXPECT_EQ(r.status, 1) << r.out;  // MXFP8 on H100 is refused
+  std::ifstream f(out);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  auto rows = parse_csv(ss.str());
+  ASSERT_EQ(rows.size(), 6u) << ss.str();
+  const auto& h = rows[0];
+  auto col = [&](const std::string& n) { return std::find(h.begin(), h.end(), n) - h.begin(); };
+  for (size_t i : {1, 2, 3, 5}) EXPECT_EQ(rows[i][col("status")], "ok") << rows[i][col("reason")];
+  const double mx = std::stod(rows[1][col("step_time_s")]), tensorwise = std::stod(rows[2][col("step_time_s")]);
+  EXPECT_GT(mx, 1.03 * tensorwise);
+  EXPECT_EQ(rows[3][col("step_time_s")], rows[2][col("step_time_s")]);
+  EXPECT_EQ(rows[4][col("status")], "invalid");
+  EXPECT_THAT(rows[4][col("reason")], HasSubstr("fp8_recipe mxfp8 needs tensor cores that scale blocks"));
+}
+
 TEST_F(SimulateCli, BatchWritesOneRowPerInputRow) {
   const std::string in = write("in.csv",
                                "name,hidden,layers,heads,kv_heads,ffn_hidden,vocab,seq_len,global_batch,gpu,gpus,tp,pp,"

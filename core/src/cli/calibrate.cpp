@@ -123,7 +123,8 @@ int run_calibrate(int argc, char** argv) {
       "asked (naming them; other GPU types are still fitted). Rows the space cannot simulate, or with no\n"
       "measurement, are left out and named. --gpu: microbenchmarks on the local GPU through the cuda executor.\n"
       "Constants: gemm_efficiency_max, gemm_half_efficiency_gflops, gemm_efficiency_fp8, gemm_efficiency_fp4,\n"
-      "grouped_gemm_efficiency, attention_efficiency, memory_efficiency, kernel_launch_us, host_launch_us,\n"
+      "grouped_gemm_efficiency, block_scaled_gemm_efficiency, attention_efficiency, memory_efficiency,\n"
+      "kernel_launch_us, host_launch_us,\n"
       "network_efficiency.{node,cluster,island}, latency_us.{node,cluster,island} (docs/calibration.md).\n"
       "Exit status: 0 ok; 1 no usable GPU or a failed measurement, or runs or GPU types left out (named;\n"
       "the file holds the rest); 2 bad input, or nothing could be fitted.\n\noptions");

@@ -572,6 +572,11 @@ std::map<std::string, std::string> cells_from_settings(const std::map<std::strin
                                                                (*v == "alltoall" || *v == "flex"))
     c["moe_dispatcher"] = *v;
   if (const std::string* v = get("moe_enable_deepep"); v && truthy(*v)) c["moe_dispatcher"] = "flex";
+  // FP8 scaling (--fp8-recipe): delayed scaling is per tensor too; a custom recipe is left unset.
+  if (const std::string* v = get("fp8_recipe"); v && !c.count("fp8_recipe")) {
+    if (*v == "delayed" || *v == "tensorwise") c["fp8_recipe"] = "tensorwise";
+    else if (*v == "mxfp8" || *v == "blockwise") c["fp8_recipe"] = *v;
+  }
   // The gradient buffer's dtype: Megatron-LM's --grad-reduce-in-bf16, Megatron-Core's and
   // Megatron-Bridge's grad_reduce_in_fp32 (DDP and mixed-precision configs).
   if (!c.count("grad_reduce")) {

@@ -44,6 +44,7 @@ const std::vector<CalibrationConstant> kConstants = {
     {"gemm_efficiency_fp8", "large-GEMM fraction of the fp8 peak", 0.05, 1, 1},
     {"gemm_efficiency_fp4", "large-GEMM fraction of the fp4 peak", 0.05, 1, 1},
     {"grouped_gemm_efficiency", "grouped (expert) GEMMs' efficiency as a multiple of a dense GEMM's", 0.1, 3, 1.5},
+    {"block_scaled_gemm_efficiency", "block-scaled fp8 GEMMs (MXFP8) as a fraction of per-tensor fp8's", 0.3, 1, 1},
     {"attention_efficiency", "fused attention forward, fraction of the bf16 peak", 0.05, 1, 1},
     {"memory_efficiency", "achievable fraction of HBM bandwidth", 0.05, 1, 1},
     {"kernel_launch_us", "GPU time per kernel beyond its work", 0.01, 1000, 1},
@@ -57,7 +58,7 @@ const std::vector<CalibrationConstant> kConstants = {
 };
 
 enum ConstantIndex {
-  kGemm, kGemmHalf, kGemmFp8, kGemmFp4, kGrouped, kAttention, kMemory, kKernel, kHost,
+  kGemm, kGemmHalf, kGemmFp8, kGemmFp4, kGrouped, kBlockScaled, kAttention, kMemory, kKernel, kHost,
   kNetNode, kNetCluster, kNetIsland, kLatNode, kLatCluster, kLatIsland
 };
 
@@ -300,6 +301,7 @@ double constant_value(const cotune_hardware& hw, size_t i) {
     case kGemmFp8: return hw.gemm_efficiency_fp8;
     case kGemmFp4: return hw.gemm_efficiency_fp4;
     case kGrouped: return hw.grouped_gemm_efficiency;
+    case kBlockScaled: return hw.block_scaled_gemm_efficiency;
     case kAttention: return hw.attention_efficiency;
     case kMemory: return hw.memory_efficiency;
     case kKernel: return hw.kernel_launch_s * 1e6;
@@ -321,6 +323,7 @@ void set_constant(cotune_hardware& hw, size_t i, double v) {
     case kGemmFp8: hw.gemm_efficiency_fp8 = v; break;
     case kGemmFp4: hw.gemm_efficiency_fp4 = v; break;
     case kGrouped: hw.grouped_gemm_efficiency = v; break;
+    case kBlockScaled: hw.block_scaled_gemm_efficiency = v; break;
     case kAttention: hw.attention_efficiency = v; break;
     case kMemory: hw.memory_efficiency = v; break;
     case kKernel: hw.kernel_launch_s = v * 1e-6; break;

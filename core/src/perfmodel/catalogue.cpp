@@ -32,7 +32,7 @@ struct GpuFields {
   double gpus_per_node = -1, nvlink_domain = -1, host_gib_per_node = -1, kernel_launch_us = -1, host_launch_us = -1;
   double gemm_efficiency_max = -1, gemm_half_efficiency_gflops = -1, gemm_efficiency_fp8 = -1,
          gemm_efficiency_fp4 = -1, attention_efficiency = -1, memory_efficiency = -1, exp_tera_per_s = -1,
-         grouped_gemm_efficiency = -1;
+         grouped_gemm_efficiency = -1, block_scaled_gemm_efficiency = -1;
   double network_efficiency[COTUNE_NET_LEVELS] = {-1, -1, -1};
 };
 
@@ -73,7 +73,7 @@ const std::vector<std::string>& gpu_field_names() {
       "name", "description", "peak_tflops", "hbm_gib", "hbm_GBps", "nvlink_GBps", "network_GBps", "island_GBps",
       "latency_us", "gpus_per_node", "nvlink_domain", "host_gib_per_node", "kernel_launch_us", "host_launch_us",
       "gemm_efficiency_max", "gemm_half_efficiency_gflops", "gemm_efficiency_fp8", "gemm_efficiency_fp4",
-      "grouped_gemm_efficiency", "attention_efficiency", "exp_tera_per_s", "memory_efficiency", "network_efficiency"};
+      "grouped_gemm_efficiency", "block_scaled_gemm_efficiency", "attention_efficiency", "exp_tera_per_s", "memory_efficiency", "network_efficiency"};
   return names;
 }
 
@@ -126,6 +126,7 @@ void apply_gpu_fields(const json& j, GpuFields& g, const std::string& where) {
     } else if (key == "gemm_efficiency_fp8") { g.gemm_efficiency_fp8 = number(v, at, 1e-3, 1);
     } else if (key == "gemm_efficiency_fp4") { g.gemm_efficiency_fp4 = number(v, at, 1e-3, 1);
     } else if (key == "grouped_gemm_efficiency") { g.grouped_gemm_efficiency = number(v, at, 1e-3, 10);
+    } else if (key == "block_scaled_gemm_efficiency") { g.block_scaled_gemm_efficiency = number(v, at, 1e-3, 1);
     } else if (key == "attention_efficiency") { g.attention_efficiency = number(v, at, 1e-3, 1);
     } else if (key == "exp_tera_per_s") { g.exp_tera_per_s = number(v, at, 0, 1e6);
     } else if (key == "memory_efficiency") { g.memory_efficiency = number(v, at, 1e-3, 1);
@@ -324,6 +325,7 @@ void resolve_hardware(const json& cluster, cotune_hardware* out, const std::stri
   for (int l = 0; l < COTUNE_NET_LEVELS; ++l) hw.net_efficiency[l] = std::max(0.0, g.network_efficiency[l]);
   hw.exp_per_s = std::max(0.0, g.exp_tera_per_s) * 1e12;  // ABI 1.5
   hw.grouped_gemm_efficiency = std::max(0.0, g.grouped_gemm_efficiency);  // ABI 1.8
+  hw.block_scaled_gemm_efficiency = std::max(0.0, g.block_scaled_gemm_efficiency);  // ABI 1.9
   // Only what the caller's struct holds: a plugin built against an older ABI passes a smaller one.
   std::memcpy(out, &hw, std::min(out->struct_size, sizeof hw));
 }

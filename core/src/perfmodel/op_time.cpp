@@ -90,6 +90,7 @@ cotune_hardware effective_hardware(const cotune_hardware& in) {
   if (hw.attention_efficiency <= 0) hw.attention_efficiency = kAttentionShareOfGemm * hw.gemm_efficiency_max;
   if (hw.host_launch_s < 0) hw.host_launch_s = 0;
   if (hw.grouped_gemm_efficiency <= 0) hw.grouped_gemm_efficiency = 1;
+  if (hw.block_scaled_gemm_efficiency <= 0) hw.block_scaled_gemm_efficiency = 1;
   for (double& e : hw.net_efficiency)
     if (e <= 0) e = hw.network_efficiency;
   return hw;
@@ -179,7 +180,9 @@ double op_time_effective(const cotune_op& op, const cotune_hardware& hw) {
       const double peak = peak_flops(hw, op.dtype);
       double eff = 0;
       if (op.kind == COTUNE_OP_GEMM) {
-        eff = size_efficiency(hw, w.flops, peak, gemm_efficiency_max(hw, op.dtype));
+        double top = gemm_efficiency_max(hw, op.dtype);
+        if ((op.flags & COTUNE_OP_BLOCK_SCALED) && op.dtype == COTUNE_DTYPE_FP8) top *= hw.block_scaled_gemm_efficiency;
+        eff = size_efficiency(hw, w.flops, peak, top);
         // A grouped kernel's scale may lift a small group past its own size's efficiency (the
         // kernel fills the GPU with every group's tiles), never past the peak; at 1 it is a dense GEMM.
         if (op.flags & COTUNE_OP_GROUPED) {

@@ -151,6 +151,7 @@ class SimExecutor {
         {"gemm_efficiency_max", &cotune_hardware::gemm_efficiency_max, 1, 1e-3, 1},
         {"gemm_efficiency_fp8", &cotune_hardware::gemm_efficiency_fp8, 1, 1e-3, 1},
         {"grouped_gemm_efficiency", &cotune_hardware::grouped_gemm_efficiency, 1, 1e-3, 10},
+        {"block_scaled_gemm_efficiency", &cotune_hardware::block_scaled_gemm_efficiency, 1, 1e-3, 1},
         {"attention_efficiency", &cotune_hardware::attention_efficiency, 1, 1e-3, 1},
         {"memory_efficiency", &cotune_hardware::memory_efficiency, 1, 1e-3, 1},
         {"network_efficiency", &cotune_hardware::network_efficiency, 1, 1e-3, 1},

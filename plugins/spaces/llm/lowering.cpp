@@ -268,6 +268,7 @@ void lower_config(const Workload& w, const Config& c, const cotune_hardware& hw,
   const bool sdpa = w.training.kernels != Kernels::kFused && hw.attention_efficiency > 0;
   TraceBuilder B(ops, hw, w.training.dtype, w.training.lora, w.training.kernels == Kernels::kEager ? kEagerKernels : 1,
                  sdpa);
+  B.set_block_scaled(fp8_recipe_on(w.training, hw) != Fp8Recipe::kTensorwise);
 
   // ---- forward of one micro-batch (all virtual chunks of this rank)
   pipeline_transfer(B, c, d, rank, F);

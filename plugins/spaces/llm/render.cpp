@@ -26,10 +26,6 @@ std::string world(const Config& c, const cotune_hardware& hw, double* nodes, dou
   return num(c.gpus) + " GPUs (" + num(*nodes) + (*nodes == 1 ? " node of " : " nodes of ") + num(*per_node) + ")";
 }
 
-bool block_scaled_fp8(const cotune_hardware& hw) {
-  return hw.struct_size >= COTUNE_STRUCT_SIZE(cotune_hardware, peak_flops_fp4) && hw.peak_flops_fp4 > 0;
-}
-
 std::string moe_layer_pattern(const Model& m) {
   if (m.dense_layers_first == 0) return num(m.moe_layer_freq);
   // Runs of dense (0) and MoE (1) layers: "([0]*3+[1]*58)".

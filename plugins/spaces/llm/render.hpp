@@ -32,8 +32,6 @@ namespace render_detail {
 std::string num(double v);  // an integer without a decimal point
 // "64 GPUs (8 nodes of 8)"; `nodes` and `per_node` receive the torchrun figures.
 std::string world(const Config& c, const cotune_hardware& hw, double* nodes, double* per_node);
-// Blackwell and later (an FP4 peak): FP8 runs MXFP8 block scaling there, per-tensor scaling before.
-bool block_scaled_fp8(const cotune_hardware& hw);
 // Megatron-LM's --moe-layer-freq for the model: an int, or a Python list expression.
 std::string moe_layer_pattern(const Model& m);
 }  // namespace render_detail

@@ -175,9 +175,10 @@ std::string render_megatron(const Workload& w, const Config& c, const Target& t,
   a.add("--attention-backend", std::string(w.training.attention == Attention::kFlash ? "auto" : "unfused"));  // M55
   a.add(w.training.dtype == COTUNE_DTYPE_FP16 ? "--fp16" : "--bf16");
   if (w.training.dtype == COTUNE_DTYPE_FP8) {
-    const bool mx = render_detail::block_scaled_fp8(hw);
-    a.add("--fp8-format", std::string(mx ? "e4m3" : "hybrid"));
-    a.add("--fp8-recipe", std::string(mx ? "mxfp8" : "tensorwise"));
+    // MXFP8 keeps E4M3 for gradients too (its block scales cover their range); the others use hybrid.
+    const Fp8Recipe r = fp8_recipe_on(w.training, hw);
+    a.add("--fp8-format", std::string(r == Fp8Recipe::kMxfp8 ? "e4m3" : "hybrid"));
+    a.add("--fp8-recipe", std::string(fp8_recipe_name(r)));
   } else if (w.training.dtype == COTUNE_DTYPE_FP4) {
     a.add("--fp4-format", std::string("e2m1"));
     a.add("--fp4-recipe", std::string("nvfp4"));

@@ -18,7 +18,11 @@ std::string py_str(const std::string& s) { return "\"" + s + "\""; }
 std::string precision_preset(const Workload& w, const cotune_hardware& hw) {
   switch (w.training.dtype) {
     case COTUNE_DTYPE_FP8:
-      return render_detail::block_scaled_fp8(hw) ? "bf16_with_mxfp8_mixed" : "bf16_with_fp8_current_scaling_mixed";
+      switch (fp8_recipe_on(w.training, hw)) {
+        case Fp8Recipe::kMxfp8: return "bf16_with_mxfp8_mixed";
+        case Fp8Recipe::kBlockwise: return "bf16_with_fp8_subchannel_scaling_mixed";
+        default: return "bf16_with_fp8_current_scaling_mixed";
+      }
     case COTUNE_DTYPE_FP4: return "bf16_with_nvfp4_mixed";
     default: return "bf16_mixed";
   }

@@ -62,6 +62,9 @@ std::string toml_job(const Workload& w, const Config& c, const Target& t, const 
   const Model& m = w.model;
   const bool v010 = t.is(Framework::kTorchtitan, "v0.1.0");
   const bool fp8 = w.training.dtype == COTUNE_DTYPE_FP8;
+  // MXFP8 through torchao's MX converter; per-tensor scaling through its float8 one.
+  const bool mx = fp8 && fp8_recipe_on(w.training, hw) == Fp8Recipe::kMxfp8;
+  const std::string kind = mx ? "mx" : "float8";
   const bool compiled = w.training.kernels == Kernels::kCompiled;
   Toml j;
   j.table("model");
@@ -71,9 +74,9 @@ std::string toml_job(const Workload& w, const Config& c, const Target& t, const 
   }
   // MoE experts are grouped GEMMs: v0.2.2 converts them with their own converter (v0.1.0 has no MoE).
   if (fp8)
-    j.set("converters", v010 ? "[\"float8\"]"
-                             : m.moe() ? "[\"quantize.linear.float8\", \"quantize.grouped_mm.float8\"]"
-                                       : "[\"quantize.linear.float8\"]");
+    j.set("converters", v010 ? "[\"" + kind + "\"]"
+                             : m.moe() ? "[\"quantize.linear." + kind + "\", \"quantize.grouped_mm." + kind + "\"]"
+                                       : "[\"quantize.linear." + kind + "\"]");
 
   j.table("training");
   // Without pipelining a data-parallel rank runs micro-batches of local_batch_size and accumulates
@@ -116,14 +119,15 @@ std::string toml_job(const Workload& w, const Config& c, const Target& t, const 
   if (c.recompute == kRecomputeSelective) j.set("selective_ac_option", Toml::str("op"));
 
   if (fp8) {
-    j.table(v010 ? "float8" : "quantize.linear.float8");
+    j.table(v010 ? kind : "quantize.linear." + kind);
+    if (mx && v010) j.set("recipe_name", Toml::str("mxfp8"));
     // Tensorwise scaling (no recipe_name) is the one that gathers FSDP shards in FP8.
-    if (c.zero >= 2 && c.dp > 1) {
+    if (!mx && c.zero >= 2 && c.dp > 1) {
       j.set("enable_fsdp_float8_all_gather", "true");
       j.set("precompute_float8_dynamic_scale_for_fsdp", "true");
     }
     if (!v010 && m.moe()) {
-      j.table("quantize.grouped_mm.float8");
+      j.table("quantize.grouped_mm." + kind);
       j.set("fqns", "[\"experts\"]");
     }
   }

@@ -82,6 +82,13 @@ std::string dtype_word(const std::string& w) {
   return w;
 }
 
+// The FP8 recipe a precision word names ("mxfp8", "fp8_cs"/"fp8-cs": current scaling), "" otherwise.
+std::string fp8_recipe_word(const std::string& w) {
+  if (w.rfind("mxfp8", 0) == 0) return "mxfp8";
+  if (w == "fp8_cs" || w == "fp8-cs") return "tensorwise";
+  return "";
+}
+
 // A yes/no cell in lower case as logs write it (True/False, yes/no, on/off, 1/0); nullopt otherwise.
 std::optional<bool> truth(const std::string& w) {
   if (w == "true" || w == "yes" || w == "1" || w == "on") return true;
@@ -97,7 +104,7 @@ std::string recompute_word(const std::string& w) {
 
 const char* const kTrainingColumns[] = {"global_batch", "dtype",   "attention", "kernels",
                                         "dropout",      "overlap_grad_reduce", "overlap_moe_comm", "tp_comm_overlap",
-                                        "cross_entropy_fusion", "moe_dispatcher", "grad_reduce", "peft"};
+                                        "cross_entropy_fusion", "moe_dispatcher", "fp8_recipe", "grad_reduce", "peft"};
 
 // Configuration columns a configuration JSON may leave out (their default is the space's rule).
 const char* const kOptionalConfig[] = {"etp", "first_stage_layers", "last_stage_layers"};
@@ -319,6 +326,9 @@ LlmCsvRow llm_row_from_cells(const CsvCellLookup& cell) {
     if (r.has("tp_comm_overlap")) training["tp_comm_overlap"] = r.boolean("tp_comm_overlap", false);
     if (r.has("cross_entropy_fusion")) training["cross_entropy_fusion"] = r.boolean("cross_entropy_fusion", false);
     if (r.has("moe_dispatcher")) training["moe_dispatcher"] = r.word("moe_dispatcher", "");
+    // Only FP8 runs have one (Megatron-LM's argument dump names a recipe for every run).
+    if (r.has("fp8_recipe") && training["dtype"] == "fp8") training["fp8_recipe"] = r.word("fp8_recipe", "");
+    else if (const std::string named = fp8_recipe_word(r.word("dtype", "")); !named.empty()) training["fp8_recipe"] = named;
     if (r.has("grad_reduce")) training["grad_reduce"] = dtype_word(r.word("grad_reduce", ""));
     if (r.has("peft")) training["peft"] = r.word("peft", "");
     if (r.has("kernels")) training["kernels"] = r.word("kernels", "");

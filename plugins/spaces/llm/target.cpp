@@ -235,6 +235,10 @@ std::string workload_refusal(const Workload& w, const Target& t) {
       w.training.kernels != Kernels::kCompiled)
     return t.label() + " cannot run it: cross_entropy_fusion (Megatron-LM's --cross-entropy-loss-fusion; PyTorch fuses "
                        "the loss only under torch.compile: training.kernels compiled)";
+  if (t.framework == Framework::kTorchtitan && w.training.dtype == COTUNE_DTYPE_FP8 &&
+      w.training.fp8_recipe == Fp8Recipe::kBlockwise)
+    return t.label() + " cannot run it: fp8_recipe blockwise (torchao's float8 converter scales per tensor or per row; "
+                       "use tensorwise or mxfp8, or target megatron or nemo)";
   if (t.framework == Framework::kTorchtitan && w.training.grad_reduce == GradReduce::kBf16)
     return t.label() + " cannot run it: grad_reduce bf16 (TorchTitan's training.mixed_precision_reduce is float32 only)";
   if (w.training.moe_dispatcher == MoeDispatcher::kFlex && w.model.moe()) {

@@ -57,7 +57,9 @@ void TraceBuilder::end_block() {
 int32_t TraceBuilder::gemm(int32_t phase, const char* label, double m, double n, double k, double count, GemmRole role,
                            uint32_t flags, double kernels) {
   if (frozen_ && role == GemmRole::kWgrad) return -1;
-  cotune_op& o = next(phase, COTUNE_OP_GEMM, label, count, flags, kernels);
+  cotune_op& o =
+      next(phase, COTUNE_OP_GEMM, label, count,
+           flags | (block_scaled_ && dtype_ == COTUNE_DTYPE_FP8 ? COTUNE_OP_BLOCK_SCALED : 0u), kernels);
   o.m = m, o.n = n, o.k = k;
   o.dtype = dtype_;
   const bool low = dtype_ == COTUNE_DTYPE_FP8 || dtype_ == COTUNE_DTYPE_FP4;

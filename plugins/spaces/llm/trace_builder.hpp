@@ -34,6 +34,8 @@ class TraceBuilder {
   // runs PyTorch's SDPA kernels (COTUNE_OP_SDPA), as PyTorch-native trainers do.
   TraceBuilder(std::vector<cotune_op>& ops, const cotune_hardware& hw, int32_t dtype, bool frozen = false,
                double unfused = 1, bool sdpa = false);
+  // FP8 GEMMs scale blocks of their operands (MXFP8, blockwise): flagged COTUNE_OP_BLOCK_SCALED.
+  void set_block_scaled(bool on) { block_scaled_ = on; }
 
   // Ops between begin_block and end_block run `count` times per micro-batch (a layer's block on
   // every layer of the stage); end_block appends the quantisation of its low-precision GEMMs as one
@@ -90,6 +92,7 @@ class TraceBuilder {
   bool frozen_;
   double unfused_;
   bool sdpa_;
+  bool block_scaled_ = false;
   // The open block: its phase, runs, flags, and the bytes and kernels of its quantisation per run.
   int32_t block_phase_ = -1;
   double block_count_ = 0;

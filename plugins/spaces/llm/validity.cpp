@@ -115,6 +115,11 @@ bool check_config(const Workload& w, const Config& c, const cotune_hardware& hw,
     return why ? fail(why, std::string("the GPU ") + std::string(hw.gpu_name.data, hw.gpu_name.len) + " has no " +
                                dtype_name(w.training.dtype) + " support")
                : false;
+  if (w.training.dtype == COTUNE_DTYPE_FP8 && w.training.fp8_recipe == Fp8Recipe::kMxfp8 && !block_scaled_tensor_cores(hw))
+    return why ? fail(why, "fp8_recipe mxfp8 needs tensor cores that scale blocks (Blackwell and later); the " +
+                               std::string(hw.gpu_name.data, hw.gpu_name.len) +
+                               " has none: use tensorwise or blockwise there")
+               : false;
   const cotune_memory mem = memory_estimate(w, c, shape);
   const double total = mem.weights + mem.gradients + mem.optimizer + mem.activations + mem.buffers;
   if (total > hw.hbm_bytes)

@@ -22,6 +22,24 @@ const char* dtype_name(int32_t dtype) {
   }
 }
 
+bool block_scaled_tensor_cores(const cotune_hardware& hw) {
+  return hw.struct_size >= COTUNE_STRUCT_SIZE(cotune_hardware, peak_flops_fp4) && hw.peak_flops_fp4 > 0;
+}
+
+Fp8Recipe fp8_recipe_on(const Training& t, const cotune_hardware& hw) {
+  if (t.fp8_recipe != Fp8Recipe::kAuto) return t.fp8_recipe;
+  return block_scaled_tensor_cores(hw) ? Fp8Recipe::kMxfp8 : Fp8Recipe::kTensorwise;
+}
+
+const char* fp8_recipe_name(Fp8Recipe r) {
+  switch (r) {
+    case Fp8Recipe::kTensorwise: return "tensorwise";
+    case Fp8Recipe::kMxfp8: return "mxfp8";
+    case Fp8Recipe::kBlockwise: return "blockwise";
+    default: return "auto";
+  }
+}
+
 double dtype_peak(const cotune_hardware& hw, int32_t dtype) {
   if (dtype == COTUNE_DTYPE_FP4)
     return hw.struct_size >= COTUNE_STRUCT_SIZE(cotune_hardware, peak_flops_fp4) ? hw.peak_flops_fp4 : 0;
@@ -90,6 +108,12 @@ Training parse_training(const json& j) {
       if (d == "alltoall") t.moe_dispatcher = MoeDispatcher::kAllToAll;
       else if (d == "flex") t.moe_dispatcher = MoeDispatcher::kFlex;
       else throw std::invalid_argument(at + ": expected alltoall or flex, got '" + d + "'");
+    } else if (k == "fp8_recipe") {
+      const std::string r = text(v, at);
+      if (r == "tensorwise") t.fp8_recipe = Fp8Recipe::kTensorwise;
+      else if (r == "mxfp8") t.fp8_recipe = Fp8Recipe::kMxfp8;
+      else if (r == "blockwise") t.fp8_recipe = Fp8Recipe::kBlockwise;
+      else if (r != "auto") throw std::invalid_argument(at + ": expected auto, tensorwise, mxfp8 or blockwise, got '" + r + "'");
     } else if (k == "grad_reduce") {
       const std::string g = text(v, at);
       if (g == "fp32") t.grad_reduce = GradReduce::kFp32;
@@ -102,11 +126,14 @@ Training parse_training(const json& j) {
     } else {
       constexpr const char* kKnown =
           "global_batch, dtype, optimizer, attention, kernels, dropout, overlap_grad_reduce, overlap_moe_comm, "
-          "tp_comm_overlap, cross_entropy_fusion, moe_dispatcher, grad_reduce, peft";
+          "tp_comm_overlap, cross_entropy_fusion, moe_dispatcher, fp8_recipe, grad_reduce, peft";
       throw std::invalid_argument(at + ": unknown training field" + cotune::support::did_you_mean_listed(k, kKnown) +
                                   " (expected " + kKnown + ")");
     }
   }
+  if (t.fp8_recipe != Fp8Recipe::kAuto && t.dtype != COTUNE_DTYPE_FP8)
+    throw std::invalid_argument("/training/fp8_recipe: scales FP8 GEMMs; the training's dtype is " +
+                                std::string(dtype_name(t.dtype)) + " (set dtype fp8, or leave fp8_recipe out)");
   return t;
 }
 

@@ -38,10 +38,16 @@ enum class MoeDispatcher { kAllToAll, kFlex };
 // TorchTitan's mixed_precision_reduce) or bf16 (--grad-reduce-in-bf16; Megatron-Bridge's perf
 // recipes, grad_reduce_in_fp32 = False): half the buffer and half the bytes reduced.
 enum class GradReduce { kFp32, kBf16 };
+// How FP8 GEMM operands are scaled (Megatron-LM's --fp8-recipe). "tensorwise": one scale per tensor
+// (current scaling), the fastest FP8 GEMMs; "mxfp8": a scale per 32 elements, on the block-scaled
+// tensor cores of Blackwell; "blockwise": DeepSeek-V3's 128 x 128 weight and 1 x 128 activation
+// blocks. kAuto: MXFP8 where the tensor cores scale blocks, per-tensor before (fp8_recipe_on).
+enum class Fp8Recipe { kAuto, kTensorwise, kMxfp8, kBlockwise };
 
 struct Training {
   double global_batch = 0;        // sequences per step
   int32_t dtype = COTUNE_DTYPE_BF16;  // of the GEMMs (bf16, fp16, fp8 or fp4)
+  Fp8Recipe fp8_recipe = Fp8Recipe::kAuto;  // with dtype fp8
   Attention attention = Attention::kFlash;
   Kernels kernels = Kernels::kFused;
   bool dropout = false;             // dropout layers (extra elementwise work and masks)
@@ -78,6 +84,12 @@ const char* dtype_name(int32_t dtype);
 // The hardware's dense peak FLOP/s for a GEMM dtype (fp4 from the ABI 1.2 field; 0 when the GPU, or
 // a host older than 1.2, has none).
 double dtype_peak(const cotune_hardware& hw, int32_t dtype);
+
+// Blackwell and later (an FP4 peak): tensor cores that scale blocks of MXFP8 and NVFP4 themselves.
+bool block_scaled_tensor_cores(const cotune_hardware& hw);
+// The FP8 recipe that runs on `hw`: the workload's, or kAuto's choice there.
+Fp8Recipe fp8_recipe_on(const Training& t, const cotune_hardware& hw);
+const char* fp8_recipe_name(Fp8Recipe r);  // "tensorwise", "mxfp8", "blockwise" ("auto")
 
 // `s` in lower case (ASCII): keywords in launch targets and table cells are read in any case.
 std::string lower(std::string_view s);

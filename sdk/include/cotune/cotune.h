@@ -41,7 +41,7 @@ extern "C" {
 /* ---------------------------------------------------------------------------------------------- */
 
 #define COTUNE_ABI_MAJOR 1
-#define COTUNE_ABI_MINOR 8
+#define COTUNE_ABI_MINOR 9
 
 /* Size of a struct up to and including `last_field`: what a writer stores in struct_size. */
 #define COTUNE_STRUCT_SIZE(type, last_field) \
@@ -220,8 +220,11 @@ typedef struct cotune_hardware {
                                              of the efficiency of one dense GEMM of a group's size
                                              (0: 1). Grouped kernels are their own code path, tuned
                                              release by release apart from dense GEMMs */
+  double block_scaled_gemm_efficiency;    /* 1.9: an FP8 GEMM with block scales (COTUNE_OP_BLOCK_SCALED:
+                                             MXFP8, or 128-element blocks) runs at this fraction of
+                                             gemm_efficiency_fp8, which is per-tensor scaling's (0: 1) */
 } cotune_hardware;
-COTUNE_ASSERT_LAST_FIELD(cotune_hardware, grouped_gemm_efficiency);
+COTUNE_ASSERT_LAST_FIELD(cotune_hardware, block_scaled_gemm_efficiency);
 
 /* Op kinds of a step trace. */
 #define COTUNE_OP_GEMM 1       /* m x k times k x n, `count` times */
@@ -268,6 +271,10 @@ COTUNE_ASSERT_LAST_FIELD(cotune_hardware, grouped_gemm_efficiency);
    kernel for all of them): m, n, k are one group's, `count` counts the groups. The host scales its
    efficiency by the hardware's grouped_gemm_efficiency; a host before 1.8 times it as dense GEMMs. */
 #define COTUNE_OP_GROUPED (1u << 4)
+/* 1.9: GEMM in FP8: its operands carry a scale per block of elements (MXFP8's 32, or DeepSeek-style
+   128 x 128 weights and 1 x 128 activations) rather than one per tensor. The host times it at the
+   hardware's block_scaled_gemm_efficiency times the FP8 efficiency; a host before 1.9 as per-tensor. */
+#define COTUNE_OP_BLOCK_SCALED (1u << 5)
 
 /* One operation of a step trace. */
 typedef struct cotune_op {

@@ -147,7 +147,7 @@ inline std::string json_string(std::string_view json, std::string_view pointer) 
 }
 inline cotune_hardware resolve_hardware(std::string_view cluster_json) {
   cotune_hardware hw{};
-  hw.struct_size = COTUNE_STRUCT_SIZE(cotune_hardware, grouped_gemm_efficiency);
+  hw.struct_size = COTUNE_STRUCT_SIZE(cotune_hardware, block_scaled_gemm_efficiency);
   check(host().resolve_hardware(str(cluster_json), &hw));
   return hw;
 }
