@@ -314,12 +314,33 @@ RowPrediction predict_published_row(const Registry& registry, const PublishedRow
   return p;
 }
 
+namespace {
+
+using ThroughputGroups = std::map<std::string, std::pair<std::vector<double>, std::vector<double>>>;  // predicted, measured
+
+// Kendall's tau-b per group, averaged with each group weighted by its pairs (NaN without any).
+void pooled_tau(const ThroughputGroups& groups, double* tau, int* pairs_out) {
+  double weighted = 0;
+  int pairs_total = 0;
+  for (const auto& [name, g] : groups) {
+    const double t = kendall_tau(g.first, g.second);
+    if (!std::isfinite(t)) continue;
+    const int pairs = static_cast<int>(g.first.size() * (g.first.size() - 1) / 2);
+    weighted += t * pairs;
+    pairs_total += pairs;
+  }
+  *pairs_out = pairs_total;
+  if (pairs_total > 0) *tau = weighted / pairs_total;
+}
+
+}  // namespace
+
 Accuracy accuracy_of(const std::vector<const PublishedRow*>& rows, const std::vector<RowPrediction>& predictions) {
   Accuracy a;
   a.rows = static_cast<int>(rows.size());
   std::vector<double> ape;
   double signed_sum = 0;
-  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> groups;  // predicted, measured throughput
+  ThroughputGroups groups, release_groups;
   for (size_t i = 0; i < rows.size(); ++i) {
     const RowPrediction& p = predictions[i];
     if (!p.refused.empty() || p.step_s <= 0) {
@@ -343,9 +364,11 @@ Accuracy accuracy_of(const std::vector<const PublishedRow*>& rows, const std::ve
       continue;
     }
     if (seq <= 0) continue;
-    auto& g = groups[rows[i]->group()];
-    g.first.push_back(gbs * seq / (p.step_s * gpus));
-    g.second.push_back(gbs * seq / (measured * gpus));
+    for (auto* by : {&groups, &release_groups}) {
+      auto& g = (*by)[by == &groups ? rows[i]->group() : rows[i]->release_group()];
+      g.first.push_back(gbs * seq / (p.step_s * gpus));
+      g.second.push_back(gbs * seq / (measured * gpus));
+    }
   }
   if (!ape.empty()) {
     double sum = 0;
@@ -357,15 +380,8 @@ Accuracy accuracy_of(const std::vector<const PublishedRow*>& rows, const std::ve
     const size_t n = sorted.size();
     a.median_ape = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
   }
-  double weighted = 0;
-  for (const auto& [name, g] : groups) {
-    const double tau = kendall_tau(g.first, g.second);
-    if (!std::isfinite(tau)) continue;
-    const int pairs = static_cast<int>(g.first.size() * (g.first.size() - 1) / 2);
-    weighted += tau * pairs;
-    a.tau_pairs += pairs;
-  }
-  if (a.tau_pairs > 0) a.tau = weighted / a.tau_pairs;
+  pooled_tau(groups, &a.tau, &a.tau_pairs);
+  pooled_tau(release_groups, &a.release_tau, &a.release_tau_pairs);
   return a;
 }
 

@@ -68,13 +68,16 @@ RowPrediction predict_published_row(const Registry& registry, const PublishedRow
 
 // The accuracy of a set of rows: counts, refusals by reason, errors of the step time (predicted /
 // measured - 1) and Kendall's tau-b of throughput within each group (published_table.hpp's
-// group(): one model on one GPU type in one dtype), averaged with each group weighted by its pairs.
+// group(): one model on one GPU type in one dtype), averaged with each group weighted by its pairs;
+// and the same within each release_group() (one software release).
 struct Accuracy {
   int rows = 0, simulated = 0, oom = 0;
   std::map<std::string, int> refused;  // reason -> rows
   double mape = 0, median_ape = 0, signed_mean = 0;  // fractions
   double tau = std::numeric_limits<double>::quiet_NaN();
   int tau_pairs = 0;
+  double release_tau = std::numeric_limits<double>::quiet_NaN();
+  int release_tau_pairs = 0;
 };
 Accuracy accuracy_of(const std::vector<const PublishedRow*>& rows, const std::vector<RowPrediction>& predictions);
 

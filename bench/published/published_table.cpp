@@ -116,6 +116,7 @@ PublishedRow read_row(const CsvTable& t, const CsvRecord& rec) {
   PublishedRow r;
   r.line = rec.line;
   r.model = cell("model");
+  r.version = cell("source_version");
   r.gpu = catalogue_gpu(cell("gpu"));
   r.dtype = dtype_of(cell("dtype"));
   double experts = 1, ep = 1;
@@ -146,6 +147,14 @@ PublishedRow read_row(const CsvTable& t, const CsvRecord& rec) {
   }
   c["gpu"] = r.gpu;
   c["dtype"] = r.dtype;
+  // The FP8 recipe its precision names: MXFP8 ("MXFP8", "FP8-MX"), blockwise ("FP8 blockwise"), and
+  // otherwise per-tensor scaling ("FP8", "FP8-CS": current scaling; NeMo's older delayed scaling).
+  if (r.dtype == "fp8" && !cell("dtype_detail").empty()) {
+    const std::string d = lower(cell("dtype_detail"));
+    c["fp8_recipe"] = d.find("mxfp8") != std::string::npos || d.find("fp8-mx") != std::string::npos ? "mxfp8"
+                      : d.find("blockwise") != std::string::npos                                   ? "blockwise"
+                                                                                                   : "tensorwise";
+  }
   if (lower(cell("task")) == "lora") c["peft"] = "lora";  // frozen base weights; sft and pretrain train them all
   c["attention"] = "flash";
   c["kernels"] = kernels_of(cell("kernels"), cell("source_repo"),
@@ -211,6 +220,7 @@ PublishedRow read_row(const CsvTable& t, const CsvRecord& rec) {
 std::string PublishedRow::slice() const { return gpu + " " + dtype + (moe ? " moe" : " dense"); }
 
 std::string PublishedRow::group() const { return model + " " + gpu + " " + dtype; }
+std::string PublishedRow::release_group() const { return group() + " " + version; }
 
 PublishedTable read_published_table(const std::string& path) {
   const CsvTable t = read_csv_file(path);

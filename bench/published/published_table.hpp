@@ -38,6 +38,7 @@ enum class FlopsConvention { kCausal, kFullAttention };
 struct PublishedRow {
   size_t line = 0;
   std::string model, gpu, dtype;  // as the table names them (gpu: the catalogue name it maps to)
+  std::string version;             // the software release it ran (source_version; "" when unstated)
   bool moe = false;
   std::map<std::string, std::string> cells;  // the llm CSV schema's cells
   bool micro_batch_unstated = false, vpp_unstated = false, recompute_unstated = false, etp_unstated = false,
@@ -52,6 +53,9 @@ struct PublishedRow {
 
   std::string slice() const;   // "gpu dtype dense|moe"
   std::string group() const;   // "model gpu dtype": rows whose throughput is ranked together
+  // The same within one software release: layouts compared on one stack, as a team's search sees
+  // them (the same layout ran up to 47 % faster in a later release of these tables).
+  std::string release_group() const;
 };
 
 struct PublishedTable {
