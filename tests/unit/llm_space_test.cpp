@@ -313,6 +313,32 @@ TEST_F(LlmSpaceTest, Fp8RecipeIsExportedAsEachFrameworkNamesIt) {
       }
     }
   }
+  // TorchTitan's HEAD scales float8 per row only: a named recipe is refused there, auto is not.
+  for (const char* recipe : {"tensorwise", "mxfp8"}) {
+    auto named = space_for(recipe, "gb200");
+    try {
+      named->set_target("torchtitan");
+      ADD_FAILURE() << recipe << ": TorchTitan's HEAD accepted it";
+    } catch (const std::exception& e) {
+      EXPECT_THAT(e.what(), HasSubstr(std::string("cannot run it: fp8_recipe ") + recipe)) << recipe;
+    }
+  }
+  auto automatic = space_for(nullptr, "gb200");
+  automatic->set_target("torchtitan");
+  EXPECT_THAT(automatic->render(config(*automatic, {{"tp", 1}, {"zero", 1}}).data(), COTUNE_RENDER_TORCHTITAN),
+              HasSubstr("recipe_name=\"rowwise\""));
+  // A misspelt recipe names the one it most likely means; Megatron-LM's delayed scaling points to
+  // tensorwise.
+  for (const auto& [recipe, message] :
+       {std::pair<const char*, const char*>{"mxfp9", "got 'mxfp9' (did you mean \"mxfp8\"?)"},
+        {"delayed", "'delayed' (Megatron-LM's delayed scaling) scales per tensor too: write tensorwise"}}) {
+    try {
+      space_for(recipe, "gb200");
+      ADD_FAILURE() << recipe << " was taken";
+    } catch (const std::exception& e) {
+      EXPECT_THAT(e.what(), HasSubstr(message)) << recipe;
+    }
+  }
   // TorchTitan v0.1.0 names the MX converter and its recipe in a table of its own.
   auto s = space_for("mxfp8", "b200");
   s->set_target("torchtitan@v0.1.0");

@@ -204,8 +204,8 @@ int run_simulate(int argc, char** argv) {
               space_name = core::kDefaultSpace, format;
   long long ops = 0;
   po::options_description desc(
-      "usage: cotune simulate --workload W.json --config C.json [--space S] [--format F] [--json] [--ops N]\n"
-      "                       [--calibration CAL.json]\n"
+      "usage: cotune simulate --workload W.json --config C.json [--space S] [--space-options JSON] [--format F]\n"
+      "                       [--json] [--ops N] [--calibration CAL.json]\n"
       "       cotune simulate --batch IN.csv [--space S] [--out OUT.csv] [--calibration CAL.json]\n\n"
       "Times one configuration of a space (llm by default) with the analytic performance model and\n"
       "prints the breakdown, or simulates every row of a CSV in the space's table schema (the llm\n"
@@ -213,7 +213,8 @@ int run_simulate(int argc, char** argv) {
       "step traces.\n"
       "--calibration applies the constants `cotune calibrate` fitted (docs/calibration.md).\n"
       "--format (a batch row's format column) times it as that framework runs it, with its rules, as a\n"
-      "study's \"format\" does (docs/exports.md).\n"
+      "study's \"format\" does (docs/exports.md); the launch arguments themselves come from `cotune\n"
+      "export` of a study.\n"
       "Exit status: 0 ok, 1 when the configuration (or any batch row) is not ok, 2 bad input.\n\noptions");
   desc.add_options()
       ("help,h", "this help")

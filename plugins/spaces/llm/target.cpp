@@ -239,6 +239,14 @@ std::string workload_refusal(const Workload& w, const Target& t) {
       w.training.fp8_recipe == Fp8Recipe::kBlockwise)
     return t.label() + " cannot run it: fp8_recipe blockwise (torchao's float8 converter scales per tensor or per row; "
                        "use tensorwise or mxfp8, or target megatron or nemo)";
+  // TorchTitan's HEAD chooses float8 in Python and offers rowwise scaling only (torchtitan_rules.md
+  // section 5): no recipe a workload names can be asked of it.
+  if (t.framework == Framework::kTorchtitan && !t.is(Framework::kTorchtitan, "v0.1.0") &&
+      !t.is(Framework::kTorchtitan, "v0.2.2") && w.training.dtype == COTUNE_DTYPE_FP8 &&
+      w.training.fp8_recipe != Fp8Recipe::kAuto)
+    return t.label() + " cannot run it: fp8_recipe " + fp8_recipe_name(w.training.fp8_recipe) +
+           " (its float8 converter scales per row only, and has no MX path: target torchtitan@v0.2.2 for tensorwise "
+           "or mxfp8, or leave fp8_recipe auto)";
   if (t.framework == Framework::kTorchtitan && w.training.grad_reduce == GradReduce::kBf16)
     return t.label() + " cannot run it: grad_reduce bf16 (TorchTitan's training.mixed_precision_reduce is float32 only)";
   if (w.training.moe_dispatcher == MoeDispatcher::kFlex && w.model.moe()) {

@@ -113,7 +113,12 @@ Training parse_training(const json& j) {
       if (r == "tensorwise") t.fp8_recipe = Fp8Recipe::kTensorwise;
       else if (r == "mxfp8") t.fp8_recipe = Fp8Recipe::kMxfp8;
       else if (r == "blockwise") t.fp8_recipe = Fp8Recipe::kBlockwise;
-      else if (r != "auto") throw std::invalid_argument(at + ": expected auto, tensorwise, mxfp8 or blockwise, got '" + r + "'");
+      else if (r == "delayed")
+        throw std::invalid_argument(at + ": 'delayed' (Megatron-LM's delayed scaling) scales per tensor too: write "
+                                    "tensorwise, which the model times alike");
+      else if (r != "auto")
+        throw std::invalid_argument(at + ": expected auto, tensorwise, mxfp8 or blockwise, got '" + r + "'" +
+                                    cotune::support::did_you_mean_listed(r, "auto, tensorwise, mxfp8, blockwise"));
     } else if (k == "grad_reduce") {
       const std::string g = text(v, at);
       if (g == "fp32") t.grad_reduce = GradReduce::kFp32;
