@@ -436,6 +436,7 @@ TEST_F(LlmSpaceTest, RejectsBadWorkloadsAndOptionsNamingTheField) {
   bad = w;
   bad["cluster"]["gpu"] = "v100";
   EXPECT_THAT(error(bad), HasSubstr("/cluster/gpu: unknown GPU 'v100'"));
+  EXPECT_THAT(error(bad), Not(HasSubstr("/cluster: /cluster"))) << "the path once";
   EXPECT_THAT(error(w, {{"tp", {3, "x"}}}), HasSubstr("space options/tp"));
   EXPECT_THAT(error(w, {{"colour", {1}}}), HasSubstr("space options/colour: unknown option (expected a parameter"));
   EXPECT_THAT(error(w, {{"micro-batch", {1}}}), HasSubstr("space options/micro-batch: unknown option (did you mean \"micro_batch\"?)"));

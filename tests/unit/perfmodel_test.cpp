@@ -197,7 +197,10 @@ TEST(Catalogue, DefinesACustomGpu) {
 }
 
 TEST(Catalogue, RejectsBadClustersNamingTheField) {
-  EXPECT_THAT(error_of({{"gpu", "tpu-v9"}, {"nodes", 1}}), HasSubstr("/cluster/gpu: unknown GPU 'tpu-v9'"));
+  EXPECT_THAT(error_of({{"gpu", "tpu-v9"}, {"nodes", 1}}), HasSubstr("/cluster/gpu: unknown GPU 'tpu-v9' (the catalogue"));
+  EXPECT_THAT(error_of({{"gpu", "gb20"}, {"nodes", 1}}), HasSubstr("unknown GPU 'gb20' (did you mean \"gb200\"?)"));
+  EXPECT_THAT(error_of({{"gpu", "h100"}, {"nodes", 1}, {"gpu_spec", {{"hbm_gb", 80}}}}),
+              HasSubstr("gpu_spec/hbm_gb: unknown GPU field (did you mean \"hbm_gib\"?)"));
   EXPECT_THAT(error_of({{"gpu", "h100-sxm"}}), HasSubstr("/cluster/nodes: missing"));
   EXPECT_THAT(error_of({{"gpu", "h100-sxm"}, {"nodes", 0}}), HasSubstr("/cluster/nodes"));
   EXPECT_THAT(error_of({{"gpu", "h100-sxm"}, {"nodes", 1}, {"gpus", 8}}), HasSubstr("/cluster/gpus: unknown cluster field"));

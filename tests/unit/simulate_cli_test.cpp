@@ -146,6 +146,11 @@ TEST_F(SimulateCli, ListsTheHeaviestOpsHeaviestFirst) {
   CliRun batch = cli("--batch " + write("b.csv", "preset,gpu,gpus,global_batch\nllama3-8b,h100,8,64\n") + " --ops 3");
   EXPECT_EQ(batch.status, 2);
   EXPECT_THAT(batch.out, HasSubstr("drop it with --batch"));
+  // A bad space option is the option's fault, not the workload's.
+  CliRun options = cli("--workload " + w + " --config " + c + " --space-options '{\"micro-batch\": [1]}'");
+  EXPECT_EQ(options.status, 2);
+  EXPECT_THAT(options.out, HasSubstr("--space-options: "));
+  EXPECT_THAT(options.out, HasSubstr("(did you mean \"micro_batch\"?)"));
 }
 
 TEST_F(SimulateCli, PrintsJson) {

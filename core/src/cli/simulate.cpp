@@ -312,7 +312,10 @@ int run_simulate(int argc, char** argv) {
   try {
     space = registry.make_space(space_name, workload, space_options);
   } catch (const core::PluginError& e) {
-    throw core::UserError("--workload '" + workload_path + "': " + e.what());
+    // The space names the input at fault: its options, or (by default) the workload.
+    const std::string what = e.what();
+    const bool options = what.find("space options/") != std::string::npos;
+    throw core::UserError((options ? std::string("--space-options") : "--workload '" + workload_path + "'") + ": " + what);
   }
   const std::string target = core::set_launch_format(*space, format, "--format");
   // What a user typed: a key that names no parameter is a typo, not a default, and a categorical

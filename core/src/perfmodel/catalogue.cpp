@@ -5,6 +5,7 @@
 #include <cotune/core/errors.hpp>
 #include <cotune/core/perfmodel/calibration.hpp>
 #include <cotune/core/perfmodel/perfmodel.hpp>
+#include <cotune/support/likely_meant.hpp>
 
 #include <algorithm>
 #include <cctype>
@@ -140,7 +141,8 @@ void apply_gpu_fields(const json& j, GpuFields& g, const std::string& where) {
         std::fill(std::begin(g.network_efficiency), std::end(g.network_efficiency), e);
       }
     } else {
-      throw UserError(at + ": unknown GPU field (expected " + gpu_field_list() + ")");
+      throw UserError(at + ": unknown GPU field" + support::did_you_mean(key, gpu_field_names()) + " (expected " +
+                      gpu_field_list() + ")");
     }
   }
 }
@@ -232,8 +234,9 @@ void resolve_hardware(const json& cluster, cotune_hardware* out, const std::stri
     if (n.empty()) {
       std::string list;
       for (const auto& k : catalogue_gpu_names()) list += (list.empty() ? "" : ", ") + k;
-      throw UserError(where + "/gpu: unknown GPU '" + name.get<std::string>() + "' (the catalogue has " + list +
-                      "; or describe it in gpu_spec)");
+      throw UserError(where + "/gpu: unknown GPU '" + name.get<std::string>() + "'" +
+                      support::did_you_mean(name.get<std::string>(), catalogue_gpu_names()) + " (the catalogue has " +
+                      list + "; or describe it in gpu_spec)");
     }
     g.name = n;
     apply_gpu_fields(gpus[n], g, "gpus.json/gpus/" + n);

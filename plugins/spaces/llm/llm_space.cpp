@@ -336,7 +336,9 @@ class LlmSpace {
     try {
       return cotune::resolve_hardware(cluster.dump());
     } catch (const cotune::Error& e) {
-      throw cotune::Error(e.code(), where + ": " + e.what());
+      // The host's message names the field already ("/cluster/gpu: ..."): no second prefix then.
+      const std::string what = e.what();
+      throw cotune::Error(e.code(), what.rfind(where, 0) == 0 ? what : where + ": " + what);
     }
   }
 
