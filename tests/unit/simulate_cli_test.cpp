@@ -41,25 +41,6 @@ CliRun cli(const std::string& args) {
   return r;
 }
 
-class SimulateCli : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::path(COTUNE_BINARY_DIR) / "test-tmp" / ("simulate_cli_" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string write(const std::string& name, const std::string& text) {
-    const fs::path p = dir_ / name;
-    std::ofstream(p) << text;
-    return p.string();
-  }
-  fs::path dir_;
-};
-
-const char* kWorkload = R"({"model": {"preset": "llama3-70b"},
-  "training": {"global_batch": 1024, "dtype": "bf16"},
-  "cluster": {"gpu": "h100-sxm", "nodes": 64, "price_per_gpu_hour": 2.5}})";
-
 std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
   std::vector<std::vector<std::string>> rows;
   std::stringstream ss(text);
@@ -78,6 +59,37 @@ std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
   }
   return rows;
 }
+
+class SimulateCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(COTUNE_BINARY_DIR) / "test-tmp" / ("simulate_cli_" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string write(const std::string& name, const std::string& text) {
+    const fs::path p = dir_ / name;
+    std::ofstream(p) << text;
+    return p.string();
+  }
+  // `simulate --batch` of the CSV `in` into OUT_NAME: the exit status, and the rows it wrote
+  // (header first).
+  std::vector<std::vector<std::string>> batch(const std::string& in, const std::string& out_name, int* status) {
+    const std::string out = (dir_ / out_name).string();
+    CliRun r = cli("--batch " + in + " --out " + out);
+    *status = r.status;
+    std::ifstream f(out);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return parse_csv(ss.str());
+  }
+  fs::path dir_;
+};
+
+const char* kWorkload = R"({"model": {"preset": "llama3-70b"},
+  "training": {"global_batch": 1024, "dtype": "bf16"},
+  "cluster": {"gpu": "h100-sxm", "nodes": 64, "price_per_gpu_hour": 2.5}})";
+
 
 }  // namespace
 
@@ -220,14 +232,10 @@ TEST_F(SimulateCli, BatchReadsTheFp8Recipe) {
                                "named,llama3-8b,gb200,8,64,1,fp8_cs,\n"
                                "h100-mx,llama3-8b,h100-sxm,8,64,1,mxfp8,\n"
                                "bf16,llama3-8b,gb200,8,64,1,bf16,mxfp8\n");
-  const std::string out = (dir_ / "fp8-out.csv").string();
-  CliRun r = cli("--batch " + in + " --out " + out);
-  EXPECT_EQ(r.status, 1) << r.out;  // MXFP8 on H100 is refused
-  std::ifstream f(out);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  auto rows = parse_csv(ss.str());
-  ASSERT_EQ(rows.size(), 6u) << ss.str();
+  int status = 0;
+  const auto rows = batch(in, "fp8-out.csv", &status);
+  EXPECT_EQ(status, 1);  // MXFP8 on H100 is refused
+  ASSERT_EQ(rows.size(), 6u);
   const auto& h = rows[0];
   auto col = [&](const std::string& n) { return std::find(h.begin(), h.end(), n) - h.begin(); };
   for (size_t i : {1, 2, 3, 5}) EXPECT_EQ(rows[i][col("status")], "ok") << rows[i][col("reason")];
@@ -247,14 +255,10 @@ TEST_F(SimulateCli, BatchWritesOneRowPerInputRow) {
                                "bad-number,8192,80,64,8,28672,128256,8192,1024,h100-sxm,512,eight,4,1,none,false,0\n"
                                "too-big,8192,80,64,8,28672,128256,8192,1024,h100-sxm,512,1,1,1,none,false,0\n"
                                "\"a, b\",2304,24,24,,,,2048,512,a100-80gb,32,1,1,4,full,false,0\n");
-  const std::string out = (dir_ / "out.csv").string();
-  CliRun r = cli("--batch " + in + " --out " + out);
-  EXPECT_EQ(r.status, 1) << r.out;  // some rows are not ok
-  std::ifstream f(out);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  auto rows = parse_csv(ss.str());
-  ASSERT_EQ(rows.size(), 6u) << ss.str();
+  int status = 0;
+  const auto rows = batch(in, "out.csv", &status);
+  EXPECT_EQ(status, 1);  // some rows are not ok
+  ASSERT_EQ(rows.size(), 6u);
   const auto& h = rows[0];
   auto col = [&](const std::string& n) { return std::find(h.begin(), h.end(), n) - h.begin(); };
   ASSERT_LT(col("status"), (long)h.size());
