@@ -231,11 +231,12 @@ TEST_F(SimulateCli, BatchReadsTheFp8Recipe) {
                                "tensorwise,llama3-8b,gb200,8,64,1,fp8,tensorwise\n"
                                "named,llama3-8b,gb200,8,64,1,fp8_cs,\n"
                                "h100-mx,llama3-8b,h100-sxm,8,64,1,mxfp8,\n"
-                               "bf16,llama3-8b,gb200,8,64,1,bf16,mxfp8\n");
+                               "bf16,llama3-8b,gb200,8,64,1,bf16,mxfp8\n"
+                               "both,llama3-8b,gb200,8,64,1,mxfp8,tensorwise\n");
   int status = 0;
   const auto rows = batch(in, "fp8-out.csv", &status);
-  EXPECT_EQ(status, 1);  // MXFP8 on H100 is refused
-  ASSERT_EQ(rows.size(), 6u);
+  EXPECT_EQ(status, 1);  // MXFP8 on H100 is refused, and a recipe the dtype contradicts
+  ASSERT_EQ(rows.size(), 7u);
   const auto& h = rows[0];
   auto col = [&](const std::string& n) { return std::find(h.begin(), h.end(), n) - h.begin(); };
   for (size_t i : {1, 2, 3, 5}) EXPECT_EQ(rows[i][col("status")], "ok") << rows[i][col("reason")];
@@ -244,6 +245,8 @@ TEST_F(SimulateCli, BatchReadsTheFp8Recipe) {
   EXPECT_EQ(rows[3][col("step_time_s")], rows[2][col("step_time_s")]);
   EXPECT_EQ(rows[4][col("status")], "invalid");
   EXPECT_THAT(rows[4][col("reason")], HasSubstr("fp8_recipe mxfp8 needs tensor cores that scale blocks"));
+  EXPECT_EQ(rows[6][col("status")], "invalid");
+  EXPECT_THAT(rows[6][col("reason")], HasSubstr("column fp8_recipe: 'tensorwise' disagrees with the dtype 'mxfp8'"));
 }
 
 TEST_F(SimulateCli, BatchWritesOneRowPerInputRow) {

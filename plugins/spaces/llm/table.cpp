@@ -327,8 +327,16 @@ LlmCsvRow llm_row_from_cells(const CsvCellLookup& cell) {
     if (r.has("cross_entropy_fusion")) training["cross_entropy_fusion"] = r.boolean("cross_entropy_fusion", false);
     if (r.has("moe_dispatcher")) training["moe_dispatcher"] = r.word("moe_dispatcher", "");
     // Only FP8 runs have one (Megatron-LM's argument dump names a recipe for every run).
-    if (r.has("fp8_recipe") && training["dtype"] == "fp8") training["fp8_recipe"] = r.word("fp8_recipe", "");
-    else if (const std::string named = fp8_recipe_word(r.word("dtype", "")); !named.empty()) training["fp8_recipe"] = named;
+    const std::string named = fp8_recipe_word(r.word("dtype", ""));
+    if (r.has("fp8_recipe") && training["dtype"] == "fp8") {
+      const std::string recipe = r.word("fp8_recipe", "");
+      if (!named.empty() && recipe != "auto" && recipe != named)
+        throw std::invalid_argument("column fp8_recipe: '" + recipe + "' disagrees with the dtype '" +
+                                    r.word("dtype", "") + "', which names " + named);
+      training["fp8_recipe"] = named.empty() || recipe != "auto" ? recipe : named;
+    } else if (!named.empty()) {
+      training["fp8_recipe"] = named;
+    }
     if (r.has("grad_reduce")) training["grad_reduce"] = dtype_word(r.word("grad_reduce", ""));
     if (r.has("peft")) training["peft"] = r.word("peft", "");
     if (r.has("kernels")) training["kernels"] = r.word("kernels", "");
