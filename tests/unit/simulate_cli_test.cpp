@@ -180,6 +180,41 @@ TEST_F(SimulateCli, PrintsJson) {
   EXPECT_GT(j["breakdown"]["bubble_s"].get<double>(), 0);
 }
 
+// What the configuration alone does not show: the FP8 scaling the workload's recipe (auto: by GPU)
+// chose, and whether tensor-parallel transfers overlap the GEMMs (only with sp and tp > 1).
+TEST_F(SimulateCli, SaysHowGemmsAreScaledAndWhetherTpCommOverlaps) {
+  auto workload = [&](const std::string& gpu, const std::string& recipe) {
+    return write(gpu + recipe + ".json", R"({"model": {"preset": "llama3-8b"}, "training": {"global_batch": 64,
+        "dtype": "fp8", "tp_comm_overlap": true)" + (recipe.empty() ? "" : ", \"fp8_recipe\": \"" + recipe + "\"") +
+                                             R"(}, "cluster": {"gpu": ")" + gpu + R"(", "nodes": 1}})");
+  };
+  const std::string sp = write("sp.json", R"({"tp": 2, "sp": true, "zero": 1})");
+  const std::string no_sp = write("nosp.json", R"({"tp": 2, "sp": false, "zero": 1})");
+
+  CliRun blackwell = cli("--workload " + workload("b200", "") + " --config " + sp);
+  ASSERT_EQ(blackwell.status, 0) << blackwell.out;
+  EXPECT_THAT(blackwell.out, HasSubstr("(scaled per-block: MXFP8 or blockwise)"));
+  EXPECT_THAT(blackwell.out, HasSubstr("tp comm         overlapped with the GEMMs"));
+  CliRun hopper = cli("--workload " + workload("h100-sxm", "") + " --config " + no_sp + " --json");
+  ASSERT_EQ(hopper.status, 0) << hopper.out;
+  const json j = json::parse(hopper.out)["execution"];
+  EXPECT_EQ(j["fp8_scaling"], "per-tensor");
+  EXPECT_EQ(j["tp_comm"], "blocking");  // asked for, but without sequence parallelism
+  // The output layer stays in bf16: FP8 carries most of the GEMM FLOPs, not all.
+  EXPECT_GT(j["gemm_flops_share"]["fp8"].get<double>(), 0.8);
+  EXPECT_NEAR(j["gemm_flops_share"]["fp8"].get<double>() + j["gemm_flops_share"]["bf16"].get<double>(), 1.0, 1e-9);
+  CliRun blockwise = cli("--workload " + workload("h100-sxm", "blockwise") + " --config " + sp + " --json");
+  ASSERT_EQ(blockwise.status, 0) << blockwise.out;
+  EXPECT_EQ(json::parse(blockwise.out)["execution"]["fp8_scaling"], "per-block");
+
+  // A recipe the GPU cannot run is the pair's fault: both files are named.
+  const std::string mx = workload("h100-sxm", "mxfp8");
+  CliRun refused = cli("--workload " + mx + " --config " + sp);
+  EXPECT_EQ(refused.status, 2);
+  EXPECT_THAT(refused.out, AllOf(HasSubstr("is invalid with --workload '" + mx + "'"),
+                                 HasSubstr("fp8_recipe mxfp8 needs tensor cores that scale blocks")));
+}
+
 TEST_F(SimulateCli, BadInputExitsWithTwoAndSaysWhy) {
   const std::string w = write("w.json", kWorkload);
   const std::string c = write("c.json", R"({"tp": 8, "pp": 3})");

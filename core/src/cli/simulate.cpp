@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -39,6 +40,81 @@ std::string read_json_text(const std::string& path, const char* flag) {
 
 const char* const kGroupNames[COTUNE_GROUP_COUNT] = {"other", "tp", "cp", "ep", "pp", "dp", "emb"};
 constexpr double GiB = 1073741824.0;
+
+// How the step runs, as the trace says, where the configuration alone does not show it: the
+// GEMMs' number formats (share of GEMM FLOPs) and how FP8 operands are scaled (a workload's
+// fp8_recipe auto picks by GPU), and whether tensor-parallel transfers overlap the GEMMs (a
+// workload's tp_comm_overlap takes effect only where the space can overlap them).
+struct ExecutionSummary {
+  std::map<std::string, double> gemm_share;  // dtype name -> share of GEMM FLOPs
+  std::string fp8_scaling;                   // "per-block", "per-tensor", or "" without FP8 GEMMs
+  std::string tp_comm;                       // "overlapped", "blocking", or "" without TP transfers
+};
+
+const char* dtype_name(int32_t dtype) {
+  switch (dtype) {
+    case COTUNE_DTYPE_FP32: return "fp32";
+    case COTUNE_DTYPE_TF32: return "tf32";
+    case COTUNE_DTYPE_BF16: return "bf16";
+    case COTUNE_DTYPE_FP16: return "fp16";
+    case COTUNE_DTYPE_FP8: return "fp8";
+    case COTUNE_DTYPE_FP4: return "fp4";
+    default: return "other";
+  }
+}
+
+ExecutionSummary summarize_execution(const cotune_trace& t) {
+  ExecutionSummary s;
+  double total = 0, block_scaled = 0, fp8 = 0;
+  bool tp_forward = false, tp_overlapped = false;
+  for (size_t i = 0; i < t.num_ops; ++i) {
+    const auto& op = *reinterpret_cast<const cotune_op*>(reinterpret_cast<const char*>(t.ops) + i * t.op_stride);
+    if (op.kind == COTUNE_OP_GEMM) {
+      const double flops = 2 * op.m * op.n * op.k * op.count * (op.phase == COTUNE_PHASE_STEP ? 1 : t.micro_batches);
+      s.gemm_share[dtype_name(op.dtype)] += flops;
+      total += flops;
+      if (op.dtype == COTUNE_DTYPE_FP8) {
+        fp8 += flops;
+        if (op.flags & COTUNE_OP_BLOCK_SCALED) block_scaled += flops;
+      }
+    } else if (op.kind == COTUNE_OP_COLLECTIVE && op.group == COTUNE_GROUP_TP && op.phase == COTUNE_PHASE_FORWARD) {
+      // The forward's transfers decide: the weight-gradient gather of the backward runs on a
+      // stream of its own either way.
+      tp_forward = true;
+      tp_overlapped = tp_overlapped || op.stream != COTUNE_STREAM_COMPUTE;
+    }
+  }
+  for (auto& [name, flops] : s.gemm_share) flops = total > 0 ? flops / total : 0;
+  if (fp8 > 0) s.fp8_scaling = block_scaled >= fp8 / 2 ? "per-block" : "per-tensor";
+  if (tp_forward) s.tp_comm = tp_overlapped ? "overlapped" : "blocking";
+  return s;
+}
+
+json execution_json(const ExecutionSummary& s) {
+  json j = {{"gemm_flops_share", s.gemm_share}};
+  if (!s.fp8_scaling.empty()) j["fp8_scaling"] = s.fp8_scaling;
+  if (!s.tp_comm.empty()) j["tp_comm"] = s.tp_comm;
+  return j;
+}
+
+void print_execution(const ExecutionSummary& s) {
+  if (!s.gemm_share.empty()) {
+    std::vector<std::pair<double, std::string>> shares;
+    for (const auto& [name, share] : s.gemm_share) shares.push_back({share, name});
+    std::sort(shares.rbegin(), shares.rend());
+    std::string line;
+    for (const auto& [share, name] : shares) {
+      if (!line.empty()) line += ", ";
+      line += name;
+      if (shares.size() > 1) line += " " + std::to_string(std::lround(100 * share)) + " %";
+      if (name == "fp8") line += " (scaled " + s.fp8_scaling + (s.fp8_scaling == "per-block" ? ": MXFP8 or blockwise)" : ")");
+    }
+    std::printf("GEMMs           %s%s\n", line.c_str(), shares.size() > 1 ? " of GEMM FLOPs" : "");
+  }
+  if (!s.tp_comm.empty())
+    std::printf("tp comm         %s\n", s.tp_comm == "overlapped" ? "overlapped with the GEMMs it feeds or follows"
+                                                                  : "on the compute stream (not overlapped)");
+}
 
 json result_json(const std::string& status, const std::string& reason, const json& config, const cotune_trace& t,
                  const cotune_sim_result& r) {
@@ -92,6 +168,7 @@ void print_text(const std::string& status, const std::string& reason, const std:
               "buffers %.1f)\n",
               r.peak_memory_bytes / GiB, t.hardware.hbm_bytes / GiB, t.memory.weights / GiB, t.memory.gradients / GiB,
               t.memory.optimizer / GiB, t.memory.activations / GiB, t.memory.buffers / GiB);
+  print_execution(summarize_execution(t));
   std::printf("time per step:\n");
   line("compute", r.compute_s);
   line("pipeline bubble", r.bubble_s);
@@ -347,7 +424,7 @@ int run_simulate(int argc, char** argv) {
                           "performance model cannot time them");
   const std::string reason = space->explain(values.data());
   const bool oom = reason.rfind("out of memory", 0) == 0;
-  if (!reason.empty() && !oom) throw core::UserError("--config '" + config_path + "' is invalid: " + reason);
+  if (!reason.empty() && !oom) throw core::UserError("--config '" + config_path + "' is invalid with --workload '" + workload_path + "': " + reason);
 
   const cotune_trace* lowered = nullptr;
   try {
@@ -366,6 +443,7 @@ int run_simulate(int argc, char** argv) {
   const json constants = applied_constants(calibration, trace);
   if (vm.count("json")) {
     json j = result_json(status, reason, json::parse(rendered), trace, r);
+    j["execution"] = execution_json(summarize_execution(trace));
     if (ops > 0) j["ops"] = heaviest_ops_json(trace, size_t(ops));
     if (!target.empty()) j["format"] = target;
     if (!constants.empty()) j["calibration"] = {{"file", calibration_path}, {"constants", constants}};
