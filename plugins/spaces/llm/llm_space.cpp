@@ -307,7 +307,7 @@ class LlmSpace {
 
   void resolve_gpus(const json& oj) {
     const json& cluster = w_.cluster;
-    hardware_.push_back(resolve(cluster, "/cluster"));
+    hardware_.push_back(resolve(cluster, "workload/cluster"));
     gpu_names_.push_back(std::string(cotune::view(hardware_[0].gpu_name)));
     if (!oj.contains("gpu")) return;
     const json& list = oj["gpu"];
