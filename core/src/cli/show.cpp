@@ -67,7 +67,7 @@ void list_studies(Store& store) {
     std::string best = s.best_objective ? report::objective_metric(s.study) + " " + compact_number(*s.best_objective) : "-";
     const bool being_run = report::study_being_run(store, s.study);
     const std::string trials = status_counts_text(s.trials_by_status, being_run);
-    std::printf("%-28s %-11s %-36s %s\n", s.study.name.c_str(), report::study_status_text(store, s.study).c_str(),
+    std::printf("%-28s %-11s %-36s %s\n", s.study.name.c_str(), report::study_status_text(s.study, being_run).c_str(),
                 trials.c_str(), best.c_str());
   }
   print_history(store);
@@ -83,7 +83,7 @@ void show_study(Store& store, const std::string& name, std::int64_t limit) {
   std::vector<TrialRecord> trials = store.trials(study->id);
   const bool being_run = report::study_being_run(store, *study);
 
-  std::printf("study %s (%s)%s%s\n", study->name.c_str(), report::study_status_text(store, *study).c_str(),
+  std::printf("study %s (%s)%s%s\n", study->name.c_str(), report::study_status_text(*study, being_run).c_str(),
               spec.description.empty() ? "" : ": ", spec.description.c_str());
   if (study->status == StudyStatus::kRunning && !being_run) print_interrupted_run(store, *study);
   std::printf("space %s, predictor %s (prior %s), searcher %s, executor %s, parallel %lld\n", spec.space.name.c_str(),

@@ -45,9 +45,13 @@ bool study_being_run(Store& store, const StudyRecord& study) {
   return std::any_of(workers.begin(), workers.end(), [](const StudyLease& w) { return lease_is_live(w); });
 }
 
-std::string study_status_text(Store& store, const StudyRecord& study) {
-  if (study.status == StudyStatus::kRunning && !study_being_run(store, study)) return "interrupted";
+std::string study_status_text(const StudyRecord& study, bool being_run) {
+  if (study.status == StudyStatus::kRunning && !being_run) return "interrupted";
   return std::string(to_string(study.status));
+}
+
+std::string study_status_text(Store& store, const StudyRecord& study) {
+  return study_status_text(study, study_being_run(store, study));
 }
 
 std::vector<WorkerStatus> worker_statuses(Store& store, std::int64_t study_id, const std::vector<TrialRecord>& trials) {

@@ -49,6 +49,8 @@ bool study_being_run(Store& store, const StudyRecord& study);
 // The status as show, serve and report print it: the stored one, except "interrupted" for a study
 // stored as running that no live run or worker holds.
 std::string study_status_text(Store& store, const StudyRecord& study);
+// The same, for a caller that has asked study_being_run() already.
+std::string study_status_text(const StudyRecord& study, bool being_run);
 
 // The first objective's metric of a stored study ("objective" when it names none).
 std::string objective_metric(const StudyRecord& study);
