@@ -158,6 +158,9 @@ TEST_F(SimulateCli, ListsTheHeaviestOpsHeaviestFirst) {
   CliRun batch = cli("--batch " + write("b.csv", "preset,gpu,gpus,global_batch\nllama3-8b,h100,8,64\n") + " --ops 3");
   EXPECT_EQ(batch.status, 2);
   EXPECT_THAT(batch.out, HasSubstr("drop it with --batch"));
+  CliRun batch_json = cli("--batch " + (dir_ / "b.csv").string() + " --json");
+  EXPECT_EQ(batch_json.status, 2);
+  EXPECT_THAT(batch_json.out, HasSubstr("--batch writes CSV (drop --json"));
   // A bad space option is the option's fault, not the workload's.
   CliRun options = cli("--workload " + w + " --config " + c + " --space-options '{\"micro-batch\": [1]}'");
   EXPECT_EQ(options.status, 2);
@@ -193,19 +196,29 @@ TEST_F(SimulateCli, SaysHowGemmsAreScaledAndWhetherTpCommOverlaps) {
 
   CliRun blackwell = cli("--workload " + workload("b200", "") + " --config " + sp);
   ASSERT_EQ(blackwell.status, 0) << blackwell.out;
-  EXPECT_THAT(blackwell.out, HasSubstr("(scaled per-block: MXFP8 or blockwise)"));
+  EXPECT_THAT(blackwell.out, HasSubstr("(recipe mxfp8, scaled per-block)"));  // auto, on Blackwell
   EXPECT_THAT(blackwell.out, HasSubstr("tp comm         overlapped with the GEMMs"));
   CliRun hopper = cli("--workload " + workload("h100-sxm", "") + " --config " + no_sp + " --json");
   ASSERT_EQ(hopper.status, 0) << hopper.out;
   const json j = json::parse(hopper.out)["execution"];
   EXPECT_EQ(j["fp8_scaling"], "per-tensor");
-  EXPECT_EQ(j["tp_comm"], "blocking");  // asked for, but without sequence parallelism
+  EXPECT_EQ(j["fp8_recipe"], "tensorwise");  // auto, before Blackwell
+  EXPECT_EQ(j["tp_comm"], "blocking");  // asked for, but without sequence parallelism: said why
+  EXPECT_THAT(j["tp_comm_note"].get<std::string>(), HasSubstr("only with sequence parallelism (sp) and tp > 1"));
+  CliRun no_sp_text = cli("--workload " + workload("h100-sxm", "") + " --config " + no_sp);
+  EXPECT_THAT(no_sp_text.out, HasSubstr("note: training.tp_comm_overlap takes effect only with"));
+  CliRun tp1 = cli("--workload " + workload("h100-sxm", "") + " --config " + write("tp1.json", R"({"zero": 1, "recompute": "full"})") +
+                   " --json");
+  ASSERT_EQ(tp1.status, 0) << tp1.out;
+  EXPECT_FALSE(json::parse(tp1.out)["execution"].contains("tp_comm"));
+  EXPECT_THAT(json::parse(tp1.out)["execution"]["tp_comm_note"].get<std::string>(), HasSubstr("(tp 1)"));
   // The output layer stays in bf16: FP8 carries most of the GEMM FLOPs, not all.
   EXPECT_GT(j["gemm_flops_share"]["fp8"].get<double>(), 0.8);
   EXPECT_NEAR(j["gemm_flops_share"]["fp8"].get<double>() + j["gemm_flops_share"]["bf16"].get<double>(), 1.0, 1e-9);
   CliRun blockwise = cli("--workload " + workload("h100-sxm", "blockwise") + " --config " + sp + " --json");
   ASSERT_EQ(blockwise.status, 0) << blockwise.out;
   EXPECT_EQ(json::parse(blockwise.out)["execution"]["fp8_scaling"], "per-block");
+  EXPECT_EQ(json::parse(blockwise.out)["execution"]["fp8_recipe"], "blockwise");
 
   // A recipe the GPU cannot run is the pair's fault: both files are named.
   const std::string mx = workload("h100-sxm", "mxfp8");
@@ -232,6 +245,9 @@ TEST_F(SimulateCli, BadInputExitsWithTwoAndSaysWhy) {
   r = cli("--workload " + w + " --config " + write("typo.json", R"({"tp": 8, "tpp": 2})"));
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.out, AllOf(HasSubstr("/tpp: not a parameter of the space 'llm'"), HasSubstr("tp, pp, dp")));
+  r = cli("--workload " + w + " --config " + write("typo2.json", R"({"micro_bach": 2})"));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.out, HasSubstr("/micro_bach: not a parameter of the space 'llm' (did you mean \"micro_batch\"?)"));
   r = cli("--workload " + w + " --config " + write("index.json", R"({"tp": 8, "recompute": 2})"));
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.out, HasSubstr("/recompute: expected one of none, selective, full, got 2"));
@@ -278,6 +294,12 @@ TEST_F(SimulateCli, BatchReadsTheFp8Recipe) {
   const double mx = std::stod(rows[1][col("step_time_s")]), tensorwise = std::stod(rows[2][col("step_time_s")]);
   EXPECT_GT(mx, 1.03 * tensorwise);
   EXPECT_EQ(rows[3][col("step_time_s")], rows[2][col("step_time_s")]);
+  // The recipe each ran with: auto is MXFP8 on Blackwell; a bf16 row has none.
+  EXPECT_EQ(rows[1][col("fp8_recipe_used")], "mxfp8");
+  EXPECT_EQ(rows[2][col("fp8_recipe_used")], "tensorwise");
+  EXPECT_EQ(rows[3][col("fp8_recipe_used")], "tensorwise");
+  EXPECT_EQ(rows[5][col("fp8_recipe_used")], "");
+  EXPECT_EQ(rows[4][col("fp8_recipe_used")], "");  // not timed
   EXPECT_EQ(rows[4][col("status")], "invalid");
   EXPECT_THAT(rows[4][col("reason")], HasSubstr("fp8_recipe mxfp8 needs tensor cores that scale blocks"));
   EXPECT_EQ(rows[6][col("status")], "invalid");

@@ -8,6 +8,8 @@
 #include <cotune/core/run/study_setup.hpp>
 #include <cotune/core/studyfile/study_file.hpp>
 
+#include <cotune/support/likely_meant.hpp>
+
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
@@ -22,6 +24,7 @@
 #include <string>
 
 #include "cli/command.hpp"
+#include "cli/execution_summary.hpp"
 #include "cli/simulate_batch.hpp"
 
 namespace cotune::cli {
@@ -41,62 +44,6 @@ std::string read_json_text(const std::string& path, const char* flag) {
 const char* const kGroupNames[COTUNE_GROUP_COUNT] = {"other", "tp", "cp", "ep", "pp", "dp", "emb"};
 constexpr double GiB = 1073741824.0;
 
-// How the step runs, as the trace says, where the configuration alone does not show it: the
-// GEMMs' number formats (share of GEMM FLOPs) and how FP8 operands are scaled (a workload's
-// fp8_recipe auto picks by GPU), and whether tensor-parallel transfers overlap the GEMMs (a
-// workload's tp_comm_overlap takes effect only where the space can overlap them).
-struct ExecutionSummary {
-  std::map<std::string, double> gemm_share;  // dtype name -> share of GEMM FLOPs
-  std::string fp8_scaling;                   // "per-block", "per-tensor", or "" without FP8 GEMMs
-  std::string tp_comm;                       // "overlapped", "blocking", or "" without TP transfers
-};
-
-const char* dtype_name(int32_t dtype) {
-  switch (dtype) {
-    case COTUNE_DTYPE_FP32: return "fp32";
-    case COTUNE_DTYPE_TF32: return "tf32";
-    case COTUNE_DTYPE_BF16: return "bf16";
-    case COTUNE_DTYPE_FP16: return "fp16";
-    case COTUNE_DTYPE_FP8: return "fp8";
-    case COTUNE_DTYPE_FP4: return "fp4";
-    default: return "other";
-  }
-}
-
-ExecutionSummary summarize_execution(const cotune_trace& t) {
-  ExecutionSummary s;
-  double total = 0, block_scaled = 0, fp8 = 0;
-  bool tp_forward = false, tp_overlapped = false;
-  for (size_t i = 0; i < t.num_ops; ++i) {
-    const auto& op = *reinterpret_cast<const cotune_op*>(reinterpret_cast<const char*>(t.ops) + i * t.op_stride);
-    if (op.kind == COTUNE_OP_GEMM) {
-      const double flops = 2 * op.m * op.n * op.k * op.count * (op.phase == COTUNE_PHASE_STEP ? 1 : t.micro_batches);
-      s.gemm_share[dtype_name(op.dtype)] += flops;
-      total += flops;
-      if (op.dtype == COTUNE_DTYPE_FP8) {
-        fp8 += flops;
-        if (op.flags & COTUNE_OP_BLOCK_SCALED) block_scaled += flops;
-      }
-    } else if (op.kind == COTUNE_OP_COLLECTIVE && op.group == COTUNE_GROUP_TP && op.phase == COTUNE_PHASE_FORWARD) {
-      // The forward's transfers decide: the weight-gradient gather of the backward runs on a
-      // stream of its own either way.
-      tp_forward = true;
-      tp_overlapped = tp_overlapped || op.stream != COTUNE_STREAM_COMPUTE;
-    }
-  }
-  for (auto& [name, flops] : s.gemm_share) flops = total > 0 ? flops / total : 0;
-  if (fp8 > 0) s.fp8_scaling = block_scaled >= fp8 / 2 ? "per-block" : "per-tensor";
-  if (tp_forward) s.tp_comm = tp_overlapped ? "overlapped" : "blocking";
-  return s;
-}
-
-json execution_json(const ExecutionSummary& s) {
-  json j = {{"gemm_flops_share", s.gemm_share}};
-  if (!s.fp8_scaling.empty()) j["fp8_scaling"] = s.fp8_scaling;
-  if (!s.tp_comm.empty()) j["tp_comm"] = s.tp_comm;
-  return j;
-}
-
 void print_execution(const ExecutionSummary& s) {
   if (!s.gemm_share.empty()) {
     std::vector<std::pair<double, std::string>> shares;
@@ -107,13 +54,15 @@ void print_execution(const ExecutionSummary& s) {
       if (!line.empty()) line += ", ";
       line += name;
       if (shares.size() > 1) line += " " + std::to_string(std::lround(100 * share)) + " %";
-      if (name == "fp8") line += " (scaled " + s.fp8_scaling + (s.fp8_scaling == "per-block" ? ": MXFP8 or blockwise)" : ")");
+      if (name == "fp8")
+        line += " (" + (s.fp8_recipe.empty() ? std::string() : "recipe " + s.fp8_recipe + ", ") + "scaled " + s.fp8_scaling + ")";
     }
     std::printf("GEMMs           %s%s\n", line.c_str(), shares.size() > 1 ? " of GEMM FLOPs" : "");
   }
   if (!s.tp_comm.empty())
     std::printf("tp comm         %s\n", s.tp_comm == "overlapped" ? "overlapped with the GEMMs it feeds or follows"
                                                                   : "on the compute stream (not overlapped)");
+  if (!s.tp_comm_note.empty()) std::printf("                note: %s\n", s.tp_comm_note.c_str());
 }
 
 json result_json(const std::string& status, const std::string& reason, const json& config, const cotune_trace& t,
@@ -150,7 +99,7 @@ json result_json(const std::string& status, const std::string& reason, const jso
 }
 
 void print_text(const std::string& status, const std::string& reason, const std::string& config, const cotune_trace& t,
-                const cotune_sim_result& r) {
+                const cotune_sim_result& r, const ExecutionSummary& execution) {
   const double step = r.step_time_s;
   auto line = [step](const char* name, double s) {
     std::printf("  %-22s %12.4f s  %5.1f %%\n", name, s, step > 0 ? 100 * s / step : 0);
@@ -168,7 +117,7 @@ void print_text(const std::string& status, const std::string& reason, const std:
               "buffers %.1f)\n",
               r.peak_memory_bytes / GiB, t.hardware.hbm_bytes / GiB, t.memory.weights / GiB, t.memory.gradients / GiB,
               t.memory.optimizer / GiB, t.memory.activations / GiB, t.memory.buffers / GiB);
-  print_execution(summarize_execution(t));
+  print_execution(execution);
   std::printf("time per step:\n");
   line("compute", r.compute_s);
   line("pipeline bubble", r.bubble_s);
@@ -295,8 +244,9 @@ int run_simulate(int argc, char** argv) {
       "Exit status: 0 ok, 1 when the configuration (or any batch row) is not ok, 2 bad input.\n\noptions");
   desc.add_options()
       ("help,h", "this help")
-      ("workload", po::value(&workload_path), "workload JSON (model, training, cluster; docs/workloads.md)")
-      ("config", po::value(&config_path), "configuration JSON ({\"tp\": 8, \"pp\": 4, ...}); absent keys take defaults")
+      ("workload", po::value(&workload_path), "workload JSON file (model, training, cluster; docs/workloads.md)")
+      ("config", po::value(&config_path), "configuration JSON file ({\"tp\": 8, \"pp\": 4, ...}); absent keys take "
+                                          "defaults")
       ("space", po::value(&space_name), "the space (default llm); --batch needs one with a table schema")
       ("space-options", po::value(&space_options)->default_value("{}"), "JSON options of the space")
       ("json", "print the result as JSON")
@@ -320,6 +270,9 @@ int run_simulate(int argc, char** argv) {
   }
   if (vm.count("ops") && ops < 1)
     throw core::UserError("--ops: expected a count of at least 1, got " + std::to_string(ops));
+  if (vm.count("json") && !batch_path.empty())
+    throw core::UserError("--json prints one configuration's result; --batch writes CSV (drop --json, or give "
+                          "--workload and --config)");
   if (vm.count("ops") && !batch_path.empty())
     throw core::UserError("--ops lists the ops of one configuration; drop it with --batch (or give --workload and "
                           "--config)");
@@ -357,7 +310,9 @@ int run_simulate(int argc, char** argv) {
                               "so the performance model cannot time them");
       bad = simulate_batch(registry, schema, in, batch_path, out, calibration.is_null() ? nullptr : &calibration);
       out.flush();
-      if (!out) throw core::UserError("--out '" + out_path + "': cannot write it");
+      if (!out)
+        throw core::UserError(out_path.empty() ? std::string("cannot write the result to standard output (closed early?)")
+                                               : "--out '" + out_path + "': cannot write it");
     } catch (...) {
       if (!out_path.empty()) {
         outfile.close();
@@ -406,7 +361,8 @@ int run_simulate(int argc, char** argv) {
       for (const core::Param& q : params) names += (names.empty() ? "" : ", ") + q.name;
       if (p == params.end())
         throw core::UserError("--config '" + config_path + "': /" + it.key() + ": not a parameter of the space '" +
-                              space_name + "' (its parameters: " + names + ")");
+                              space_name + "'" + support::did_you_mean_listed(it.key(), names) + " (its parameters: " +
+                              names + ")");
       if (p->type == COTUNE_PARAM_CATEGORICAL && !it.value().is_string()) {
         std::string choices;
         for (const std::string& c : p->choices) choices += (choices.empty() ? "" : ", ") + c;
@@ -441,9 +397,10 @@ int run_simulate(int argc, char** argv) {
   const std::string status = oom ? "oom" : "ok";
   const std::string rendered = space->render(values.data(), COTUNE_RENDER_JSON);
   const json constants = applied_constants(calibration, trace);
+  const ExecutionSummary execution = summarize_execution(trace, json::parse(workload, nullptr, false));
   if (vm.count("json")) {
     json j = result_json(status, reason, json::parse(rendered), trace, r);
-    j["execution"] = execution_json(summarize_execution(trace));
+    j["execution"] = execution_json(execution);
     if (ops > 0) j["ops"] = heaviest_ops_json(trace, size_t(ops));
     if (!target.empty()) j["format"] = target;
     if (!constants.empty()) j["calibration"] = {{"file", calibration_path}, {"constants", constants}};
@@ -452,7 +409,7 @@ int run_simulate(int argc, char** argv) {
     if (!target.empty()) std::printf("format          %s (timed as that framework runs it)\n", target.c_str());
     if (!constants.empty())
       std::printf("calibration     %s: %s\n", calibration_path.c_str(), constants.dump().c_str());
-    print_text(status, reason, rendered, trace, r);
+    print_text(status, reason, rendered, trace, r, execution);
     if (ops > 0) print_heaviest_ops(trace, size_t(ops));
   }
   return oom ? 1 : 0;

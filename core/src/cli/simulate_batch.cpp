@@ -3,6 +3,8 @@
 // columns are copied through, and a bad row gets status=invalid with its reason while the others still come out.
 #include "cli/simulate_batch.hpp"
 
+#include "cli/execution_summary.hpp"
+
 #include <cotune/core/perfmodel/calibration.hpp>
 #include <cotune/core/history/csv.hpp>
 #include <cotune/core/errors.hpp>
@@ -41,6 +43,7 @@ struct Outcome {
   std::string gpu;  // the GPU it was timed on (catalogue or gpu_spec name)
   double step = 0, tokens = 0, tflops = 0, mfu = 0, mem_gib = 0;
   bool timed = false;
+  ExecutionSummary execution;  // the FP8 recipe and tp overlap as they ran
 };
 
 // The row's workload and configuration come from the space's table schema, the same as `cotune
@@ -70,6 +73,8 @@ Outcome simulate_row(const core::Registry& registry, const core::TableSchema& sc
   o.timed = true;
   o.step = res.step_time_s, o.tokens = res.tokens_per_s, o.tflops = res.tflops_per_gpu, o.mfu = res.mfu;
   o.mem_gib = res.peak_memory_bytes / 1073741824.0;
+  o.execution = summarize_execution(trace, row.workload);
+  if (!o.execution.tp_comm_note.empty()) o.reason += (o.reason.empty() ? "note: " : "; note: ") + o.execution.tp_comm_note;
   return o;
 }
 
@@ -104,8 +109,8 @@ size_t simulate_batch(const core::Registry& registry, const core::TableSchema& s
     if (index.count(header[i])) throw core::UserError(source + ": column '" + header[i] + "' appears twice in the header");
     index[header[i]] = i;
   }
-  static const char* const added[] = {"status", "step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "peak_mem_gib",
-                                      "reason"};
+  static const char* const added[] = {"status",       "step_time_s",     "tokens_per_s", "tflops_per_gpu", "mfu",
+                                      "peak_mem_gib", "fp8_recipe_used", "tp_comm",      "reason"};
   // A file of measured runs (export-history's, a RUNS.csv for calibrate) has columns named like the
   // output's. Written back beside the model's they would read as measurements of a file that holds
   // the model's figures under the measured names, so they are refused, saying what to do.
@@ -154,9 +159,9 @@ size_t simulate_batch(const core::Registry& registry, const core::TableSchema& s
     out << "," << o.status;
     if (o.timed)
       out << "," << fmt(o.step) << "," << fmt(o.tokens) << "," << fmt(o.tflops, "%.4g") << "," << fmt(o.mfu, "%.4f") << ","
-          << fmt(o.mem_gib, "%.2f");
+          << fmt(o.mem_gib, "%.2f") << "," << o.execution.fp8_recipe << "," << o.execution.tp_comm;
     else
-      out << ",,,,,";
+      out << ",,,,,,,";
     out << "," << csv_field(o.reason) << "\n";
   }
   return bad;

@@ -197,6 +197,7 @@ std::vector<std::string> recognised_metric_names() {
 
 bool reads_column(const std::string& name, const TableSchema& schema) {
   return schema.reads(name) || recognise_metric(name) || name == "status" || name == "reason" ||
+         name == "fp8_recipe_used" || name == "tp_comm" ||  // simulate --batch's output
          name == kHistorySourceColumn || name == kHistoryRowColumn || name == kFormatColumn;
 }
 
