@@ -32,6 +32,7 @@ using cotune::core::perf::CalibrationRun;
 using cotune::core::perf::TraceCopy;
 using nlohmann::json;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 namespace {
 
@@ -554,6 +555,21 @@ TEST_F(Calibration, CommandLineFitsWhatItCanAndNamesWhatItLeftOut) {
   EXPECT_NEAR(cal["gpus"]["h100-sxm"]["constants"]["gemm_efficiency_max"].get<double>(), 0.5, 0.01);
   EXPECT_FALSE(cal["gpus"].contains("a100-80gb"));
 
+  // A misspelt --fit is the option's fault, said before the runs are read.
+  r = run_cli(dir, {"calibrate", "--runs", dir + "/runs.csv", "--fit", "gemm_efficency_max"});
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("--fit: unknown constant 'gemm_efficency_max' (did you mean \"gemm_efficiency_max\"?)"));
+  EXPECT_THAT(r.err, Not(HasSubstr("line 2")));
+  // A refusal that names the runs at fault names them once, and the final error only sums it up.
+  r = run_cli(dir, {"calibrate", "--runs", dir + "/runs.csv", "--fit", "block_scaled_gemm_efficiency"});
+  EXPECT_EQ(r.status, 2) << r.err;
+  const size_t h100 = r.err.find("(h100-sxm): not calibrated: ");
+  ASSERT_NE(h100, std::string::npos) << r.err;
+  const std::string refusal = r.err.substr(h100, r.err.find('\n', h100) - h100);
+  EXPECT_THAT(refusal, HasSubstr("no run's step time depends on it (line 2"));
+  EXPECT_EQ(refusal.find("line 2"), refusal.rfind("line 2")) << refusal;
+  EXPECT_THAT(r.err, HasSubstr("nothing calibrated (2 GPU type(s) refused, above)"));
+
   r = run_cli(dir, {"calibrate", "--runs", dir + "/runs.csv", "--fit", "gemm_efficiency_max", "--json"});
   EXPECT_EQ(r.status, 1) << r.err;
   const json doc = json::parse(r.out);
@@ -597,7 +613,9 @@ TEST_F(Calibration, CommandLineFitsWhatItCanAndNamesWhatItLeftOut) {
   std::ofstream(dir + "/old.json") << "{}\n";
   r = run_cli(dir, {"calibrate", "--runs", dir + "/none.csv", "--out", dir + "/old.json"});
   EXPECT_EQ(r.status, 2);
-  EXPECT_THAT(r.err, HasSubstr("none.csv (h100-sxm): calibrate: needs at least two measured runs, got 1 (line 2)"));
+  EXPECT_THAT(r.err, HasSubstr("none.csv (h100-sxm): not calibrated: calibrate: needs at least two measured runs, got 1 "
+                               "(line 2)"));
+  EXPECT_THAT(r.err, HasSubstr("none.csv: nothing calibrated (1 GPU type(s) refused, above)"));
   EXPECT_EQ(cotune::testing::read_file(dir + "/old.json"), "{}\n");
 }
 

@@ -6,9 +6,12 @@
 #include <cotune/core/history/table_runs.hpp>
 #include <cotune/core/registry.hpp>
 
+#include <cotune/support/likely_meant.hpp>
+
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <cmath>
 #include <fstream>
@@ -111,7 +114,8 @@ int run_calibrate(int argc, char** argv) {
   size_t folds = 5;
   double prior_sigma = 0.5;
   po::options_description desc(
-      "usage: cotune calibrate --runs RUNS.csv [--space S] [--out CAL.json] [--fit NAMES] [--folds K]\n"
+      "usage: cotune calibrate --runs RUNS.csv [--space S] [--out CAL.json] [--fit NAMES | --all-constants]\n"
+      "                        [--folds K] [--prior-sigma S] [--map 'COLUMN=NAME']... [--rows ROWS.csv] [--json]\n"
       "       cotune calibrate --gpu --base NAME [--out CAL.json] [--executor-options JSON]\n\n"
       "Fits the performance model's hardware and software constants and writes a calibration file.\n"
       "--runs: RUNS.csv has the columns of `cotune simulate --batch` (docs/simulate.md) and a measured\n"
@@ -191,6 +195,14 @@ int run_calibrate(int argc, char** argv) {
   for (const std::string& w : runs.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
   core::perf::CalibrationOptions options;
   options.fit = split_list(fit);
+  // A misspelt constant is the option's fault, not the runs': say so before reading them.
+  for (const std::string& name : options.fit)
+    if (core::perf::calibration_constant_index(name) < 0) {
+      std::vector<std::string> names;
+      for (const auto& c : core::perf::calibration_constants()) names.push_back(c.name);
+      throw core::UserError("calibrate: --fit: unknown constant '" + name + "'" +
+                            support::did_you_mean(name, names) + " (see 'cotune calibrate --help')");
+    }
   options.folds = folds;
   options.held_out = folds >= 2;
   options.prior_sigma = prior_sigma;
@@ -209,9 +221,15 @@ int run_calibrate(int argc, char** argv) {
     try {
       results.push_back(core::perf::calibrate(gpu_runs, options));
     } catch (const core::UserError& e) {
+      // The runs are named, unless the reason names those at fault already.
+      const std::string why = e.what();
       std::string lines;
       for (const core::perf::CalibrationRun& r : gpu_runs) lines += (lines.empty() ? "" : ", ") + r.label;
-      refused.emplace_back(name, std::string(e.what()) + " (" + lines + ")");
+      const bool names_runs = std::any_of(gpu_runs.begin(), gpu_runs.end(), [&](const core::perf::CalibrationRun& r) {
+        return why.find(r.label + ",") != std::string::npos || why.find(r.label + ")") != std::string::npos ||
+               why.find(r.label + " ") != std::string::npos;
+      });
+      refused.emplace_back(name, names_runs ? why : why + " (" + lines + ")");
       if (!as_json) std::fprintf(stderr, "%s (%s): not calibrated: %s\n", runs_path.c_str(), name.c_str(),
                                  refused.back().second.c_str());
       continue;
@@ -219,6 +237,10 @@ int run_calibrate(int argc, char** argv) {
     if (!as_json) print_result(summary, results.back());
   }
   if (results.empty()) {
+    // Each GPU type's refusal is printed above: the error only sums them up.
+    if (!as_json && !refused.empty())
+      throw core::UserError(runs_path + ": nothing calibrated (" + std::to_string(refused.size()) +
+                            " GPU type(s) refused, above)");
     std::string why;
     for (const auto& [name, reason] : refused) why += (why.empty() ? "" : "; ") + runs_path + " (" + name + "): " + reason;
     if (why.empty()) {

@@ -51,7 +51,8 @@ CalibrationRuns read_calibration_runs(const core::Registry& registry, const core
   for (const core::RejectedRow& r : read.rejected) runs.skipped.push_back({r.line, r.reason});
   for (const core::TableRun& run : read.runs) {
     if (run.status != core::TrialStatus::kOk) {
-      runs.skipped.push_back({run.line, "status " + std::string(core::to_string(run.status)) + ": no step time to fit"});
+      runs.skipped.push_back({run.line, "status " + std::string(core::to_string(run.status)) +
+                                          ": only runs that finished (status ok) are fitted"});
       continue;
     }
     const cotune_trace& trace = run.space->lower(run.config.data());
