@@ -322,6 +322,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadField{{{"seed", 1.5}}, "/seed: expected a non-negative integer, got 1.5"},
         BadField{{{"format", "pytorch"}},
                  "/format: unknown format 'pytorch' (expected megatron, torchtitan, nemo, deepspeed, torchrec, json"},
+        BadField{{{"format", "megatorn@core_r0.12.0"}}, "/format: unknown format 'megatorn@core_r0.12.0' (did you mean \"megatron\"?)"},
         BadField{{{"format", "megatron@"}}, "/format: 'megatron@' names no version after '@'"},
         BadField{{{"format", "json@v1"}}, "/format: json has no versions (got 'json@v1')"},
         BadField{{{"format", 3}}, "/format: expected a framework name, optionally with @version, got 3"},

@@ -3,6 +3,7 @@
 #include <cotune/core/errors.hpp>
 #include <cotune/core/studyfile/json_document.hpp>
 #include <cotune/core/studyfile/study_file.hpp>
+#include <cotune/support/likely_meant.hpp>
 
 #include <algorithm>
 #include <cctype>
@@ -186,8 +187,8 @@ void parse_launch_format(const std::string& text, const std::string& where, Rend
     }
   std::string list;
   for (size_t i = 0; i < kFormats.size(); ++i) list += (i ? ", " : "") + std::string(kFormats[i].first);
-  throw UserError(where + ": unknown format '" + text + "' (expected " + list + ", optionally @version: " +
-                  "docs/exports.md)");
+  throw UserError(where + ": unknown format '" + text + "'" + support::did_you_mean_listed(name, list) + " (expected " +
+                  list + ", optionally @version: docs/exports.md)");
 }
 
 namespace {

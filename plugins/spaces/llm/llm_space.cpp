@@ -336,9 +336,11 @@ class LlmSpace {
     try {
       return cotune::resolve_hardware(cluster.dump());
     } catch (const cotune::Error& e) {
-      // The host's message names the field already ("/cluster/gpu: ..."): no second prefix then.
+      // The host's message names the field already ("/cluster/gpu: ..."): the workload's only
+      // gets the document's name in front, as its other fields' errors have it.
       const std::string what = e.what();
-      throw cotune::Error(e.code(), what.rfind(where, 0) == 0 ? what : where + ": " + what);
+      if (what.rfind("/cluster", 0) == 0 && where == "workload/cluster") throw cotune::Error(e.code(), "workload" + what);
+      throw cotune::Error(e.code(), where + ": " + what);
     }
   }
 

@@ -135,6 +135,11 @@ std::string render_nemo(const Workload& w, const Config& c, const Target& t, con
   out += "# cfg = apply_cotune(" +
          (recipe ? std::string(recipe) : "<your model's " + std::string(w.training.lora ? "_peft_" : "_pretrain_") + " recipe>") +
          "()); the model cotune modelled: " + num(m.layers) + " layers, hidden " + num(m.hidden) + "\n";
+  // NVIDIA's perf recipes for other GPUs and precisions derive from the same base (their
+  // base_chain in nemo_recipe_parallelism.csv): the base builds the model, the overrides the rest.
+  if (recipe)
+    out += "# (the base recipe builds the model; apply_cotune below sets the layout, precision and sizes for this "
+           "GPU, whatever GPU the recipe's name says)\n";
   if (tp_overlap_possible) out += "from megatron.bridge.training.comm_overlap import CommOverlapConfig\n";
   if (bf16_grads) out += "from megatron.bridge.training.mixed_precision import get_mixed_precision_config\n";
   if (tp_overlap_possible || bf16_grads) out += "\n";

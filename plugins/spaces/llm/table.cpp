@@ -146,7 +146,7 @@ class Cells {
     if (!has(col)) return fallback;
     const double v = number(col);
     if (v != std::floor(v) || v < 0)
-      throw std::invalid_argument("column " + col + ": expected a whole number, got '" + text(col) + "'");
+      throw std::invalid_argument("column " + col + ": expected a whole number (0 or more), got '" + text(col) + "'");
     return v;
   }
   bool boolean(const std::string& col, bool fallback) const {
