@@ -220,7 +220,14 @@ void print_summary(const StudySpec& spec, const RunResult& result, const std::st
   load_study_plugins(registry, spec);
   std::unique_ptr<Space> space = make_study_space(registry, spec);
   std::vector<RankedTrial> best = best_trials(trials, spec.objectives, report::kBestTrialsListed);
-  print_best_table(stdout, best, spec, *space);
+  // The launch arguments of what `cotune export` launches only: the best measured trial's, or the
+  // recommended one's below it; the other rows' come from `cotune export --trial N`.
+  const bool recommended_apart =
+      result.recommended_config && !best.empty() && result.recommended_config->trial_id != best.front().trial.id;
+  print_best_table(stdout, best, spec, *space, recommended_apart ? 0 : 1);
+  if (best.size() > (recommended_apart ? 0u : 1u) && render_format_code(spec.format) != COTUNE_RENDER_JSON)
+    std::printf("  (launch arguments of a row: cotune export %s --trial N; cotune show lists every row's)\n",
+                shell_word(spec.name).c_str());
   print_recommended(spec, result, best, *space);
   if (const auto& b = result.better_elsewhere) {
     bool password_left_out = false;

@@ -52,7 +52,8 @@ std::string render_stored_config(const Space& space, const std::string& config_j
   return space.render(config.data(), format);
 }
 
-void print_best_table(std::FILE* out, const std::vector<RankedTrial>& best, const StudySpec& spec, const Space& space) {
+void print_best_table(std::FILE* out, const std::vector<RankedTrial>& best, const StudySpec& spec, const Space& space,
+                      size_t launch_args_rows) {
   if (best.empty()) {
     std::fprintf(out, "no feasible measured configuration yet\n");
     return;
@@ -74,7 +75,7 @@ void print_best_table(std::FILE* out, const std::vector<RankedTrial>& best, cons
       std::fprintf(out, " %-*s", static_cast<int>(std::max<size_t>(columns[k].size(), 12)),
                    compact_number(r.values[k]).c_str());
     std::fprintf(out, " %s\n", config_summary(space, config.data()).c_str());
-    if (format == COTUNE_RENDER_JSON) continue;
+    if (format == COTUNE_RENDER_JSON || i >= launch_args_rows) continue;
     std::string args;
     if (!space.try_render(config.data(), format, &args)) {
       std::fprintf(out, "      (the space cannot render %s launch arguments)\n", std::string(to_string(spec.format)).c_str());

@@ -8,6 +8,7 @@
 #include <cotune/core/store/store_records.hpp>
 #include <cotune/core/studyfile/study_file.hpp>
 
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -31,7 +32,9 @@ std::string render_stored_config(const Space& space, const std::string& config_j
 
 // The table of best configurations: rank, trial, objective values, the configuration, and under
 // each row its launch arguments in the study's format (when that is not plain JSON).
-void print_best_table(std::FILE* out, const std::vector<RankedTrial>& best, const StudySpec& spec, const Space& space);
+// The first `launch_args_rows` rows also print their launch arguments in the study's format.
+void print_best_table(std::FILE* out, const std::vector<RankedTrial>& best, const StudySpec& spec, const Space& space,
+                      size_t launch_args_rows = SIZE_MAX);
 
 // Counts per status, e.g. "57 ok, 2 oom, 1 failed". Of a study no run is working on
 // (`study_running` false), trials still pending or running are "interrupted": the next run resumes
