@@ -607,6 +607,13 @@ TEST_F(Calibration, CommandLineFitsWhatItCanAndNamesWhatItLeftOut) {
   EXPECT_THAT(via_map["left_out"][0]["reason"].get<std::string>(), HasSubstr("status failed"));
   EXPECT_NEAR(via_map["calibration"]["gpus"]["h100-sxm"]["constants"]["gemm_efficiency_max"].get<double>(), 0.5, 0.01);
 
+  // simulate's own output reads like runs, but its step times are the model's: refused, saying so.
+  std::ofstream(dir + "/layouts.csv") << "hidden,layers,heads,global_batch,gpus,tp\n2048,16,16,256,8,1\n2048,16,16,256,8,2\n";
+  ASSERT_EQ(run_cli(dir, {"simulate", "--batch", dir + "/layouts.csv", "--out", dir + "/sim.csv"}).status, 0);
+  r = run_cli(dir, {"calibrate", "--runs", dir + "/sim.csv"});
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("sim.csv: this is the output of cotune simulate --batch"));
+
   // Nothing that can be fitted: refused as before, and an earlier file at --out is left as it was.
   std::ofstream(dir + "/none.csv") << "hidden,layers,heads,global_batch,gpus,tp,step_time_s\n"
                                       "2048,16,16,256,8,1,1.5\n";
