@@ -306,6 +306,22 @@ TEST_F(SimulateCli, BatchReadsTheFp8Recipe) {
   EXPECT_THAT(rows[6][col("reason")], HasSubstr("column fp8_recipe: 'tensorwise' disagrees with the dtype 'mxfp8'"));
 }
 
+// A bad cell is named as the column it came from, before the space's own words for the field.
+TEST_F(SimulateCli, BatchNamesTheCellABadFieldCameFrom) {
+  const std::string in = write("cells.csv", "preset,gpu,gpus,global_batch,dtype,kernels\n"
+                                            "llama3-8b,h100-sxm,8,64,bf17,\n"
+                                            "llama3-8b,h100-sxm,8,64,bf16,eagr\n");
+  int status = 0;
+  const auto rows = batch(in, "cells-out.csv", &status);
+  EXPECT_EQ(status, 1);
+  ASSERT_EQ(rows.size(), 3u);
+  const auto& h = rows[0];
+  const auto reason = std::find(h.begin(), h.end(), "reason") - h.begin();
+  EXPECT_THAT(rows[1][reason], HasSubstr("column dtype ('bf17'): "));
+  EXPECT_THAT(rows[1][reason], HasSubstr("expected bf16, fp16, fp8 or fp4"));
+  EXPECT_THAT(rows[2][reason], HasSubstr("column kernels ('eagr'): "));
+}
+
 TEST_F(SimulateCli, BatchWritesOneRowPerInputRow) {
   const std::string in = write("in.csv",
                                "name,hidden,layers,heads,kv_heads,ffn_hidden,vocab,seq_len,global_batch,gpu,gpus,tp,pp,"

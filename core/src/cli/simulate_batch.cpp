@@ -16,6 +16,7 @@
 
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <set>
 #include <stdexcept>
 #include <vector>
@@ -46,6 +47,16 @@ struct Outcome {
   ExecutionSummary execution;  // the FP8 recipe and tp overlap as they ran
 };
 
+// A space names a bad field by its place in the workload it was given ("workload/training/dtype");
+// in a batch that workload was built from the row's cells, so the cell is named first.
+std::string name_the_cell(const std::string& what, const std::map<std::string, std::string>& cells) {
+  for (const auto& [column, value] : cells)
+    for (const char* section : {"model/", "training/", "cluster/"})
+      if (what.find("workload/" + std::string(section) + column + ":") != std::string::npos)
+        return "column " + column + " ('" + value + "'): " + what;
+  return what;
+}
+
 // The row's workload and configuration come from the space's table schema, the same as `cotune
 // import` uses, so both read a row alike.
 // `format` is the row's format cell (a launch target: the framework's rules and kernels apply).
@@ -54,7 +65,12 @@ Outcome simulate_row(const core::Registry& registry, const core::TableSchema& sc
                      const json* calibration) {
   core::TableRow row = schema.read(cells);
   if (calibration != nullptr) core::perf::apply_calibration(row.workload, *calibration, "row");
-  auto space = registry.make_space(schema.space(), row.workload.dump(), row.options.dump());
+  std::unique_ptr<core::Space> space;
+  try {
+    space = registry.make_space(schema.space(), row.workload.dump(), row.options.dump());
+  } catch (const std::exception& e) {
+    throw std::invalid_argument(name_the_cell(e.what(), cells));
+  }
   core::set_launch_format(*space, format, std::string("column ") + core::kFormatColumn);
   const std::vector<double> values = space->parse(row.config.dump());
   Outcome o;
