@@ -266,22 +266,40 @@ TEST_F(ReplayExecutorTest, MissingParameterColumnNamesTheColumn) {
 }
 
 TEST_F(ReplayExecutorTest, ATeamsOwnColumnNamesAndSpellingsAreRead) {
-  // Megatron-LM's names for tp and pp, "Selective" and "H100-SXM" written as a team's table does.
+  // Megatron-LM's names for tp, pp and the micro-batch are read as cotune import reads them;
+  // "Selective" and "H100-SXM" written as a team's table does.
   table_ = write("team.csv",
                  "tensor_model_parallel_size,pipeline_model_parallel_size,micro_batch_size,recompute,sp,gpus,gpu,"
                  "global_batch,step_time_s\n"
                  "2,1,1,Selective,true,16,H100-SXM,256,1.25\n");
   // Every column the space needs and the table lacks is named at once.
   EXPECT_THAT(submit_error(*executor(), cfg(2, 8, 1, "selective", true)),
-              AllOf(HasSubstr("no column 'tp', 'pp', 'dp'"), HasSubstr("\"columns\""), HasSubstr("\"defaults\"")));
-  auto ex = executor({{"columns", {{"tp", "tensor_model_parallel_size"}, {"pp", "pipeline_model_parallel_size"},
-                                   {"micro_batch", "micro_batch_size"}}},
-                      {"defaults", {{"dp", 8}, {"cp", 1}, {"ep", 1}, {"vpp", 1}, {"zero", 1}}}});
-  TrialResult r = run(*ex, cfg(2, 8, 1, "selective", true));
+              AllOf(HasSubstr("no column 'dp', 'cp', 'ep', 'vpp', 'zero'"), HasSubstr("\"defaults\"")));
+  const json defaults = {{"dp", 8}, {"cp", 1}, {"ep", 1}, {"vpp", 1}, {"zero", 1}};
+  TrialResult r = run(*executor({{"defaults", defaults}}), cfg(2, 8, 1, "selective", true));
   ASSERT_EQ(r.status, COTUNE_STATUS_OK) << r.error;
   EXPECT_DOUBLE_EQ(json::parse(r.metrics_json)["step_time_s"].get<double>(), 1.25);
-  EXPECT_THAT(create_error({{"file", table_}, {"columns", {{"tp", "tensor_parallel"}}}}),
-              AllOf(HasSubstr("options/columns/tp"), HasSubstr("no column 'tensor_parallel'")));
+  // A team's own name is given with the option "columns".
+  table_ = write("own.csv", "tensor_parallel,pp,micro_batch,recompute,sp,gpus,gpu,global_batch,step_time_s\n"
+                            "2,1,1,selective,true,16,h100-sxm,256,1.5\n");
+  r = run(*executor({{"columns", {{"tp", "tensor_parallel"}}}, {"defaults", defaults}}), cfg(2, 8, 1, "selective", true));
+  ASSERT_EQ(r.status, COTUNE_STATUS_OK) << r.error;
+  EXPECT_DOUBLE_EQ(json::parse(r.metrics_json)["step_time_s"].get<double>(), 1.5);
+  EXPECT_THAT(create_error({{"file", table_}, {"columns", {{"tp", "tensor_parallel_size"}}}}),
+              AllOf(HasSubstr("options/columns/tp"), HasSubstr("no column 'tensor_parallel_size'")));
+}
+
+// A table that says its global batch as Megatron-LM does (global_batch_size) answers a workload only
+// from the rows of its batch size, not an average over two batch sizes.
+TEST_F(ReplayExecutorTest, AWorkloadFieldSpelledAsMegatronSpellsItSelectsTheRows) {
+  table_ = write("gbs.csv", "tp,pp,dp,cp,ep,micro_batch,vpp,zero,recompute,sp,gpus,gpu,global_batch_size,step_time_s\n"
+                            "2,1,8,1,1,1,1,1,selective,true,16,h100-sxm,256,1.25\n"
+                            "2,1,8,1,1,1,1,1,selective,true,16,h100-sxm,512,2.5\n");
+  TrialResult r = run(*executor(), cfg(2, 8, 1, "selective", true));
+  ASSERT_EQ(r.status, COTUNE_STATUS_OK) << r.error;
+  const json m = json::parse(r.metrics_json);
+  EXPECT_DOUBLE_EQ(m["step_time_s"].get<double>(), 1.25);
+  EXPECT_EQ(m["replay_rows"], 1);
 }
 
 TEST_F(ReplayExecutorTest, AParameterTheTableDoesNotStateIsLeftToTheSpace) {

@@ -2,6 +2,7 @@
 #include <cotune/core/errors.hpp>
 #include <cotune/core/history/table_runs.hpp>
 #include <cotune/core/history/run_logs.hpp>
+#include <cotune/support/column_spellings.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -65,35 +66,8 @@ double median(std::vector<double> v) {
 }
 
 // Megatron-LM argument names (as its argument dump, W&B configs and job comments write them) and
-// the schema column each gives, as is.
-const std::pair<const char*, const char*> kDirect[] = {
-    {"num_layers", "layers"},
-    {"hidden_size", "hidden"},
-    {"num_attention_heads", "heads"},
-    {"ffn_hidden_size", "ffn_hidden"},
-    {"seq_length", "seq_len"},
-    {"global_batch_size", "global_batch"},
-    {"micro_batch_size", "micro_batch"},
-    {"tensor_model_parallel_size", "tp"},
-    {"pipeline_model_parallel_size", "pp"},
-    {"context_parallel_size", "cp"},
-    {"expert_model_parallel_size", "ep"},
-    {"expert_tensor_parallel_size", "etp"},
-    {"virtual_pipeline_model_parallel_size", "vpp"},
-    {"world_size", "gpus"},
-    {"data_parallel_size", "dp"},
-    {"num_experts", "experts"},
-    {"moe_router_topk", "top_k"},
-    {"moe_ffn_hidden_size", "expert_ffn_hidden"},
-    {"num_layers_in_first_pipeline_stage", "first_stage_layers"},
-    {"num_layers_in_last_pipeline_stage", "last_stage_layers"},
-    {"overlap_grad_reduce", "overlap_grad_reduce"},
-    {"overlap_moe_expert_parallel_comm", "overlap_moe_comm"},
-    {"tp_comm_overlap", "tp_comm_overlap"},
-    {"cross_entropy_loss_fusion", "cross_entropy_fusion"},
-    {"sequence_parallel", "sp"},
-    {"swiglu", "gated_mlp"},
-};
+// the schema column each gives, as is: the table cotune::support shares with the replay executor.
+const std::vector<support::ColumnSpelling>& kDirect = support::megatron_argument_spellings();
 
 
 // Megatron-LM's metric names in W&B (iteration-time in seconds, throughput in TFLOP/s per GPU) and
@@ -120,7 +94,7 @@ const char* const kCombined[] = {"padded_vocab_size", "vocab_size", "group_query
 
 std::string megatron_argument_column(const std::string& name) {
   for (const auto& [from, to] : kDirect)
-    if (name == from) return to;
+    if (name == from) return std::string(to);
   return "";
 }
 
@@ -555,15 +529,15 @@ const char* runs_format_name(RunsFormat f) {
 std::map<std::string, std::string> cells_from_settings(const std::map<std::string, std::string>& s,
                                                        const ColumnCheck& is_column) {
   Cells c;
-  auto get = [&](const char* k) -> const std::string* {
-    auto it = s.find(k);
+  auto get = [&](std::string_view k) -> const std::string* {
+    auto it = s.find(std::string(k));
     return it == s.end() || is_none(it->second) ? nullptr : &it->second;
   };
   // The schema's own names first, then Megatron-LM's for what they did not say.
   for (const auto& [k, v] : s)
     if (is_column && is_column(k) && !is_none(v)) c[k] = v;
   for (const auto& [from, to] : kDirect)
-    if (const std::string* v = get(from); v && !c.count(to)) c[to] = *v;
+    if (const std::string* v = get(from); v && !c.count(std::string(to))) c[std::string(to)] = *v;
   for (const char* b : {"sp", "gated_mlp", "overlap_grad_reduce", "overlap_moe_comm", "tp_comm_overlap",
                         "cross_entropy_fusion"})
     if (c.count(b)) c[b] = truthy(c[b]) ? "true" : "false";

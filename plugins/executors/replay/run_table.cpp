@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <cotune/cotune.hpp>
+#include <cotune/support/column_spellings.hpp>
 
 #include <cctype>
 #include <cerrno>
@@ -101,6 +102,17 @@ RunTable::RunTable(const ReplayOptions& options) : file_(options.file) {
       bad("replay executor options/columns/" + name + ": " + options.file + " has a column '" + name +
           "' already; map '" + col + "' to another name or leave it out");
     columns_[c] = name;
+  }
+  // Columns spelled as run logs spell them (Megatron-LM's global_batch_size, num_gpus, ...) are read
+  // under the schema's names, as `cotune import` reads them: a table that says its global batch as
+  // global_batch_size must not have rows of two batch sizes answer one configuration. Not when the
+  // table has the schema's column too, or the option "columns" named it.
+  for (std::string& name : columns_) {
+    const std::string_view to = cotune::support::column_spelled_by(name);
+    if (to.empty() || column(to)) continue;
+    cotune::log(COTUNE_LOG_INFO, "org.cotune.executor.replay",
+                options.file + ": column " + name + " is read as " + std::string(to) + " (as cotune import reads it)");
+    name = std::string(to);
   }
 
   // Metric columns: the ones named, else every column named like a known metric.
