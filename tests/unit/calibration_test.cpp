@@ -555,8 +555,9 @@ TEST_F(Calibration, CommandLineFitsWhatItCanAndNamesWhatItLeftOut) {
   EXPECT_NEAR(cal["gpus"]["h100-sxm"]["constants"]["gemm_efficiency_max"].get<double>(), 0.5, 0.01);
   EXPECT_FALSE(cal["gpus"].contains("a100-80gb"));
 
-  // A misspelt --fit is the option's fault, said before the runs are read.
-  r = run_cli(dir, {"calibrate", "--runs", dir + "/runs.csv", "--fit", "gemm_efficency_max"});
+  // A misspelt --fit is the option's fault, said before the runs are read (these have no measurement).
+  std::ofstream(dir + "/unmeasured.csv") << "hidden,layers,heads,global_batch,gpus,tp\n2048,16,16,256,8,1\n";
+  r = run_cli(dir, {"calibrate", "--runs", dir + "/unmeasured.csv", "--fit", "gemm_efficency_max"});
   EXPECT_EQ(r.status, 2) << r.err;
   EXPECT_THAT(r.err, HasSubstr("--fit: unknown constant 'gemm_efficency_max' (did you mean \"gemm_efficiency_max\"?)"));
   EXPECT_THAT(r.err, Not(HasSubstr("line 2")));

@@ -486,6 +486,14 @@ TEST_F(HistoryImport, CommandsEndToEnd) {
   CliRun no_key = cli("export-history --store " + db);
   EXPECT_EQ(no_key.status, 2);
   EXPECT_THAT(no_key.out, HasSubstr("give exactly one of --workload-key K and --all"));
+  // simulate's own output is the model's, not measurements: not stored as history.
+  const std::string simulated = path("simulated.csv");
+  ASSERT_EQ(cli("simulate --batch " + write("layouts.csv", "hidden,layers,heads,global_batch,gpus,tp\n1024,8,16,64,8,1\n") +
+                " --out " + simulated).status, 0);
+  CliRun model = cli("import " + simulated + " --space llm --store " + path("simulated.db"));
+  EXPECT_EQ(model.status, 2) << model.out;
+  EXPECT_THAT(model.out, HasSubstr("simulated.csv: this is the output of cotune simulate --batch"));
+  EXPECT_TRUE(stored_workloads(path("simulated.db")).empty() || !fs::exists(path("simulated.db")));
 }
 
 // A study whose workload the columns cannot say (a preset with a changed field, a price): every

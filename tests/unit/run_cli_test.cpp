@@ -144,7 +144,8 @@ TEST_F(RunCli, RunShowAndExport) {
        at = summary.find("--tensor-model-parallel-size", at + 1))
     ++printed;
   EXPECT_EQ(printed, 1u) << summary;
-  EXPECT_NE(summary.find("(launch arguments of a row: cotune export demo --trial N"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("(launch arguments of a row: cotune export demo --trial N --store " + store_), std::string::npos)
+      << summary;
   EXPECT_NE(out().find("store: " + store_), std::string::npos) << "the store path";
   EXPECT_NE(err().find("trial 1 ok"), std::string::npos) << "one line per trial without a terminal:\n" << err();
   EXPECT_NE(err().find("-- 8/8 trials, 0 in flight"), std::string::npos) << "the last trial is done, not in flight:\n"

@@ -186,6 +186,14 @@ int run_calibrate(int argc, char** argv) {
     return 0;
   }
 
+  // A misspelt constant is the option's fault, not the runs': say so before reading them.
+  for (const std::string& name : split_list(fit))
+    if (core::perf::calibration_constant_index(name) < 0) {
+      std::vector<std::string> names;
+      for (const auto& c : core::perf::calibration_constants()) names.push_back(c.name);
+      throw core::UserError("calibrate: --fit: unknown constant '" + name + "'" +
+                            support::did_you_mean(name, names) + " (see 'cotune calibrate --help')");
+    }
   core::Registry registry;
   registry.load_default();
   std::vector<std::pair<std::string, std::string>> mapping;
@@ -195,14 +203,6 @@ int run_calibrate(int argc, char** argv) {
   for (const std::string& w : runs.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
   core::perf::CalibrationOptions options;
   options.fit = split_list(fit);
-  // A misspelt constant is the option's fault, not the runs': say so before reading them.
-  for (const std::string& name : options.fit)
-    if (core::perf::calibration_constant_index(name) < 0) {
-      std::vector<std::string> names;
-      for (const auto& c : core::perf::calibration_constants()) names.push_back(c.name);
-      throw core::UserError("calibrate: --fit: unknown constant '" + name + "'" +
-                            support::did_you_mean(name, names) + " (see 'cotune calibrate --help')");
-    }
   options.folds = folds;
   options.held_out = folds >= 2;
   options.prior_sigma = prior_sigma;
@@ -229,7 +229,9 @@ int run_calibrate(int argc, char** argv) {
         return why.find(r.label + ",") != std::string::npos || why.find(r.label + ")") != std::string::npos ||
                why.find(r.label + " ") != std::string::npos;
       });
-      refused.emplace_back(name, names_runs ? why : why + " (" + lines + ")");
+      // A list cut short ("... and 8 more") names the first runs only: then all of them follow.
+      const bool all_named = names_runs && why.find(" more") == std::string::npos;
+      refused.emplace_back(name, all_named ? why : why + " (" + lines + ")");
       if (!as_json) std::fprintf(stderr, "%s (%s): not calibrated: %s\n", runs_path.c_str(), name.c_str(),
                                  refused.back().second.c_str());
       continue;

@@ -30,17 +30,12 @@ CalibrationRuns read_calibration_runs(const core::Registry& registry, const core
     const auto m = core::recognise_metric(name);
     measured = measured || (m && (m->canonical == "step_time_s" || m->canonical == "tokens_per_s"));
   }
-  // simulate --batch's own output holds the model's step times under the measured names: fitted,
-  // it would report the model matching itself.
-  const auto has = [&](const char* c) { return std::find(table.header.begin(), table.header.end(), c) != table.header.end(); };
-  if (has("fp8_recipe_used") && has("tp_comm") && has("peak_mem_gib"))
-    throw core::UserError(path + ": this is the output of cotune simulate --batch (columns fp8_recipe_used, tp_comm): "
-                          "its step times are the model's, not measurements; give the measured runs");
   if (!measured)
     throw core::UserError(path + ": no measured column (expected step_time_s, step_time_ms, iteration_time_s, "
                           "iteration_time_ms, tokens_per_s or tokens_per_s_per_gpu beside the columns of cotune "
                           "simulate --batch; --map names another)");
 
+  core::refuse_simulated_runs(table);
   const core::TableRuns read = core::read_table_runs(table, mapping, registry, schema);
   CalibrationRuns runs;
   runs.warnings = read.warnings;

@@ -1,22 +1,12 @@
 // The execution summary of `cotune simulate`: read from the step trace's ops (execution_summary.hpp).
 #include "cli/execution_summary.hpp"
 
+#include <cotune/core/perfmodel/perfmodel.hpp>
+
 namespace cotune::cli {
 namespace {
 
 using nlohmann::json;
-
-const char* dtype_name(int32_t dtype) {
-  switch (dtype) {
-    case COTUNE_DTYPE_FP32: return "fp32";
-    case COTUNE_DTYPE_TF32: return "tf32";
-    case COTUNE_DTYPE_BF16: return "bf16";
-    case COTUNE_DTYPE_FP16: return "fp16";
-    case COTUNE_DTYPE_FP8: return "fp8";
-    case COTUNE_DTYPE_FP4: return "fp4";
-    default: return "other";
-  }
-}
 
 // The workload's training fields that say what was asked for (an llm workload's; other spaces'
 // have none): the FP8 recipe, where `auto` is MXFP8 on GPUs whose tensor cores scale blocks and
@@ -25,7 +15,8 @@ const char* dtype_name(int32_t dtype) {
 void explain_requests(const json& workload, ExecutionSummary* s) {
   const json training = workload.is_object() ? workload.value("training", json::object()) : json::object();
   if (!training.is_object()) return;
-  if (!s->fp8_scaling.empty()) {
+  // The recipe only where the workload names its precision (an llm workload's does for FP8).
+  if (!s->fp8_scaling.empty() && training.contains("dtype")) {
     const json recipe = training.value("fp8_recipe", json("auto"));
     const std::string asked = recipe.is_string() ? recipe.get<std::string>() : "";
     if (asked == "auto") s->fp8_recipe = s->fp8_scaling == "per-block" ? "mxfp8" : "tensorwise";
@@ -47,7 +38,7 @@ ExecutionSummary summarize_execution(const cotune_trace& t, const json& workload
     const auto& op = *reinterpret_cast<const cotune_op*>(reinterpret_cast<const char*>(t.ops) + i * t.op_stride);
     if (op.kind == COTUNE_OP_GEMM) {
       const double flops = 2 * op.m * op.n * op.k * op.count * (op.phase == COTUNE_PHASE_STEP ? 1 : t.micro_batches);
-      s.gemm_share[dtype_name(op.dtype)] += flops;
+      s.gemm_share[core::perf::dtype_name(op.dtype)] += flops;
       total += flops;
       if (op.dtype == COTUNE_DTYPE_FP8) {
         fp8 += flops;

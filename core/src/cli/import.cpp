@@ -52,6 +52,7 @@ bool import_file(const std::string& file, const std::string& format_option, cons
       read_runs_file(file, format, settings, [&](const std::string& c) { return schema.reads(c); });
   for (const std::string& n : converted.notes) std::cerr << file << ": note: " << n << "\n";
   for (const SkippedRun& k : converted.skipped) std::cerr << file << ": line " << k.line << ": skipped: " << k.reason << "\n";
+  refuse_simulated_runs(converted.table);
   const TableRuns runs = read_table_runs(converted.table, mapping, registry, schema);
   for (const std::string& w : runs.warnings) std::cerr << "warning: " << w << "\n";
   for (const std::string& n : runs.notes) std::cerr << "note: " << n << "\n";

@@ -225,9 +225,12 @@ void print_summary(const StudySpec& spec, const RunResult& result, const std::st
   const bool recommended_apart =
       result.recommended_config && !best.empty() && result.recommended_config->trial_id != best.front().trial.id;
   print_best_table(stdout, best, spec, *space, recommended_apart ? 0 : 1);
-  if (best.size() > (recommended_apart ? 0u : 1u) && render_format_code(spec.format) != COTUNE_RENDER_JSON)
-    std::printf("  (launch arguments of a row: cotune export %s --trial N; cotune show lists every row's)\n",
-                shell_word(spec.name).c_str());
+  if (best.size() > (recommended_apart ? 0u : 1u) && render_format_code(spec.format) != COTUNE_RENDER_JSON) {
+    bool no_password = false;
+    std::printf("  (launch arguments of a row: cotune export %s --trial N --store %s; cotune show lists every "
+                "row's)\n",
+                shell_word(spec.name).c_str(), shell_word(store_location_for_command(store_path, &no_password)).c_str());
+  }
   print_recommended(spec, result, best, *space);
   if (const auto& b = result.better_elsewhere) {
     bool password_left_out = false;

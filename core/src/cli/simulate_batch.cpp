@@ -48,12 +48,16 @@ struct Outcome {
 };
 
 // A space names a bad field by its place in the workload it was given ("workload/training/dtype");
-// in a batch that workload was built from the row's cells, so the cell is named first.
-std::string name_the_cell(const std::string& what, const std::map<std::string, std::string>& cells) {
+// in a batch that workload was built from the row's cells, so the cell is named first, as the
+// header spells its column (`spelled`: the schema's name -> the header's).
+std::string name_the_cell(const std::string& what, const std::map<std::string, std::string>& cells,
+                          const std::map<std::string, std::string>& spelled) {
   for (const auto& [column, value] : cells)
     for (const char* section : {"model/", "training/", "cluster/"})
-      if (what.find("workload/" + std::string(section) + column + ":") != std::string::npos)
-        return "column " + column + " ('" + value + "'): " + what;
+      if (what.find("workload/" + std::string(section) + column + ":") != std::string::npos) {
+        const auto header = spelled.find(column);
+        return "column " + (header == spelled.end() ? column : header->second) + " ('" + value + "'): " + what;
+      }
   return what;
 }
 
@@ -61,15 +65,15 @@ std::string name_the_cell(const std::string& what, const std::map<std::string, s
 // import` uses, so both read a row alike.
 // `format` is the row's format cell (a launch target: the framework's rules and kernels apply).
 Outcome simulate_row(const core::Registry& registry, const core::TableSchema& schema,
-                     const std::map<std::string, std::string>& cells, const std::string& format,
-                     const json* calibration) {
+                     const std::map<std::string, std::string>& cells, const std::map<std::string, std::string>& spelled,
+                     const std::string& format, const json* calibration) {
   core::TableRow row = schema.read(cells);
   if (calibration != nullptr) core::perf::apply_calibration(row.workload, *calibration, "row");
   std::unique_ptr<core::Space> space;
   try {
     space = registry.make_space(schema.space(), row.workload.dump(), row.options.dump());
   } catch (const std::exception& e) {
-    throw std::invalid_argument(name_the_cell(e.what(), cells));
+    throw std::invalid_argument(name_the_cell(e.what(), cells, spelled));
   }
   core::set_launch_format(*space, format, std::string("column ") + core::kFormatColumn);
   const std::vector<double> values = space->parse(row.config.dump());
@@ -125,14 +129,13 @@ size_t simulate_batch(const core::Registry& registry, const core::TableSchema& s
     if (index.count(header[i])) throw core::UserError(source + ": column '" + header[i] + "' appears twice in the header");
     index[header[i]] = i;
   }
-  static const char* const added[] = {"status",       "step_time_s",     "tokens_per_s", "tflops_per_gpu", "mfu",
-                                      "peak_mem_gib", "fp8_recipe_used", "tp_comm",      "reason"};
+  const std::vector<std::string>& added = core::simulate_output_columns();
   // A file of measured runs (export-history's, a RUNS.csv for calibrate) has columns named like the
   // output's. Written back beside the model's they would read as measurements of a file that holds
   // the model's figures under the measured names, so they are refused, saying what to do.
   std::string clashing;
-  for (const char* a : added)
-    if (index.count(a)) clashing += (clashing.empty() ? "" : ", ") + std::string(a);
+  for (const std::string& a : added)
+    if (index.count(a)) clashing += (clashing.empty() ? "" : ", ") + a;
   if (!clashing.empty())
     throw core::UserError(source + ": input columns named like the output's (" + clashing +
                           "): drop or rename them (a file of measured runs calibrates as it is: cotune calibrate --runs)");
@@ -142,7 +145,7 @@ size_t simulate_batch(const core::Registry& registry, const core::TableSchema& s
   for (size_t i = 0; i < header.size(); ++i) reads[i] = core::canonical_column(header[i], schema, header);
   warn_misspelt_columns(header, reads, schema, source);
   for (size_t i = 0; i < header.size(); ++i) out << (i ? "," : "") << csv_field(header[i]);
-  for (const char* a : added) out << "," << a;
+  for (const std::string& a : added) out << "," << a;
   out << "\n";
 
   size_t bad = 0;
@@ -154,11 +157,12 @@ size_t simulate_batch(const core::Registry& registry, const core::TableSchema& s
       if (fields.size() != header.size())
         throw std::invalid_argument("has " + std::to_string(fields.size()) + " fields, the header " +
                                     std::to_string(header.size()));
-      std::map<std::string, std::string> cells;
+      std::map<std::string, std::string> cells, spelled;
       for (size_t i = 0; i < header.size(); ++i)
-        if (schema.reads(reads[i]) && !fields[i].empty()) cells.emplace(reads[i], fields[i]);
+        if (schema.reads(reads[i]) && !fields[i].empty()) cells.emplace(reads[i], fields[i]), spelled.emplace(reads[i], header[i]);
       const auto format = index.find(core::kFormatColumn);
-      o = simulate_row(registry, schema, cells, format == index.end() ? "" : fields[format->second], calibration);
+      o = simulate_row(registry, schema, cells, spelled, format == index.end() ? "" : fields[format->second],
+                       calibration);
     } catch (const std::exception& e) {
       o = Outcome{};
       o.status = "invalid";

@@ -4,6 +4,7 @@
 #include <cotune/core/history/table_runs.hpp>
 #include <cotune/core/run/study_setup.hpp>
 #include <cotune/core/studyfile/study_file.hpp>
+#include <cotune/support/column_spellings.hpp>
 
 #include "studyfile/json_checks.hpp"
 
@@ -170,14 +171,7 @@ std::optional<TrialStatus> measured_status(const std::string& cell) {
 
 std::string canonical_column(const std::string& name, const TableSchema& schema, const std::vector<std::string>& header) {
   if (schema.reads(name) || recognise_metric(name)) return name;
-  static const std::pair<const char*, const char*> kSpellings[] = {
-      {"num_gpus", "gpus"},         {"n_gpus", "gpus"},
-      {"gpu_type", "gpu"},          {"padded_vocab_size", "vocab"}, {"vocab_size", "vocab"},
-      {"num_query_groups", "kv_heads"}, {"recompute_granularity", "recompute"},
-      {"elapsed_time_per_iteration_ms", "step_time_ms"}, {"elapsed_time_per_iteration_s", "step_time_s"}};
-  std::string to = megatron_argument_column(name);
-  for (const auto& [from, column] : kSpellings)
-    if (to.empty() && name == from) to = column;
+  const std::string to(support::column_spelled_by(name));
   if (to.empty() || !(schema.reads(to) || recognise_metric(to))) return name;
   if (std::find(header.begin(), header.end(), to) != header.end()) return name;  // the table says it itself
   return to;
@@ -195,9 +189,26 @@ std::vector<std::string> recognised_metric_names() {
   return names;
 }
 
+const std::vector<std::string>& simulate_output_columns() {
+  static const std::vector<std::string> columns = {"status",       "step_time_s",     "tokens_per_s", "tflops_per_gpu",
+                                                   "mfu",          "peak_mem_gib",    "fp8_recipe_used", "tp_comm",
+                                                   "reason"};
+  return columns;
+}
+
+bool written_by_simulate(const std::vector<std::string>& header) {
+  const auto has = [&](const char* c) { return std::find(header.begin(), header.end(), c) != header.end(); };
+  return has("fp8_recipe_used") && has("tp_comm");
+}
+
+void refuse_simulated_runs(const CsvTable& table) {
+  if (written_by_simulate(table.header))
+    throw UserError(table.source + ": this is the output of cotune simulate --batch (columns fp8_recipe_used, tp_comm): "
+                    "its step times are the model's, not measurements; give the measured runs");
+}
+
 bool reads_column(const std::string& name, const TableSchema& schema) {
   return schema.reads(name) || recognise_metric(name) || name == "status" || name == "reason" ||
-         name == "fp8_recipe_used" || name == "tp_comm" ||  // simulate --batch's output
          name == kHistorySourceColumn || name == kHistoryRowColumn || name == kFormatColumn;
 }
 

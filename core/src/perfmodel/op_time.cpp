@@ -44,11 +44,6 @@ double head_dim_factor(const cotune_hardware& hw, double flop_rate, double flops
   return 1 / ((1 - s) + s * kAttentionReferenceHeadDim / head_dim);
 }
 
-const char* dtype_name(int32_t dtype) {
-  static const char* const names[] = {"fp32", "tf32", "bf16", "fp16", "fp8", "fp4"};
-  return dtype >= 0 && dtype <= COTUNE_DTYPE_FP4 ? names[dtype] : "unknown";
-}
-
 double bf16_peak(const cotune_hardware& hw) {
   const double p = hw.peak_flops[COTUNE_DTYPE_BF16];
   return p > 0 ? p : hw.peak_flops[COTUNE_DTYPE_FP16];
@@ -78,6 +73,11 @@ double collective_time(const cotune_op& op, const cotune_hardware& hw) {
 }
 
 }  // namespace
+
+const char* dtype_name(int32_t dtype) {
+  static const char* const names[] = {"fp32", "tf32", "bf16", "fp16", "fp8", "fp4"};
+  return dtype >= 0 && dtype <= COTUNE_DTYPE_FP4 ? names[dtype] : "unknown";
+}
 
 cotune_hardware effective_hardware(const cotune_hardware& in) {
   cotune_hardware hw{};

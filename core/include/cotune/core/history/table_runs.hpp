@@ -99,6 +99,14 @@ struct TableRuns {
   std::vector<std::string> unread_numeric_columns;
 };
 
+// The columns `cotune simulate --batch` writes after the input's, in order. fp8_recipe_used and
+// tp_comm are its own: a table with both is simulate's output, whose step times are the model's.
+const std::vector<std::string>& simulate_output_columns();
+bool written_by_simulate(const std::vector<std::string>& header);
+// Refuses such a table where its rows would be kept or fitted as measurements (import, calibrate);
+// predictor eval may judge a predictor on simulated runs.
+void refuse_simulated_runs(const CsvTable& table);
+
 // Whether a table's reader reads the column (a canonical name) itself: the schema's columns, a
 // recognised metric, status, reason, format and the history columns. Others are extra.
 bool reads_column(const std::string& name, const TableSchema& schema);

@@ -63,6 +63,9 @@ double op_kernels(const cotune_op& op);
 double op_time(const cotune_op& op, const cotune_hardware& hw);
 double op_time_effective(const cotune_op& op, const cotune_hardware& hw);
 
+// A COTUNE_DTYPE_*'s name as workloads and errors write it ("bf16", "fp8"; "unknown" otherwise).
+const char* dtype_name(int32_t dtype);
+
 // The work of one run of a compute op, before any efficiency: FLOPs and bytes moved (GEMM and
 // ATTENTION as in op_time's rules; MEMORY: its bytes, no FLOPs; COLLECTIVE: none).
 struct OpWork {
