@@ -15,6 +15,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -116,6 +117,25 @@ TEST_F(ProcessExecutorTest, MetricsFromResultFileWithArgvEnvironmentAndTrialFile
   EXPECT_EQ(trial_file["params"]["recompute"], "selective");
   EXPECT_EQ(trial_file["params"]["overlap"], "true");
   EXPECT_EQ(trial_file["config"]["tp"], 2);
+}
+
+// A relative program path names a file from where cotune runs; the trial runs in its own directory.
+TEST_F(ProcessExecutorTest, ARelativeProgramIsFoundFromWhereCotuneRuns) {
+  std::filesystem::create_directories(dir_ + "/bin");
+  {
+    std::ofstream f(dir_ + "/bin/job.sh");
+    f << "#!/bin/sh\necho '{\"step_time_s\": 2}' > \"$COTUNE_RESULT_FILE\"\n";
+  }
+  std::filesystem::permissions(dir_ + "/bin/job.sh", std::filesystem::perms::owner_all);
+  const std::filesystem::path before = std::filesystem::current_path();
+  std::filesystem::current_path(dir_);
+  auto ex = make({{"command", {"./bin/job.sh", "{tp}"}}});
+  std::filesystem::current_path(before);
+  Trial t(space_, "s/9", workdir("elsewhere/t9"), {1, 1, 0, 0});
+  auto job = ex->submit(t.raw);
+  TrialResult r = wait(*job);
+  ASSERT_EQ(r.status, COTUNE_STATUS_OK) << r.error;
+  EXPECT_DOUBLE_EQ(nlohmann::json::parse(r.metrics_json)["step_time_s"].get<double>(), 2);
 }
 
 TEST_F(ProcessExecutorTest, MetricsFromStdoutRegexWhenNoResultFile) {

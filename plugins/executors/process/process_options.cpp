@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <filesystem>
 #include <set>
 
 namespace cotune_process {
@@ -72,7 +73,16 @@ ProcessOptions parse_process_options(std::string_view text) {
                             "gpus_per_trial, env, workdir, log_tail_lines, oom_patterns)");
   ProcessOptions o;
   if (!doc.contains("command")) invalid("command", "the command to run, as an array of strings");
-  o.command = CommandTemplate(string_list(doc["command"], "command"), "command");
+  std::vector<std::string> argv = string_list(doc["command"], "command");
+  // A relative program path ("./train.sh") names a file from where cotune runs, as the replay
+  // executor's table does; each trial runs in its own directory, so it is made absolute here.
+  if (!argv.empty() && argv[0].find('/') != std::string::npos && argv[0][0] != '/' &&
+      argv[0].find('{') == std::string::npos) {
+    std::error_code ec;
+    const std::filesystem::path absolute = std::filesystem::absolute(argv[0], ec);
+    if (!ec) argv[0] = absolute.lexically_normal().string();
+  }
+  o.command = CommandTemplate(argv, "command");
   if (doc.contains("parallel")) o.parallel = integer(doc["parallel"], "parallel", 1, 4096);
   if (doc.contains("timeout_s")) o.timeout_s = number(doc["timeout_s"], "timeout_s", 0, 1e9);
   if (doc.contains("kill_grace_s")) o.kill_grace_s = number(doc["kill_grace_s"], "kill_grace_s", 0, 3600);
