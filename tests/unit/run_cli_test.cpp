@@ -578,6 +578,15 @@ TEST_F(RunCli, AMisspeltMetricIsRefusedBeforeAnyTrial) {
   const std::vector<TrialRecord> unmatched = trials("unmatched");
   ASSERT_EQ(unmatched.size(), 3u);
   for (const TrialRecord& t : unmatched) EXPECT_EQ(t.status, TrialStatus::kFailed);
+
+  // A job that fails every configuration alike (a broken launcher): three trials, not the budget.
+  doc["name"] = "broken";
+  doc["executor"] = {{"name", "process"},
+                     {"options", {{"command", {"/bin/sh", "-c", "echo 'launcher: no such partition' >&2; exit 3"}}}}};
+  EXPECT_EQ(run_doc(), 1) << err();
+  EXPECT_NE(err().find("3 trials in a row failed alike, and none of this run succeeded: "), std::string::npos) << err();
+  EXPECT_NE(err().find("launcher: no such partition"), std::string::npos) << err();
+  EXPECT_EQ(finished(trials("broken")), 3u);
 }
 
 // `cotune show --json`: the documented fields, with their types (docs/show-json.md).

@@ -203,6 +203,10 @@ class StudyRun {
   int empty_rounds_ = 0;         // proposal rounds that brought nothing new, in a row
   int failed_submissions_ = 0;   // in a row
   int unreported_objective_ = 0;  // ok trials in a row whose metrics lack an objective metric
+  // Failed trials in a row with one error text, before any trial of this run was ok.
+  int same_failure_ = 0;
+  std::string last_failure_;
+  bool any_ok_this_run_ = false;
   std::string reason_;
   std::int64_t finished_this_run_ = 0;
 };

@@ -33,6 +33,11 @@ constexpr int kMaxFailedSubmissions = 3;  // in a row: the executor itself is br
 // read it (a metrics_regex that matches nothing: a failed result with the metrics "{}", cotune.h),
 // and every further trial would spend budget on a measurement the study cannot use.
 constexpr int kMaxUnreportedObjective = 3;
+// Trials in a row that failed with one and the same error before any trial of the run was ok: a
+// job that cannot start or a launcher that is broken fails every configuration alike, and every
+// further trial would spend budget (GPU time on a cluster) on the same failure. Failures that
+// depend on the configuration (out of memory, a refused layout) say so with their own numbers.
+constexpr int kMaxSameFailure = 3;
 
 cotune_str cs(const std::string& s) { return {s.data(), s.size()}; }
 
@@ -395,6 +400,17 @@ Observation StudyRun::commit(RunningTrial& r, const TrialResult& result) {
                              "the objective metric '" + unreported + "'; the study stops rather than spend its budget on measurements it cannot use (check what "
                              "the jobs write: their result file, or the executor's metrics_regex)" +
                              (o.error ? ". The last trial: " + *o.error : std::string()));
+  if (o.status == TrialStatus::kOk) any_ok_this_run_ = true;
+  if (o.status == TrialStatus::kFailed && o.error && !any_ok_this_run_) {
+    same_failure_ = *o.error == last_failure_ ? same_failure_ + 1 : 1;
+    last_failure_ = *o.error;
+  } else {
+    same_failure_ = 0;
+  }
+  if (same_failure_ >= kMaxSameFailure)
+    throw std::runtime_error(std::to_string(kMaxSameFailure) + " trials in a row failed alike, and none of this run "
+                             "succeeded: " + last_failure_ + "; the study stops rather than spend its budget on the "
+                             "same failure");
   // A trial that left nothing in its directory (the simulator's) leaves no empty directory behind.
   std::error_code ignored;
   std::filesystem::remove(runs_dir_ + "/" + std::to_string(r.seq), ignored);  // only when empty

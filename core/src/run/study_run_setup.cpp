@@ -302,8 +302,8 @@ void StudyRun::open_study() {
       throw UserError("study '" + n.name + "' already exists in " + store_->path() + " with another study file" +
                       (changed && !changed->empty() ? " (it differs in " + *changed + ")" : std::string()) +
                       "; only budget, parallel, description, on_stop, deadlines and a component's isolation may "
-                      "change between runs of a study. Give the changed study a new name, or use another store "
-                      "(--store).");
+                      "change between runs of a study. Give the changed study a new name, use another store "
+                      "(--store), or delete the stored one first (cotune store delete " + n.name + ").");
     if (!same_hash) n.legacy_hash = found->study_hash;  // an earlier version's hash of this study
     // Only a changed budget gives a finished study more to do.
     const nlohmann::json before = nlohmann::json::parse(found->study_json, nullptr, false);
