@@ -313,6 +313,10 @@ TEST_F(RunCli, SaysWhatTheTrialsMeasuredOfTheMachine) {
   EXPECT_NE(summary.find("h100-sxm, 12 runs: step-time error", at), std::string::npos) << summary;
   EXPECT_NE(summary.find("gemm_efficiency_max", at), std::string::npos) << summary;
   EXPECT_NE(summary.find("cotune export-history --space llm --workload-key ", at), std::string::npos) << summary;
+  // Files named after the study, not a team's runs.csv.
+  EXPECT_NE(summary.find("-o again-runs.csv && cotune calibrate --runs again-runs.csv --out again-calibration.json", at),
+            std::string::npos)
+      << summary;
   // One trial cannot tell constants apart, and the summary says why.
   doc["name"] = "single";
   doc["budget"] = {{"trials", 1}};

@@ -167,7 +167,7 @@ void print_recommended(const StudySpec& spec, const RunResult& result, const std
 // per GPU type, as `cotune calibrate --runs` would fit them, and how to keep them as a file. The
 // starting point is the study's calibration file where it has one, else the catalogue.
 void print_machine(const RunResult& result, const std::string& export_history_command,
-                   const std::string& calibration_file) {
+                   const std::string& calibration_file, const std::string& study_name) {
   if (result.prior_calibration.empty()) return;
   const std::string start =
       calibration_file.empty() ? "the catalogue's constants" : "the constants of " + calibration_file;
@@ -197,9 +197,12 @@ void print_machine(const RunResult& result, const std::string& export_history_co
                     compact_number(c.catalogue).c_str());
     }
   }
-  if (fitted)
-    std::printf("  as a calibration file: %s -o runs.csv && cotune calibrate --runs runs.csv --out cal.json\n",
-                export_history_command.c_str());
+  // Files named after the study: a team's own runs.csv (a replay table) is not written over.
+  if (fitted) {
+    const std::string runs = shell_word(study_name + "-runs.csv"), cal = shell_word(study_name + "-calibration.json");
+    std::printf("  as a calibration file: %s -o %s && cotune calibrate --runs %s --out %s\n",
+                export_history_command.c_str(), runs.c_str(), runs.c_str(), cal.c_str());
+  }
 }
 
 void print_summary(const StudySpec& spec, const RunResult& result, const std::string& store_path) {
@@ -250,7 +253,7 @@ void print_summary(const StudySpec& spec, const RunResult& result, const std::st
     print_machine(result,
                   "cotune export-history --space " + shell_word(spec.space.name) + " --workload-key " +
                       study->workload_key + " --store " + store_word,
-                  spec.calibration_file);
+                  spec.calibration_file, spec.name);
   std::string abs_store = store_location_for_display(store_path);
   std::printf("\nstore: %s\n", abs_store.c_str());
   if (password_left_out)
