@@ -235,7 +235,12 @@ TEST_F(ReplayExecutorTest, TimeColumnsInAnotherUnitAreConvertedAndStatusWordsRea
 }
 
 TEST_F(ReplayExecutorTest, MissingFileIsAClearError) {
-  EXPECT_THAT(create_error({{"file", dir_ + "/absent.csv"}}), AllOf(HasSubstr("absent.csv"), HasSubstr("cannot open")));
+  EXPECT_THAT(create_error({{"file", dir_ + "/absent.csv"}}),
+              AllOf(HasSubstr("options/file: cannot open the table"), HasSubstr("absent.csv")));
+  // A relative path says where it was looked for.
+  EXPECT_THAT(create_error({{"file", "absent-here.csv"}}),
+              HasSubstr("(a relative path resolves against the current directory, " +
+                        std::filesystem::current_path().string() + ")"));
   EXPECT_THAT(create_error({{"metrics", {{"x", "y"}}}, {"file", 3}}), HasSubstr("options/file"));
   EXPECT_THAT(create_error({{"file", table_}, {"speed", 1}}), HasSubstr("unknown option"));
   // A folder failed mid-read ("basic_filebuf::underflow"); a FIFO blocked until a writer came.

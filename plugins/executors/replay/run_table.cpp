@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <set>
@@ -79,8 +80,15 @@ RunTable::RunTable(const ReplayOptions& options) : file_(options.file) {
   std::ifstream in(options.file, std::ios::binary);
   if (!in) {
     const int err = errno;
-    throw cotune::Error(COTUNE_ERR_NOT_FOUND, "replay executor: cannot open the table " + options.file + ": " +
-                                                  (err != 0 ? std::generic_category().message(err) : "unknown error"));
+    std::error_code ec;
+    const std::string where = options.file.empty() || options.file[0] == '/'
+                                  ? std::string()
+                                  : " (a relative path resolves against the current directory, " +
+                                        std::filesystem::current_path(ec).string() + ")";
+    throw cotune::Error(COTUNE_ERR_INVALID_ARGUMENT, "replay executor options/file: cannot open the table " +
+                                                         options.file + ": " +
+                                                         (err != 0 ? std::generic_category().message(err) : "unknown error") +
+                                                         where);
   }
   CsvReader csv(in, options.file);
   std::vector<std::string> fields;
