@@ -593,6 +593,20 @@ TEST_F(RunCli, AMisspeltMetricIsRefusedBeforeAnyTrial) {
   EXPECT_EQ(finished(trials("broken")), 3u);
 }
 
+// Runs imported before the study: one better than any the study measures is named at the end, with
+// the file and row it came from (the study does not measure it again).
+TEST_F(RunCli, NamesABetterRunOfTheImportedHistory) {
+  // The study's workload as a team's table says it, with a throughput no simulated trial reaches.
+  std::ofstream(dir_ + "/better.csv") << "preset,global_batch,gpu,gpus,gpus_per_node,tp,pp,dp,micro_batch,zero,"
+                                         "recompute,tokens_per_s\n"
+                                         "llama3-8b,256,h100-sxm,32,8,1,1,32,1,1,selective,1e9\n";
+  ASSERT_EQ(run({"import", dir_ + "/better.csv", "--space", "llm", "--store", store_}), 0) << err();
+  ASSERT_EQ(run({"run", write_study("second", 4, 1, "random"), "--store", store_}), 0) << err();
+  EXPECT_NE(out().find("the store's imported history holds a better measurement of this workload: "), std::string::npos)
+      << out();
+  EXPECT_NE(out().find("better.csv row 2, tokens_per_s 1.000e+09, {\"tp\":1,"), std::string::npos) << out();
+}
+
 // `cotune show --json`: the documented fields, with their types (docs/show-json.md).
 TEST_F(RunCli, ShowJsonWritesTheDocumentedSchema) {
   ASSERT_EQ(run({"run", write_study("data", 4, 1, "random"), "--store", store_}), 0) << err();

@@ -235,7 +235,13 @@ void print_summary(const StudySpec& spec, const RunResult& result, const std::st
                 shell_word(spec.name).c_str(), shell_word(store_location_for_command(store_path, &no_password)).c_str());
   }
   print_recommended(spec, result, best, *space);
-  if (const auto& b = result.better_elsewhere) {
+  if (const auto& b = result.better_elsewhere; b && b->study.empty()) {
+    std::printf("\nthe store's imported history holds a better measurement of this workload: %s row %lld, %s %s, %s\n"
+                "(a study does not measure again what the history measured; its launch arguments come from a "
+                "study that measures it, or from the run that logged it)\n",
+                b->source.c_str(), static_cast<long long>(b->seq), spec.objectives.front().metric.c_str(),
+                compact_number(b->measured).c_str(), b->config_json.c_str());
+  } else if (b) {
     bool password_left_out = false;
     std::printf("\nthe store holds a better measurement of this workload: study '%s', trial %lld, %s %s, %s\n"
                 "(a study does not measure again what another study of the workload measured; cotune export %s "

@@ -665,10 +665,30 @@ std::optional<BetterElsewhere> StudyRun::better_elsewhere() const {
     t.objective = v;
     found = std::move(t);
   }
+  // Imported runs too (under the study's key, or as the import spelled the workload): a table
+  // imported before a replay study of it leaves the study nothing to measure.
+  std::optional<HistoryRow> from_history;
+  std::vector<std::string> keys = {spec_.workload_key()};
+  if (spec_.space.isolation == Isolation::kNone)
+    if (std::string alt = imported_workload_key(registry_, spec_.workload, spec_.space.name); !alt.empty() && alt != keys[0])
+      keys.push_back(std::move(alt));
+  for (const std::string& key : keys)
+    for (HistoryRow& h : store_->history_for(key, spec_.space.name)) {
+      if (h.status != TrialStatus::kOk) continue;
+      const Evaluation e = evaluate(spec_.objectives, nlohmann::json::parse(h.metrics_json, nullptr, false));
+      if (!e.feasible) continue;
+      const double v = e.values.front();
+      if (best && !(maximize ? v > *best : v < *best)) continue;
+      best = v;
+      found.reset();
+      from_history = std::move(h);
+    }
+  if (from_history)
+    return BetterElsewhere{"", from_history->row_number, from_history->config_json, *best, from_history->source};
   if (!found) return std::nullopt;
   const std::optional<StudyRecord> other = store_->study(found->study_id);
   return BetterElsewhere{other ? other->name : "#" + std::to_string(found->study_id), found->seq, found->config_json,
-                         *found->objective};
+                         *found->objective, ""};
 }
 
 RunResult run_study(const StudySpec& spec, const RunOptions& options) {

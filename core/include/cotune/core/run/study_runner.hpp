@@ -59,10 +59,11 @@ struct RecommendedConfig {
 // study's best: the study never measures again what the store has measured, so it can end on a
 // worse answer than the store holds.
 struct BetterElsewhere {
-  std::string study;  // its study's name
-  std::int64_t seq = 0;
+  std::string study;  // its study's name; "" for a run of the imported history
+  std::int64_t seq = 0;  // the trial's number, or the history row's in its file
   std::string config_json;
   double measured = 0;
+  std::string source;  // the history row's file (cotune import)
 };
 
 // One GPU type's constants fitted on the study's measured trials at its end, as `cotune calibrate
