@@ -144,7 +144,7 @@ TEST_F(RunCli, RunShowAndExport) {
        at = summary.find("--tensor-model-parallel-size", at + 1))
     ++printed;
   EXPECT_EQ(printed, 1u) << summary;
-  EXPECT_NE(summary.find("(launch arguments of a row: cotune export demo --trial N --store " + store_), std::string::npos)
+  EXPECT_NE(summary.find("(launch arguments of another row: cotune export demo --trial N --store " + store_), std::string::npos)
       << summary;
   EXPECT_NE(out().find("store: " + store_), std::string::npos) << "the store path";
   EXPECT_NE(err().find("trial 1 ok"), std::string::npos) << "one line per trial without a terminal:\n" << err();
@@ -262,6 +262,13 @@ TEST_F(RunCli, ShowsTheRecommendedConfigurationWhenItIsNotTheBestMeasured) {
   EXPECT_LT(summary.find("best configurations"), at);
   EXPECT_NE(summary.find("estimated; tp=", at), std::string::npos) << summary;
   EXPECT_NE(summary.find("--tensor-model-parallel-size", at), std::string::npos) << "its launch arguments";
+  // show says it too, with the launch arguments under it alone; --json gives its seq.
+  ASSERT_EQ(run({"show", "noisy", "--store", store_}), 0) << err();
+  const size_t shown = out().find("recommended (best by the predictor's denoised estimate; what cotune export launches): trial ");
+  ASSERT_NE(shown, std::string::npos) << out();
+  EXPECT_EQ(out().find("--tensor-model-parallel-size"), out().find("--tensor-model-parallel-size", shown)) << out();
+  ASSERT_EQ(run({"show", "noisy", "--store", store_, "--json"}), 0) << err();
+  EXPECT_TRUE(json::parse(out())["recommended"].is_number_integer()) << out();
   // Run again once finished: the same recommendation (what export launches), not the best measured.
   ASSERT_EQ(run({"run", path, "--store", store_}), 0) << err();
   const std::string again = out();
@@ -642,6 +649,8 @@ TEST_F(RunCli, ShowJsonWritesTheDocumentedSchema) {
   }
   ASSERT_FALSE(one["best"].empty());
   EXPECT_TRUE(one["best"][0].is_number_integer());
+  ASSERT_TRUE(one.contains("recommended"));
+  EXPECT_TRUE(one["recommended"].is_null() || one["recommended"].is_number_integer()) << one["recommended"];
 }
 
 // `cotune plugins --json`: every component found, and every library refused with why.

@@ -156,11 +156,7 @@ void print_recommended(const StudySpec& spec, const RunResult& result, const std
   std::printf("  trial %lld: %s %s measured%s; %s\n", static_cast<long long>(r.seq),
               spec.objectives.front().metric.c_str(), compact_number(r.measured).c_str(), estimate.c_str(),
               config_summary(space, config.data()).c_str());
-  const int32_t format = render_format_code(spec.format);
-  std::string args;
-  if (format == COTUNE_RENDER_JSON || !space.try_render(config.data(), format, &args)) return;
-  std::istringstream lines(args);
-  for (std::string l; std::getline(lines, l);) std::printf("      %s\n", l.c_str());
+  print_launch_arguments(stdout, space, r.config_json, spec);
 }
 
 // What the trials say of the machine (RunResult::prior_calibration): the constants they determine,
@@ -230,8 +226,7 @@ void print_summary(const StudySpec& spec, const RunResult& result, const std::st
   print_best_table(stdout, best, spec, *space, recommended_apart ? 0 : 1);
   if (best.size() > (recommended_apart ? 0u : 1u) && render_format_code(spec.format) != COTUNE_RENDER_JSON) {
     bool no_password = false;
-    std::printf("  (launch arguments of a row: cotune export %s --trial N --store %s; cotune show lists every "
-                "row's)\n",
+    std::printf("  (launch arguments of another row: cotune export %s --trial N --store %s)\n",
                 shell_word(spec.name).c_str(), shell_word(store_location_for_command(store_path, &no_password)).c_str());
   }
   print_recommended(spec, result, best, *space);

@@ -6,6 +6,7 @@
 #include <cotune/core/model/objective.hpp>
 #include <cotune/core/report/study_json.hpp>
 #include <cotune/core/store/store.hpp>
+#include <cotune/core/store/store_location.hpp>
 #include <cotune/core/run/study_report.hpp>
 #include <cotune/core/run/study_setup.hpp>
 
@@ -20,6 +21,7 @@
 #include <string>
 
 #include "cli/command.hpp"
+#include "cli/shell_word.hpp"
 #include "run/progress.hpp"
 
 namespace cotune::cli {
@@ -149,7 +151,24 @@ void show_study(Store& store, const std::string& name, std::int64_t limit) {
                 config.c_str(), note.c_str());
   }
   std::printf("\n");
-  print_best_table(stdout, best_trials(trials, spec.objectives, report::kBestTrialsListed), spec, *space);
+  // Launch arguments for the trial `cotune export` launches, as the run's summary prints them: the
+  // recommended one (the predictor's denoised best), else the best measured.
+  const std::vector<RankedTrial> best = best_trials(trials, spec.objectives, report::kBestTrialsListed);
+  const TrialRecord* recommended = nullptr;
+  for (const TrialRecord& t : trials)
+    if (study->recommended_trial_id && t.id == *study->recommended_trial_id) recommended = &t;
+  const bool apart = recommended != nullptr && !best.empty() && recommended->id != best.front().trial.id;
+  print_best_table(stdout, best, spec, *space, apart ? 0 : 1);
+  if (apart) {
+    std::vector<double> config = space->parse(recommended->config_json);
+    std::printf("\nrecommended (best by the predictor's denoised estimate; what cotune export launches): trial %lld, "
+                "%s\n",
+                static_cast<long long>(recommended->seq), config_summary(*space, config.data()).c_str());
+    print_launch_arguments(stdout, *space, recommended->config_json, spec);
+  }
+  if (best.size() > (apart ? 0u : 1u) && render_format_code(spec.format) != COTUNE_RENDER_JSON)
+    std::printf("  (launch arguments of another row: cotune export %s --trial N --store %s)\n",
+                shell_word(study->name).c_str(), shell_word(store_location_for_command(store.path())).c_str());
 }
 
 int run(int argc, char** argv) {

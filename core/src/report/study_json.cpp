@@ -106,6 +106,10 @@ nlohmann::json study_json(Store& store, const std::string& name, std::int64_t li
     workers.push_back({{"host", w.host}, {"pid", w.pid}, {"last_heard_s", w.last_heard_s}, {"in_flight", w.in_flight}});
   nlohmann::json best = nlohmann::json::array();
   for (const RankedTrial& r : best_trials(trials, spec.objectives, kBestTrialsListed)) best.push_back(r.trial.seq);
+  // The trial `cotune export` launches by default (the predictor's denoised best), when the study has one.
+  nlohmann::json recommended = nullptr;
+  for (const TrialRecord& t : trials)
+    if (study->recommended_trial_id && t.id == *study->recommended_trial_id) recommended = t.seq;
   nlohmann::json doc = {{"schema_version", kStudyJsonSchemaVersion},
                         {"store", store.path()},
                         {"study",
@@ -122,7 +126,8 @@ nlohmann::json study_json(Store& store, const std::string& name, std::int64_t li
                           {"workers", workers}}},
                         {"trials_total", trials.size()},
                         {"trials", rows},
-                        {"best", best}};
+                        {"best", best},
+                        {"recommended", recommended}};
   return doc;
 }
 

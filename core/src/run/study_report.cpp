@@ -66,7 +66,6 @@ void print_best_table(std::FILE* out, const std::vector<RankedTrial>& best, cons
   for (const std::string& c : columns) std::fprintf(out, " %-*s", static_cast<int>(std::max<size_t>(c.size(), 12)), c.c_str());
   std::fprintf(out, " configuration\n");
 
-  const int32_t format = render_format_code(spec.format);
   for (size_t i = 0; i < best.size(); ++i) {
     const RankedTrial& r = best[i];
     std::vector<double> config = space.parse(r.trial.config_json);
@@ -75,15 +74,21 @@ void print_best_table(std::FILE* out, const std::vector<RankedTrial>& best, cons
       std::fprintf(out, " %-*s", static_cast<int>(std::max<size_t>(columns[k].size(), 12)),
                    compact_number(r.values[k]).c_str());
     std::fprintf(out, " %s\n", config_summary(space, config.data()).c_str());
-    if (format == COTUNE_RENDER_JSON || i >= launch_args_rows) continue;
-    std::string args;
-    if (!space.try_render(config.data(), format, &args)) {
-      std::fprintf(out, "      (the space cannot render %s launch arguments)\n", std::string(to_string(spec.format)).c_str());
-      continue;
-    }
-    std::istringstream lines(args);
-    for (std::string l; std::getline(lines, l);) std::fprintf(out, "      %s\n", l.c_str());
+    if (i < launch_args_rows) print_launch_arguments(out, space, r.trial.config_json, spec);
   }
+}
+
+void print_launch_arguments(std::FILE* out, const Space& space, const std::string& config_json, const StudySpec& spec) {
+  const int32_t format = render_format_code(spec.format);
+  if (format == COTUNE_RENDER_JSON) return;
+  std::vector<double> config = space.parse(config_json);
+  std::string args;
+  if (!space.try_render(config.data(), format, &args)) {
+    std::fprintf(out, "      (the space cannot render %s launch arguments)\n", std::string(to_string(spec.format)).c_str());
+    return;
+  }
+  std::istringstream lines(args);
+  for (std::string l; std::getline(lines, l);) std::fprintf(out, "      %s\n", l.c_str());
 }
 
 std::string status_counts_text(const std::map<TrialStatus, std::int64_t>& counts, bool study_running) {

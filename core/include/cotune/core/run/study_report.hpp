@@ -32,6 +32,10 @@ std::string render_stored_config(const Space& space, const std::string& config_j
 
 // The table of best configurations: rank, trial, objective values, the configuration, and under
 // each row its launch arguments in the study's format (when that is not plain JSON).
+// A configuration's launch arguments in the study's format, indented under a table row (nothing
+// for plain JSON).
+void print_launch_arguments(std::FILE* out, const Space& space, const std::string& config_json, const StudySpec& spec);
+
 // The first `launch_args_rows` rows also print their launch arguments in the study's format.
 void print_best_table(std::FILE* out, const std::vector<RankedTrial>& best, const StudySpec& spec, const Space& space,
                       size_t launch_args_rows = SIZE_MAX);
