@@ -590,6 +590,18 @@ TEST_F(RunCli, AMisspeltMetricIsRefusedBeforeAnyTrial) {
   ASSERT_EQ(unmatched.size(), 3u);
   for (const TrialRecord& t : unmatched) EXPECT_EQ(t.status, TrialStatus::kFailed);
 
+  // A bound the model expects no configuration to meet, and the first trials do break: three trials.
+  doc["name"] = "unmeetable";
+  doc["objective"] = {{"metric", "tokens_per_s"},
+                      {"direction", "maximize"},
+                      {"constraints", json::array({{{"metric", "peak_mem_gib"}, {"max", 1}}})}};
+  doc["executor"] = {{"name", "sim"}, {"options", {{"noise", 0.05}}}};
+  EXPECT_EQ(run_doc(), 1) << err();
+  EXPECT_NE(err().find("3 trials in a row broke peak_mem_gib"), std::string::npos) << err();
+  EXPECT_NE(err().find("check the bound"), std::string::npos) << err();
+  EXPECT_EQ(finished(trials("unmeetable")), 3u);
+  doc["objective"] = {{"metric", "step_time_s"}, {"direction", "minimize"}};
+
   // A job that fails every configuration alike (a broken launcher): three trials, not the budget.
   doc["name"] = "broken";
   doc["executor"] = {{"name", "process"},

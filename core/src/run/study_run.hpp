@@ -203,6 +203,10 @@ class StudyRun {
   int empty_rounds_ = 0;         // proposal rounds that brought nothing new, in a row
   int failed_submissions_ = 0;   // in a row
   int unreported_objective_ = 0;  // ok trials in a row whose metrics lack an objective metric
+  // The constraints when the model expects no configuration to meet them (a bound most likely
+  // wrong), and the measured trials in a row that broke them before any met them.
+  std::string bound_expected_unmet_;
+  int infeasible_in_a_row_ = 0;
   // Failed trials in a row with one error text, before any trial of this run was ok.
   int same_failure_ = 0;
   std::string last_failure_;

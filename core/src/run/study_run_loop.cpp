@@ -407,6 +407,13 @@ Observation StudyRun::commit(RunningTrial& r, const TrialResult& result) {
   } else {
     same_failure_ = 0;
   }
+  if (!bound_expected_unmet_.empty() && !budget_.any_feasible()) {
+    infeasible_in_a_row_ = eval && !eval->feasible ? infeasible_in_a_row_ + 1 : 0;
+    if (infeasible_in_a_row_ >= kMaxSameFailure)
+      throw std::runtime_error(std::to_string(kMaxSameFailure) + " trials in a row broke " + bound_expected_unmet_ +
+                               ", as the performance model expects of every configuration; the study stops rather "
+                               "than spend its budget where no answer is likely: check the bound");
+  }
   if (same_failure_ >= kMaxSameFailure)
     throw std::runtime_error(std::to_string(kMaxSameFailure) + " trials in a row failed alike, and none of this run "
                              "succeeded: " + last_failure_ + "; the study stops rather than spend its budget on the "

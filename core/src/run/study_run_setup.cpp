@@ -264,11 +264,13 @@ void StudyRun::load_components() {
     const size_t n = space_->sample(spec_.seed + 1, kProbes, drawn.data());
     std::vector<int32_t> broken(n);
     if (n > 0) constraints_->breaks(drawn.data(), n, broken.data());
-    if (n > 0 && std::all_of(broken.begin(), broken.end(), [](int32_t b) { return b != 0; }))
+    if (n > 0 && std::all_of(broken.begin(), broken.end(), [](int32_t b) { return b != 0; })) {
+      bound_expected_unmet_ = list;
       log(COTUNE_LOG_WARN, "study",
           "the performance model expects every one of " + std::to_string(n) +
               " sampled configurations to break " + list +
-              "; check the bound (the study measures some anyway, and ends without an answer if they do break it)");
+              "; check the bound (the study measures a few anyway, and stops if they do break it)");
+    }
   }
   if (spec_.predictor.prior != Prior::kNone && !surrogate_->uses_prior())
     log(COTUNE_LOG_INFO, "study",
