@@ -3,6 +3,7 @@
 // workers on it. Ctrl-C (SIGINT) or SIGTERM stops it cleanly (exit
 // 130); running the same command again resumes it.
 #include <cotune/core/abi/call_watch.hpp>
+#include <cotune/core/abi/log.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/store/store.hpp>
 #include <cotune/core/store/store_location.hpp>
@@ -316,7 +317,8 @@ int run(int argc, char** argv) {
   std::string study_path, store_path = default_store_path();
   opts.add_options()("help,h", "show this help")("store", po::value(&store_path),
                                                   kStoreHelp)(
-      "quiet,q", "no progress output, only the final table")(
+      "quiet,q", "no progress output and no informational log lines (warnings and errors stay), only the "
+                 "final table")(
       "worker", "join the other workers on the study instead of holding it alone: several `cotune run --worker` "
                 "(on this host or others sharing a postgresql:// store) each claim and run trials, learn from "
                 "each other's, take over those of a worker that dies, and stop together at the budget")(
@@ -353,6 +355,9 @@ int run(int argc, char** argv) {
   }
   if (study_path.empty()) throw UserError("usage: cotune run STUDY.json [--store FILE] [--worker] [--quiet] [--json]");
 
+  // Quiet: the informational log lines go with the progress (COTUNE_LOG still chooses, when set).
+  if (vm.count("quiet") && std::getenv("COTUNE_LOG") == nullptr && log_level() < COTUNE_LOG_WARN)
+    set_log_level(COTUNE_LOG_WARN);
   StudySpec spec = load_study_file(study_path);
   CallWatch::set_deadlines(spec.deadlines);
   RunOptions options;
