@@ -542,6 +542,18 @@ TEST_F(RunCli, AMisspeltMetricIsRefusedBeforeAnyTrial) {
       << err();
   EXPECT_TRUE(trials("typo").empty()) << "no trial may run";
 
+  // A table of step times asked for a throughput: the step time ranks one workload alike.
+  std::ofstream(dir_ + "/steps.csv") << "tp,pp,dp,cp,ep,micro_batch,vpp,zero,recompute,sp,gpus,gpu,global_batch,"
+                                        "step_time_s\n1,1,32,1,1,1,1,1,full,false,32,h100-sxm,256,1.2\n";
+  doc["objective"]["metric"] = "tokens_per_s";
+  doc["executor"] = {{"name", "replay"}, {"options", {{"file", dir_ + "/steps.csv"}}}};
+  EXPECT_EQ(run_doc(), 2) << err();
+  EXPECT_NE(err().find("reports no metric \"tokens_per_s\"; it reports step_time_s, replay_rows (for one workload, "
+                       "step_time_s minimized ranks the configurations as tokens_per_s maximized does)"),
+            std::string::npos)
+      << err();
+  doc["executor"] = {{"name", "sim"}, {"options", {{"noise", 0.05}}}};
+
   // A constraint, with an executor that reports what its jobs write: checked against the space.
   doc["objective"] = {{"metric", "val_loss"},
                       {"direction", "minimize"},

@@ -161,9 +161,18 @@ void StudyRun::check_metric_names() {
     if (reported) {
       if (std::find(reported->begin(), reported->end(), metric) != reported->end()) continue;
       const std::string meant = likely_meant(metric, *reported);
+      // A throughput and the step time rank one workload's configurations alike.
+      const auto has = [&](const char* m) { return std::find(reported->begin(), reported->end(), m) != reported->end(); };
+      const bool throughput = metric == "tokens_per_s" || metric == "samples_per_s" || metric == "tflops_per_gpu" ||
+                              metric == "mfu";
+      std::string instead;
+      if (throughput && has("step_time_s"))
+        instead = " (for one workload, step_time_s minimized ranks the configurations as " + metric + " maximized does)";
+      else if (metric == "step_time_s" && has("tokens_per_s"))
+        instead = " (for one workload, tokens_per_s maximized ranks the configurations as step_time_s minimized does)";
       throw UserError(spec_.file + ": " + field + ": the executor '" + executor_->info().name + "' reports no metric \"" +
                       metric + "\"" + (meant.empty() ? "" : " (did you mean \"" + meant + "\"?)") +
-                      "; it reports " + listed(*reported));
+                      "; it reports " + listed(*reported) + instead);
     }
     if (!measured || std::find(measured->begin(), measured->end(), metric) != measured->end()) continue;
     const std::string meant = likely_meant(metric, *measured);
