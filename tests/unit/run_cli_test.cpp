@@ -150,6 +150,13 @@ TEST_F(RunCli, RunShowAndExport) {
   EXPECT_NE(err().find("trial 1 ok"), std::string::npos) << "one line per trial without a terminal:\n" << err();
   EXPECT_NE(err().find("-- 8/8 trials, 0 in flight"), std::string::npos) << "the last trial is done, not in flight:\n"
                                                                          << err();
+  // A line per trial names its own configuration, not the best one's again.
+  std::istringstream progress(err());
+  for (std::string line; std::getline(progress, line);) {
+    if (line.rfind("trial ", 0) != 0) continue;
+    EXPECT_EQ(line.find("[tp="), line.rfind("[tp=")) << line;
+    EXPECT_NE(line.find(" | best tokens_per_s "), std::string::npos) << line;
+  }
 
   ASSERT_EQ(run({"show", "--store", store_}), 0) << err();
   EXPECT_NE(out().find("demo"), std::string::npos);

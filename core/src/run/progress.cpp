@@ -10,14 +10,19 @@ namespace {
 constexpr double kRedrawInterval_s = 0.2;
 constexpr size_t kLiveWidth = 160;  // a live line longer than a terminal row would not redraw in place
 
-std::string state_text(const ProgressState& s) {
+// `with_config`: the live line names the best configuration; a line per trial does not repeat it
+// (the trial that became the best named it on its own line).
+std::string state_text(const ProgressState& s, bool with_config) {
   std::ostringstream line;
   line << s.done;
   if (s.budget) line << "/" << *s.budget;
   line << " trials, " << s.in_flight << " in flight | " << duration_text(s.elapsed_s);
   if (s.remaining_s) line << ", ~" << duration_text(*s.remaining_s) << " left";
   // The configuration goes last: a live line cut to the terminal's width loses only its tail.
-  if (s.best) line << " | best " << s.metric << " " << compact_number(*s.best) << " [" << s.best_config << "]";
+  if (s.best) {
+    line << " | best " << s.metric << " " << compact_number(*s.best);
+    if (with_config) line << " [" << s.best_config << "]";
+  }
   return line.str();
 }
 
@@ -59,7 +64,7 @@ void Progress::trial_finished(const FinishedTrialLine& t, const ProgressState& s
   if (t.predicted) line << " (predicted " << compact_number(*t.predicted) << ")";
   if (t.improved) line << " *new best*";
   if (!t.note.empty()) line << ": " << t.note;
-  line << " [" << t.config << "] -- " << state_text(state);
+  line << " [" << t.config << "] -- " << state_text(state, false);
   std::fprintf(out_, "%s\n", line.str().c_str());
   std::fflush(out_);
 }
@@ -68,7 +73,7 @@ void Progress::update(const ProgressState& state, double now_s) {
   if (mode_ != ProgressMode::kLive) return;
   if (now_s >= 0 && drawn_ && now_s - last_draw_s_ < kRedrawInterval_s) return;
   if (now_s >= 0) last_draw_s_ = now_s;
-  std::string text = state_text(state);
+  std::string text = state_text(state, true);
   if (text.size() > kLiveWidth) {
     text.resize(kLiveWidth - 3);
     text += "...";
