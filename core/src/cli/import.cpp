@@ -61,12 +61,14 @@ bool import_file(const std::string& file, const std::string& format_option, cons
   size_t memory_notes = 0;
   std::set<std::string> workloads;
   for (const TableRun& r : runs.runs) {
-    memory_notes += r.memory_note.empty() ? 0 : 1;
+    // A run that ran out of memory agrees with the estimate: only runs that fit where the model
+    // says they do not are worth a note.
+    memory_notes += r.memory_note.empty() || r.status == TrialStatus::kOom ? 0 : 1;
     workloads.insert(r.workload_key);
   }
   if (memory_notes > 0)
     std::cerr << "note: " << memory_notes
-              << " imported rows are configurations the memory estimate says do not fit; kept as measured\n";
+              << " imported rows ran where the memory estimate says they do not fit; kept as measured\n";
   // Rows export-history wrote from a study's trials name it ("study:NAME", the trial's number): in
   // the store that holds that study they are measured already.
   std::vector<HistoryRow> rows =
