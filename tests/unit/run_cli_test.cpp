@@ -643,6 +643,12 @@ TEST_F(RunCli, NamesABetterRunOfTheImportedHistory) {
   EXPECT_NE(out().find("the store's imported history holds a better measurement of this workload: "), std::string::npos)
       << out();
   EXPECT_NE(out().find("better.csv row 2, tokens_per_s 1.000e+09, {\"tp\":1,"), std::string::npos) << out();
+  // The study's workload key (what show prints) exports the imported run too, beside its trials.
+  ASSERT_EQ(run({"show", "second", "--store", store_, "--json"}), 0) << err();
+  const std::string key = json::parse(out())["study"]["workload_key"].get<std::string>();
+  ASSERT_EQ(run({"export-history", "--workload-key", key, "--store", store_}), 0) << err();
+  EXPECT_NE(out().find("better.csv,2,"), std::string::npos) << out();  // its source and row
+  EXPECT_NE(out().find("study:second"), std::string::npos) << out();
 }
 
 // `cotune show --json`: the documented fields, with their types (docs/show-json.md).

@@ -5,11 +5,13 @@
 #include <cotune/core/errors.hpp>
 #include <cotune/core/history/history_io.hpp>
 #include <cotune/core/registry.hpp>
+#include <cotune/core/run/study_setup.hpp>
 #include <cotune/core/store/store.hpp>
 #include <cotune/core/studyfile/study_file.hpp>
 
 #include <boost/program_options.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -55,6 +57,14 @@ int run(int argc, char** argv) {
       if (s == space) keys.push_back(k);
   } else {
     keys.push_back(key);
+    // Runs imported from a table carry the key of the workload as its columns spell it (defaults
+    // written out, a preset's dimensions); a study of the workload reads them under both, and so
+    // does its export.
+    for (const StudySummary& s : store.list_studies()) {
+      if (s.study.workload_key != key || s.study.space != space) continue;
+      const std::string alt = imported_workload_key(registry, spec_from_store(s.study).workload, space);
+      if (!alt.empty() && std::find(keys.begin(), keys.end(), alt) == keys.end()) keys.push_back(alt);
+    }
   }
   std::vector<HistoryRow> rows;
   for (const std::string& k : keys) {
