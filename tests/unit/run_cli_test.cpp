@@ -208,6 +208,12 @@ TEST_F(RunCli, RunAndExportWriteJson) {
   EXPECT_EQ(r["counted_trials"], 5);
   EXPECT_TRUE(r["recommended"].is_number_integer()) << r.dump();
   EXPECT_TRUE(fs::exists(r["report"].get<std::string>())) << r.dump();
+  // cotune report writes the same file by default.
+  const std::string report = r["report"].get<std::string>();
+  fs::remove(report);
+  ASSERT_EQ(run({"report", "asdata", "--store", store_}), 0) << err();
+  EXPECT_EQ(out(), "report written to " + report + "\n");
+  EXPECT_TRUE(fs::exists(report));
 
   ASSERT_EQ(run({"export", "asdata", "--format", "megatron", "--json", "--store", store_}), 0) << err();
   const json e = json::parse(out());

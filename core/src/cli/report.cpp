@@ -20,7 +20,7 @@ int run(int argc, char** argv) {
   po::options_description opts("cotune report STUDY [options]");
   std::string name, out_path, store_path = default_store_path();
   opts.add_options()("help,h", "show this help")("output,o", po::value(&out_path),
-                                                  "the HTML file to write (default: <STUDY>.html)")(
+                                                  "the HTML file to write (default: cotune-reports/<STUDY>.html beside the store, where cotune run writes it)")(
       "store", po::value(&store_path), kStoreHelp);
   po::options_description hidden;
   hidden.add_options()("study", po::value(&name));
@@ -42,10 +42,10 @@ int run(int argc, char** argv) {
     return 0;
   }
   if (name.empty()) throw UserError("cotune report: name the study (cotune show lists them)");
-  if (out_path.empty()) out_path = name + ".html";
   Store::Options store_options;
   store_options.create = false;
   Store store(store_path, store_options);
+  if (out_path.empty()) out_path = report::default_report_path(store_path, name);
   report::write_study_report(store, name, out_path);
   std::printf("report written to %s\n", out_path.c_str());
   return 0;

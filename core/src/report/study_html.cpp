@@ -86,14 +86,18 @@ void write_study_report(Store& store, const std::string& name, const std::string
   }
 }
 
+std::string default_report_path(const std::string& store_path, const std::string& name) {
+  std::string file;
+  for (char ch : name) file += std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '-' || ch == '_' ? ch : '_';
+  if (file.empty() || file[0] == '.') file = "study" + file;
+  boost::filesystem::path dir = boost::filesystem::path(store_files_directory(store_path)) / "cotune-reports";
+  boost::filesystem::create_directories(dir);
+  return (dir / (file + ".html")).lexically_normal().string();
+}
+
 std::string write_run_report(const std::string& store_path, const std::string& name) {
   try {
-    std::string file;
-    for (char ch : name) file += std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '-' || ch == '_' ? ch : '_';
-    if (file.empty() || file[0] == '.') file = "study" + file;
-    boost::filesystem::path dir = boost::filesystem::path(store_files_directory(store_path)) / "cotune-reports";
-    boost::filesystem::create_directories(dir);
-    std::string path = (dir / (file + ".html")).lexically_normal().string();
+    const std::string path = default_report_path(store_path, name);
     Store::Options o;
     o.create = false;
     Store store(store_path, o);

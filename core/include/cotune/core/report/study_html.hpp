@@ -41,6 +41,9 @@ void write_study_report(Store& store, const std::string& name, const std::string
 // '_' become '_') and returns "report: <path>". A report that cannot be written does not fail the
 // run: the returned line then says why.
 std::string write_run_report(const std::string& store_path, const std::string& name);
+// Where `cotune run` writes a study's report, and `cotune report` by default:
+// cotune-reports/STUDY.html beside an SQLite store (the directory is created).
+std::string default_report_path(const std::string& store_path, const std::string& name);
 
 // The list of a store's studies with their status, trial counts and best value; `link` gives each
 // study's URL (relative), or "" for no link; `compare_link`, when given, a workload key's comparison
