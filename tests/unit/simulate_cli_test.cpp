@@ -310,16 +310,19 @@ TEST_F(SimulateCli, BatchReadsTheFp8Recipe) {
 TEST_F(SimulateCli, BatchNamesTheCellABadFieldCameFrom) {
   const std::string in = write("cells.csv", "preset,gpu,gpus,global_batch,dtype,kernels\n"
                                             "llama3-8b,h100-sxm,8,64,bf17,\n"
-                                            "llama3-8b,h100-sxm,8,64,bf16,eagr\n");
+                                            "llama3-8b,h100-sxm,8,64,bf16,eagr\n"
+                                            "llama3-8b,h100-sxm,8,-4,bf16,\n");
   int status = 0;
   const auto rows = batch(in, "cells-out.csv", &status);
   EXPECT_EQ(status, 1);
-  ASSERT_EQ(rows.size(), 3u);
+  ASSERT_EQ(rows.size(), 4u);
   const auto& h = rows[0];
   const auto reason = std::find(h.begin(), h.end(), "reason") - h.begin();
   EXPECT_THAT(rows[1][reason], HasSubstr("column dtype ('bf17'): "));
   EXPECT_THAT(rows[1][reason], HasSubstr("expected bf16, fp16, fp8 or fp4"));
   EXPECT_THAT(rows[2][reason], HasSubstr("column kernels ('eagr'): "));
+  EXPECT_THAT(rows[3][reason], HasSubstr("column global_batch: expected a whole number, got '-4' (a count or a degree "
+                                         "cannot be negative)"));
 }
 
 TEST_F(SimulateCli, BatchWritesOneRowPerInputRow) {

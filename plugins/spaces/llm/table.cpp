@@ -146,7 +146,8 @@ class Cells {
     if (!has(col)) return fallback;
     const double v = number(col);
     if (v != std::floor(v) || v < 0)
-      throw std::invalid_argument("column " + col + ": expected a whole number (0 or more), got '" + text(col) + "'");
+      throw std::invalid_argument("column " + col + ": expected a whole number, got '" + text(col) + "'" +
+                                  (v < 0 ? " (a count or a degree cannot be negative)" : ""));
     return v;
   }
   bool boolean(const std::string& col, bool fallback) const {
