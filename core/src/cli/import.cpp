@@ -2,6 +2,7 @@
 // [--set column=value ...] [--store FILE] [--source NAME]`: loads measured runs of earlier jobs into
 // the store as history (docs/history.md).
 #include <cotune/core/errors.hpp>
+#include <cotune/core/history/csv.hpp>
 #include <cotune/core/history/history_io.hpp>
 #include <cotune/core/history/table_runs.hpp>
 #include <cotune/core/registry.hpp>
@@ -13,6 +14,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <set>
@@ -181,6 +183,17 @@ int run(int argc, char** argv) {
     if (ec || type == std::filesystem::file_type::not_found) throw UserError(file + ": no such file (nothing imported)");
     if (type != std::filesystem::file_type::regular)
       throw UserError(file + ": not a regular file (nothing imported)");
+    // simulate's own output is refused before the store is opened (or made). A first line that is
+    // not CSV (a log) is the format reader's to judge, below.
+    std::ifstream in(file, std::ios::binary);
+    CsvRecord first;
+    bool read = false;
+    try {
+      CsvReader header(in, file);
+      read = header.next(first);
+    } catch (const std::exception&) {
+    }
+    if (read) refuse_simulated_runs(CsvTable{file, first.fields, {}});
   }
   Registry registry;
   registry.load_default();
