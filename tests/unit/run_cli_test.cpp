@@ -634,6 +634,7 @@ TEST_F(RunCli, AMisspeltMetricIsRefusedBeforeAnyTrial) {
   EXPECT_EQ(run_doc(), 1) << err();
   EXPECT_NE(err().find("3 trials in a row failed alike, and none of this run succeeded: "), std::string::npos) << err();
   EXPECT_NE(err().find("launcher: no such partition"), std::string::npos) << err();
+  EXPECT_NE(err().find("trial 3 failed"), std::string::npos) << "the last trial is announced before the stop:\n" << err();
   EXPECT_EQ(finished(trials("broken")), 3u);
 }
 

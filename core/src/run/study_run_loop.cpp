@@ -395,11 +395,14 @@ Observation StudyRun::commit(RunningTrial& r, const TrialResult& result) {
   store_->finish_trial(r.trial_id, o);
   ++finished_this_run_;
   if (worker_) accounted_.insert(r.seq);  // sync_others: ours, counted below
+  // A stopping rule's reason: the trial is accounted first (stored, counted, its progress line
+  // printed), then the study stops.
+  std::string stop_reason;
   if (unreported_objective_ >= kMaxUnreportedObjective)
-    throw std::runtime_error(std::to_string(kMaxUnreportedObjective) + " trials in a row finished without reporting "
-                             "the objective metric '" + unreported + "'; the study stops rather than spend its budget on measurements it cannot use (check what "
-                             "the jobs write: their result file, or the executor's metrics_regex)" +
-                             (o.error ? ". The last trial: " + *o.error : std::string()));
+    stop_reason = std::to_string(kMaxUnreportedObjective) + " trials in a row finished without reporting the objective "
+                  "metric '" + unreported + "'; the study stops rather than spend its budget on measurements it "
+                  "cannot use (check what the jobs write: their result file, or the executor's metrics_regex)" +
+                  (o.error ? ". The last trial: " + *o.error : std::string());
   if (o.status == TrialStatus::kOk) any_ok_this_run_ = true;
   if (o.status == TrialStatus::kFailed && o.error && !any_ok_this_run_) {
     same_failure_ = *o.error == last_failure_ ? same_failure_ + 1 : 1;
@@ -409,15 +412,14 @@ Observation StudyRun::commit(RunningTrial& r, const TrialResult& result) {
   }
   if (!bound_expected_unmet_.empty() && !budget_.any_feasible()) {
     infeasible_in_a_row_ = eval && !eval->feasible ? infeasible_in_a_row_ + 1 : 0;
-    if (infeasible_in_a_row_ >= kMaxSameFailure)
-      throw std::runtime_error(std::to_string(kMaxSameFailure) + " trials in a row broke " + bound_expected_unmet_ +
-                               ", as the performance model expects of every configuration; the study stops rather "
-                               "than spend its budget where no answer is likely: check the bound");
+    if (stop_reason.empty() && infeasible_in_a_row_ >= kMaxSameFailure)
+      stop_reason = std::to_string(kMaxSameFailure) + " trials in a row broke " + bound_expected_unmet_ +
+                    ", as the performance model expects of every configuration; the study stops rather than spend "
+                    "its budget where no answer is likely: check the bound";
   }
-  if (same_failure_ >= kMaxSameFailure)
-    throw std::runtime_error(std::to_string(kMaxSameFailure) + " trials in a row failed alike, and none of this run "
-                             "succeeded: " + last_failure_ + "; the study stops rather than spend its budget on the "
-                             "same failure");
+  if (stop_reason.empty() && same_failure_ >= kMaxSameFailure)
+    stop_reason = std::to_string(kMaxSameFailure) + " trials in a row failed alike, and none of this run succeeded: " +
+                  last_failure_ + "; the study stops rather than spend its budget on the same failure";
   // A trial that left nothing in its directory (the simulator's) leaves no empty directory behind.
   std::error_code ignored;
   std::filesystem::remove(runs_dir_ + "/" + std::to_string(r.seq), ignored);  // only when empty
@@ -427,6 +429,7 @@ Observation StudyRun::commit(RunningTrial& r, const TrialResult& result) {
                                            stored ? stored->finished_at : std::optional<double>(unix_now()), r.trace_gpus);
   const FinishedTrial finished{r, o, eval ? &*eval : nullptr, result.metrics_json, gpu_hours, stored ? &*stored : nullptr};
   for (const TrialObserver& observer : observers_) observer(finished);
+  if (!stop_reason.empty()) throw std::runtime_error(stop_reason);
   return obs;
 }
 
