@@ -225,11 +225,7 @@ void print_summary(const StudySpec& spec, const RunResult& result, const std::st
   const bool recommended_apart =
       result.recommended_config && !best.empty() && result.recommended_config->trial_id != best.front().trial.id;
   print_best_table(stdout, best, spec, *space, recommended_apart ? 0 : 1);
-  if (best.size() > (recommended_apart ? 0u : 1u) && render_format_code(spec.format) != COTUNE_RENDER_JSON) {
-    bool no_password = false;
-    std::printf("  (launch arguments of another row: cotune export %s --trial N --store %s)\n",
-                shell_word(spec.name).c_str(), shell_word(store_location_for_command(store_path, &no_password)).c_str());
-  }
+  print_other_rows_hint(stdout, best, recommended_apart ? 0 : 1, spec, spec.name, store_path);
   print_recommended(spec, result, best, *space);
   if (const auto& b = result.better_elsewhere; b && b->study.empty()) {
     std::printf("\nthe store's imported history holds a better measurement of this workload: %s row %lld, %s %s, %s\n"

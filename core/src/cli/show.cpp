@@ -6,7 +6,6 @@
 #include <cotune/core/model/objective.hpp>
 #include <cotune/core/report/study_json.hpp>
 #include <cotune/core/store/store.hpp>
-#include <cotune/core/store/store_location.hpp>
 #include <cotune/core/run/study_report.hpp>
 #include <cotune/core/run/study_setup.hpp>
 
@@ -21,7 +20,6 @@
 #include <string>
 
 #include "cli/command.hpp"
-#include "cli/shell_word.hpp"
 #include "run/progress.hpp"
 
 namespace cotune::cli {
@@ -166,9 +164,7 @@ void show_study(Store& store, const std::string& name, std::int64_t limit) {
                 static_cast<long long>(recommended->seq), config_summary(*space, config.data()).c_str());
     print_launch_arguments(stdout, *space, recommended->config_json, spec);
   }
-  if (best.size() > (apart ? 0u : 1u) && render_format_code(spec.format) != COTUNE_RENDER_JSON)
-    std::printf("  (launch arguments of another row: cotune export %s --trial N --store %s)\n",
-                shell_word(study->name).c_str(), shell_word(store_location_for_command(store.path())).c_str());
+  print_other_rows_hint(stdout, best, apart ? 0 : 1, spec, study->name, store.path());
 }
 
 int run(int argc, char** argv) {

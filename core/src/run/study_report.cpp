@@ -6,6 +6,10 @@
 
 #include "run/progress.hpp"
 
+#include <cotune/core/store/store_location.hpp>
+
+#include "cli/shell_word.hpp"
+
 namespace cotune::core {
 
 std::vector<RankedTrial> best_trials(const std::vector<TrialRecord>& trials, const std::vector<ObjectiveSpec>& objectives,
@@ -105,6 +109,15 @@ std::string status_counts_text(const std::map<TrialStatus, std::int64_t>& counts
   }
   if (interrupted > 0) text += (text.empty() ? "" : ", ") + std::to_string(interrupted) + " interrupted";
   return text.empty() ? "no trials" : text;
+}
+
+void print_other_rows_hint(std::FILE* out, const std::vector<RankedTrial>& best, size_t launch_args_rows,
+                           const StudySpec& spec, const std::string& study, const std::string& store) {
+  if (best.size() <= launch_args_rows || render_format_code(spec.format) == COTUNE_RENDER_JSON) return;
+  bool password_left_out = false;
+  std::fprintf(out, "  (launch arguments of another row: cotune export %s --trial N --store %s)\n",
+               cli::shell_word(study).c_str(),
+               cli::shell_word(store_location_for_command(store, &password_left_out)).c_str());
 }
 
 }  // namespace cotune::core

@@ -36,6 +36,11 @@ std::string render_stored_config(const Space& space, const std::string& config_j
 // for plain JSON).
 void print_launch_arguments(std::FILE* out, const Space& space, const std::string& config_json, const StudySpec& spec);
 
+// Under the table, when rows were printed without their launch arguments: how to get them
+// (`cotune export STUDY --trial N --store STORE`).
+void print_other_rows_hint(std::FILE* out, const std::vector<RankedTrial>& best, size_t launch_args_rows,
+                           const StudySpec& spec, const std::string& study, const std::string& store);
+
 // The first `launch_args_rows` rows also print their launch arguments in the study's format.
 void print_best_table(std::FILE* out, const std::vector<RankedTrial>& best, const StudySpec& spec, const Space& space,
                       size_t launch_args_rows = SIZE_MAX);
