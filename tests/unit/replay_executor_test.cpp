@@ -234,6 +234,48 @@ TEST_F(ReplayExecutorTest, TimeColumnsInAnotherUnitAreConvertedAndStatusWordsRea
   EXPECT_DOUBLE_EQ(json::parse(r.metrics_json)["step_time_s"].get<double>(), 1.5);
 }
 
+TEST_F(ReplayExecutorTest, AThroughputTheTableLacksIsDerivedFromTheStepTime) {
+  // Logs often keep only the step time: tokens_per_s = global_batch * seq_len / step_time_s, the
+  // tokens of a step from the row's cells, or from the workload where the table has no such column.
+  table_ = write("steps.csv",
+                 "tp,pp,dp,cp,ep,micro_batch,vpp,zero,recompute,sp,gpus,gpu,global_batch,seq_len,step_time_ms\n"
+                 "2,1,8,1,1,1,1,1,selective,true,16,h100-sxm,256,8192,2000\n"
+                 "2,1,8,1,1,1,1,1,selective,true,16,h100-sxm,256,8192,2500\n");
+  auto ex = executor();
+  space_ = registry_.make_space("llm", workload(256).dump());
+  const std::string w = workload(256).dump();
+  EXPECT_THAT(ex->metrics(study_of(w, *space_)).value(),
+              ::testing::ElementsAre("step_time_s", "tokens_per_s", "replay_rows"));
+  TrialResult r = run(*ex, cfg(2, 8, 1, "selective", true));
+  ASSERT_EQ(r.status, COTUNE_STATUS_OK) << r.error;
+  json m = json::parse(r.metrics_json);
+  EXPECT_DOUBLE_EQ(m["step_time_s"].get<double>(), 2.25);
+  // The mean of each row's throughput (256 * 8192 / 2 and / 2.5), as a measured tokens_per_s averages.
+  EXPECT_DOUBLE_EQ(m["tokens_per_s"].get<double>(), (256.0 * 8192 / 2 + 256.0 * 8192 / 2.5) / 2);
+
+  // Without a seq_len column the workload's decides; without either, nothing is derived.
+  table_ = write("noseq.csv",
+                 "tp,pp,dp,cp,ep,micro_batch,vpp,zero,recompute,sp,gpus,gpu,global_batch,step_time_s\n"
+                 "2,1,8,1,1,1,1,1,selective,true,16,h100-sxm,256,2\n");
+  auto noseq = executor();
+  EXPECT_THAT(noseq->metrics(study_of(w, *space_)).value(), ::testing::ElementsAre("step_time_s", "replay_rows"));
+  json stated = workload(256);
+  stated["model"]["seq_len"] = 4096;
+  const std::string ws = stated.dump();
+  auto space = registry_.make_space("llm", ws);
+  EXPECT_THAT(noseq->metrics(study_of(ws, *space)).value(),
+              ::testing::ElementsAre("step_time_s", "tokens_per_s", "replay_rows"));
+
+  // A table of throughput alone answers the step time back.
+  table_ = write("tokens.csv",
+                 "tp,pp,dp,cp,ep,micro_batch,vpp,zero,recompute,sp,gpus,gpu,global_batch,seq_len,tokens_per_s\n"
+                 "2,1,8,1,1,1,1,1,selective,true,16,h100-sxm,256,8192,1048576\n");
+  auto tokens = executor();
+  r = run(*tokens, cfg(2, 8, 1, "selective", true));
+  ASSERT_EQ(r.status, COTUNE_STATUS_OK) << r.error;
+  EXPECT_DOUBLE_EQ(json::parse(r.metrics_json)["step_time_s"].get<double>(), 2.0);
+}
+
 TEST_F(ReplayExecutorTest, MissingFileIsAClearError) {
   EXPECT_THAT(create_error({{"file", dir_ + "/absent.csv"}}),
               AllOf(HasSubstr("options/file: cannot open the table"), HasSubstr("absent.csv")));

@@ -67,4 +67,16 @@ std::string cell_text(const nlohmann::json& value) {
   return value.dump();
 }
 
+void collect_fields(const nlohmann::json& obj, std::map<std::string, std::optional<nlohmann::json>>& out) {
+  for (auto it = obj.begin(); it != obj.end(); ++it) {
+    const nlohmann::json& v = it.value();
+    if (v.is_object()) {
+      collect_fields(v, out);
+    } else if (v.is_string() || v.is_number() || v.is_boolean()) {
+      auto [slot, fresh] = out.emplace(it.key(), v);
+      if (!fresh && slot->second && !(*slot->second == v)) slot->second = std::nullopt;
+    }
+  }
+}
+
 }  // namespace cotune_replay

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -32,6 +33,10 @@ bool cell_matches(std::string_view cell, const nlohmann::json& value);
 
 // A JSON scalar as a cell would spell it (for messages and defaults).
 std::string cell_text(const nlohmann::json& value);
+
+// The scalar fields of a workload JSON by their own name, at any depth of nested objects (arrays
+// are not descended into). A name found twice with different values decides nothing (nullopt).
+void collect_fields(const nlohmann::json& obj, std::map<std::string, std::optional<nlohmann::json>>& out);
 
 }  // namespace cotune_replay
 

@@ -10,11 +10,13 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "cells.hpp"
+#include "derived_metric.hpp"
 #include "replay_index.hpp"
 #include "replay_options.hpp"
 #include "run_table.hpp"
@@ -30,9 +32,11 @@ class ReplayExecutor {
   explicit ReplayExecutor(std::string_view options_json)
       : options_(parse_replay_options(options_json)), table_(options_) {}
 
-  // The table's metric columns, and the count of rows each answer averages.
-  std::vector<std::string> metrics(const cotune_trial&) const {
+  // The table's metric columns, the one derived from them (tokens_per_s from step_time_s, or
+  // back), and the count of rows each answer averages.
+  std::vector<std::string> metrics(const cotune_trial& study) {
     std::vector<std::string> names = table_.metric_names();
+    if (const DerivedMetric* d = derived_for(cotune::view(study.workload_json))) names.push_back(d->name());
     names.emplace_back("replay_rows");
     return names;
   }
@@ -56,7 +60,7 @@ class ReplayExecutor {
       return job;
     }
     check_unambiguous(*rows);
-    answer(*rows, job->result);
+    answer(*rows, derived_for(workload), job->result);
     return job;
   }
 
@@ -125,12 +129,29 @@ class ReplayExecutor {
     }
   }
 
+  // The metric derivable for rows of this workload (nullptr: none), worked out once per workload.
+  const DerivedMetric* derived_for(std::string_view workload) {
+    if (!derived_workload_ || *derived_workload_ != workload) {
+      derived_workload_ = std::string(workload);
+      nlohmann::json w = nlohmann::json::parse(workload, nullptr, /*allow_exceptions=*/false);
+      std::string why_not;
+      derived_ = DerivedMetric::of(table_, w, &why_not);
+      if (!why_not.empty()) cotune::log(COTUNE_LOG_INFO, "org.cotune.executor.replay", table_.file() + ": " + why_not);
+      if (derived_)
+        cotune::log(COTUNE_LOG_INFO, "org.cotune.executor.replay",
+                    table_.file() + ": the table has no " + derived_->name() + " column; it is derived: " + derived_->how());
+    }
+    return derived_ ? &*derived_ : nullptr;
+  }
+
   // ok rows answer with the mean of each metric; without one, the first row answers its status.
-  void answer(const std::vector<size_t>& rows, cotune::JobResult& out) const {
+  void answer(const std::vector<size_t>& rows, const DerivedMetric* derived, cotune::JobResult& out) const {
     const std::vector<RunRow>& all = table_.rows();
     const std::vector<std::string>& names = table_.metric_names();
     std::vector<double> sum(names.size(), 0);
     std::vector<size_t> count(names.size(), 0);
+    double derived_sum = 0;
+    size_t derived_count = 0;
     size_t ok = 0;
     const RunRow* first_bad = nullptr;
     for (size_t r : rows) {
@@ -145,6 +166,11 @@ class ReplayExecutor {
           sum[m] += row.metrics[m];
           ++count[m];
         }
+      if (derived != nullptr)
+        if (const double v = derived->value(row); !std::isnan(v)) {
+          derived_sum += v;
+          ++derived_count;
+        }
     }
     const RunRow& first = all[rows.front()];
     out.external_id = table_.file() + ":" + std::to_string(first.line);
@@ -157,6 +183,7 @@ class ReplayExecutor {
     nlohmann::json m = nlohmann::json::object();
     for (size_t i = 0; i < names.size(); ++i)
       if (count[i] > 0) m[names[i]] = sum[i] / double(count[i]);
+    if (derived_count > 0) m[derived->name()] = derived_sum / double(derived_count);
     m["replay_rows"] = ok;
     if (ok < rows.size()) m["replay_failed_rows"] = rows.size() - ok;
     out.status = COTUNE_STATUS_OK;
@@ -174,6 +201,8 @@ class ReplayExecutor {
   ReplayOptions options_;
   RunTable table_;
   std::unique_ptr<ReplayIndex> index_;
+  std::optional<std::string> derived_workload_;  // the workload derived_ was worked out for
+  std::optional<DerivedMetric> derived_;
 };
 
 }  // namespace cotune_replay

@@ -32,20 +32,6 @@ const std::set<std::string>& workload_columns() {
   return names;
 }
 
-// The scalar fields of the workload by their own name, at any depth of nested objects (arrays are
-// not descended into). A name found twice with different values decides nothing (nullopt).
-void collect_fields(const json& obj, std::map<std::string, std::optional<json>>& out) {
-  for (auto it = obj.begin(); it != obj.end(); ++it) {
-    const json& v = it.value();
-    if (v.is_object()) {
-      collect_fields(v, out);
-    } else if (v.is_string() || v.is_number() || v.is_boolean()) {
-      auto [slot, fresh] = out.emplace(it.key(), v);
-      if (!fresh && slot->second && !(*slot->second == v)) slot->second = std::nullopt;
-    }
-  }
-}
-
 std::string canonical_as(ValueKind kind, std::string_view cell, bool* ok) {
   *ok = true;
   switch (kind) {
