@@ -250,8 +250,8 @@ TEST_F(ReplayExecutorTest, AThroughputTheTableLacksIsDerivedFromTheStepTime) {
   ASSERT_EQ(r.status, COTUNE_STATUS_OK) << r.error;
   json m = json::parse(r.metrics_json);
   EXPECT_DOUBLE_EQ(m["step_time_s"].get<double>(), 2.25);
-  // The mean of each row's throughput (256 * 8192 / 2 and / 2.5), as a measured tokens_per_s averages.
-  EXPECT_DOUBLE_EQ(m["tokens_per_s"].get<double>(), (256.0 * 8192 / 2 + 256.0 * 8192 / 2.5) / 2);
+  // From the mean step time, so that the answer's two figures agree.
+  EXPECT_DOUBLE_EQ(m["tokens_per_s"].get<double>(), 256.0 * 8192 / 2.25);
 
   // Without a seq_len column the workload's decides; without either, nothing is derived.
   table_ = write("noseq.csv",
@@ -265,15 +265,70 @@ TEST_F(ReplayExecutorTest, AThroughputTheTableLacksIsDerivedFromTheStepTime) {
   auto space = registry_.make_space("llm", ws);
   EXPECT_THAT(noseq->metrics(study_of(ws, *space)).value(),
               ::testing::ElementsAre("step_time_s", "tokens_per_s", "replay_rows"));
+}
 
-  // A table of throughput alone answers the step time back.
-  table_ = write("tokens.csv",
-                 "tp,pp,dp,cp,ep,micro_batch,vpp,zero,recompute,sp,gpus,gpu,global_batch,seq_len,tokens_per_s\n"
-                 "2,1,8,1,1,1,1,1,selective,true,16,h100-sxm,256,8192,1048576\n");
-  auto tokens = executor();
-  r = run(*tokens, cfg(2, 8, 1, "selective", true));
+TEST_F(ReplayExecutorTest, APerGpuThroughputAnswersTheJobsAndItsStepTime) {
+  // Published tables give tokens/s per GPU, and may carry empty tokens_per_s and step_time_s
+  // columns: each answer is completed from what its rows give.
+  table_ = write("per_gpu.csv",
+                 "tp,pp,dp,cp,ep,micro_batch,vpp,zero,recompute,sp,gpus,gpu,global_batch,seq_len,tokens_per_s,"
+                 "step_time_s,tokens_per_s_per_gpu\n"
+                 "2,1,8,1,1,1,1,1,selective,true,16,h100-sxm,256,8192,,,4096\n"
+                 "4,1,4,1,1,1,1,1,selective,true,16,h100-sxm,256,8192,70000,30,\n");
+  auto ex = executor();
+  TrialResult r = run(*ex, cfg(2, 8, 1, "selective", true));
   ASSERT_EQ(r.status, COTUNE_STATUS_OK) << r.error;
-  EXPECT_DOUBLE_EQ(json::parse(r.metrics_json)["step_time_s"].get<double>(), 2.0);
+  json m = json::parse(r.metrics_json);
+  EXPECT_DOUBLE_EQ(m["tokens_per_s_per_gpu"].get<double>(), 4096);
+  EXPECT_DOUBLE_EQ(m["tokens_per_s"].get<double>(), 4096.0 * 16);
+  EXPECT_DOUBLE_EQ(m["step_time_s"].get<double>(), 256.0 * 8192 / (4096.0 * 16));
+  // A row's own figures stand.
+  m = json::parse(run(*ex, cfg(4, 4, 1, "selective", true)).metrics_json);
+  EXPECT_DOUBLE_EQ(m["tokens_per_s"].get<double>(), 70000);
+  EXPECT_DOUBLE_EQ(m["step_time_s"].get<double>(), 30);
+
+  // A per-GPU column mapped onto the job's metric would answer a figure 16 times too small.
+  EXPECT_THAT(create_error({{"file", table_}, {"metrics", {{"tokens_per_s", "tokens_per_s_per_gpu"}}}}),
+              AllOf(HasSubstr("options/metrics/tokens_per_s"), HasSubstr("is per GPU"), HasSubstr("tokens_per_s_per_gpu")));
+}
+
+TEST_F(ReplayExecutorTest, OneModelSpelledTwoWaysIsOneModel) {
+  // Published tables spell a model LLAMA3_70B in one release and LLAMA3-70B in the next; the llm
+  // space matches its presets without case and punctuation, and so do the workload's cells.
+  table_ = write("spellings.csv",
+                 "tp,pp,dp,cp,ep,micro_batch,vpp,zero,recompute,sp,gpus,gpu,global_batch,model,tokens_per_s\n"
+                 "2,1,8,1,1,1,1,1,selective,true,16,H100_SXM,256,LLAMA3_8B,100\n"
+                 "2,1,8,1,1,1,1,1,selective,true,16,h100-sxm,256,Llama3-8B,200\n"
+                 "2,1,8,1,1,1,1,1,selective,true,16,h100-sxm,256,llama3-70b,900\n");
+  auto ex = executor();
+  TrialResult r = run(*ex, cfg(2, 8, 1, "selective", true));
+  ASSERT_EQ(r.status, COTUNE_STATUS_OK) << r.error;
+  json m = json::parse(r.metrics_json);
+  EXPECT_EQ(m["replay_rows"], 2) << "the 70B row is another model";
+  EXPECT_DOUBLE_EQ(m["tokens_per_s"].get<double>(), 150);
+}
+
+TEST_F(ReplayExecutorTest, ARowThatLeavesAParameterEmptyAnswersNothingAndFsdpIsZero3) {
+  // An empty vpp cell does not stop the study: that row answers no configuration (the option
+  // "defaults" says what such a cell stands for). A table without a zero column but with a
+  // published table's fsdp column says ZeRO-3 where fsdp > 0, and the default elsewhere.
+  table_ = write("published.csv",
+                 "tp,pp,dp,cp,ep,micro_batch,vpp,recompute,sp,gpus,gpu,global_batch,fsdp,tokens_per_s\n"
+                 "2,1,8,1,1,1,,selective,true,16,h100-sxm,256,,100\n"
+                 "1,1,16,1,1,1,1,selective,false,16,h100-sxm,256,16,300\n"
+                 "2,1,8,1,1,1,1,selective,true,16,h100-sxm,256,,200\n");
+  auto ex = executor({{"defaults", {{"zero", 1}}}});
+  TrialResult fsdp = run(*ex, cfg(1, 16, 1, "selective", false, 3));
+  ASSERT_EQ(fsdp.status, COTUNE_STATUS_OK) << fsdp.error;
+  EXPECT_DOUBLE_EQ(json::parse(fsdp.metrics_json)["tokens_per_s"].get<double>(), 300);
+  TrialResult r = run(*ex, cfg(2, 8, 1, "selective", true, 1));
+  ASSERT_EQ(r.status, COTUNE_STATUS_OK) << r.error;
+  json m = json::parse(r.metrics_json);
+  EXPECT_EQ(m["replay_rows"], 1) << "the row with an empty vpp answers nothing";
+  EXPECT_DOUBLE_EQ(m["tokens_per_s"].get<double>(), 200);
+  // With a default for vpp, the empty cell holds it.
+  auto filled = executor({{"defaults", {{"zero", 1}, {"vpp", 1}}}});
+  EXPECT_EQ(json::parse(run(*filled, cfg(2, 8, 1, "selective", true, 1)).metrics_json)["replay_rows"], 2);
 }
 
 TEST_F(ReplayExecutorTest, MissingFileIsAClearError) {

@@ -41,10 +41,17 @@ std::string number_key(double v) {
   return buf;
 }
 
+std::string name_key(std::string_view text) {
+  std::string k;
+  for (char c : text)
+    if (std::isalnum(static_cast<unsigned char>(c))) k += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return k.empty() ? std::string(trim(text)) : k;
+}
+
 std::string canonical(std::string_view cell) {
   if (std::optional<double> v = parse_number(cell)) return number_key(*v);
   if (std::optional<bool> b = parse_bool(cell)) return *b ? "true" : "false";
-  return std::string(trim(cell));
+  return name_key(trim(cell));
 }
 
 bool cell_matches(std::string_view cell, const nlohmann::json& value) {
@@ -56,7 +63,7 @@ bool cell_matches(std::string_view cell, const nlohmann::json& value) {
     std::optional<double> v = parse_number(cell);
     return v && *v == value.get<double>();
   }
-  if (value.is_string()) return trim(cell) == value.get_ref<const std::string&>();
+  if (value.is_string()) return name_key(trim(cell)) == name_key(value.get_ref<const std::string&>());
   return false;
 }
 

@@ -11,15 +11,15 @@
 #include <cmath>
 #include <memory>
 #include <optional>
-#include <set>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "cells.hpp"
-#include "derived_metric.hpp"
 #include "replay_index.hpp"
 #include "replay_options.hpp"
 #include "run_table.hpp"
+#include "throughput_completion.hpp"
 
 namespace cotune_replay {
 
@@ -32,11 +32,12 @@ class ReplayExecutor {
   explicit ReplayExecutor(std::string_view options_json)
       : options_(parse_replay_options(options_json)), table_(options_) {}
 
-  // The table's metric columns, the one derived from them (tokens_per_s from step_time_s, or
-  // back), and the count of rows each answer averages.
+  // The table's metric columns, the throughput and step time derived from them where it has no
+  // column for them, and the count of rows each answer averages.
   std::vector<std::string> metrics(const cotune_trial& study) {
     std::vector<std::string> names = table_.metric_names();
-    if (const DerivedMetric* d = derived_for(cotune::view(study.workload_json))) names.push_back(d->name());
+    const std::vector<std::string>& added = completion_for(cotune::view(study.workload_json)).added();
+    names.insert(names.end(), added.begin(), added.end());
     names.emplace_back("replay_rows");
     return names;
   }
@@ -60,7 +61,7 @@ class ReplayExecutor {
       return job;
     }
     check_unambiguous(*rows);
-    answer(*rows, derived_for(workload), job->result);
+    answer(*rows, completion_for(workload), job->result);
     return job;
   }
 
@@ -114,11 +115,11 @@ class ReplayExecutor {
   void check_unambiguous(const std::vector<size_t>& rows) const {
     const std::vector<RunRow>& all = table_.rows();
     for (size_t c : index_->undecided()) {
-      std::set<std::string> values;
-      for (size_t r : rows) values.insert(canonical(all[r].cells[c]));
+      std::map<std::string, std::string> values;  // canonical -> as the first row spells it
+      for (size_t r : rows) values.emplace(canonical(all[r].cells[c]), trim(all[r].cells[c]));
       if (values.size() < 2) continue;
       std::string list, lines;
-      for (const std::string& v : values) list += (list.empty() ? "'" : ", '") + v + "'";
+      for (const auto& v : values) list += (list.empty() ? "'" : ", '") + v.second + "'";
       for (size_t r : rows) lines += (lines.empty() ? "" : ", ") + std::to_string(all[r].line);
       const std::string& name = table_.columns()[c];
       throw cotune::Error(COTUNE_ERR_INVALID_ARGUMENT,
@@ -129,29 +130,24 @@ class ReplayExecutor {
     }
   }
 
-  // The metric derivable for rows of this workload (nullptr: none), worked out once per workload.
-  const DerivedMetric* derived_for(std::string_view workload) {
-    if (!derived_workload_ || *derived_workload_ != workload) {
-      derived_workload_ = std::string(workload);
-      nlohmann::json w = nlohmann::json::parse(workload, nullptr, /*allow_exceptions=*/false);
-      std::string why_not;
-      derived_ = DerivedMetric::of(table_, w, &why_not);
-      if (!why_not.empty()) cotune::log(COTUNE_LOG_INFO, "org.cotune.executor.replay", table_.file() + ": " + why_not);
-      if (derived_)
-        cotune::log(COTUNE_LOG_INFO, "org.cotune.executor.replay",
-                    table_.file() + ": the table has no " + derived_->name() + " column; it is derived: " + derived_->how());
+  // How answers for rows of this workload are completed, worked out once per workload.
+  const ThroughputCompletion& completion_for(std::string_view workload) {
+    if (!completion_ || completion_workload_ != workload) {
+      completion_workload_ = std::string(workload);
+      completion_.emplace(table_, nlohmann::json::parse(workload, nullptr, /*allow_exceptions=*/false));
+      for (const std::string& note : completion_->notes())
+        cotune::log(COTUNE_LOG_INFO, "org.cotune.executor.replay", table_.file() + ": " + note);
     }
-    return derived_ ? &*derived_ : nullptr;
+    return *completion_;
   }
 
   // ok rows answer with the mean of each metric; without one, the first row answers its status.
-  void answer(const std::vector<size_t>& rows, const DerivedMetric* derived, cotune::JobResult& out) const {
+  void answer(const std::vector<size_t>& rows, const ThroughputCompletion& completion, cotune::JobResult& out) const {
     const std::vector<RunRow>& all = table_.rows();
     const std::vector<std::string>& names = table_.metric_names();
     std::vector<double> sum(names.size(), 0);
     std::vector<size_t> count(names.size(), 0);
-    double derived_sum = 0;
-    size_t derived_count = 0;
+    std::vector<const RunRow*> ok_rows;
     size_t ok = 0;
     const RunRow* first_bad = nullptr;
     for (size_t r : rows) {
@@ -161,15 +157,11 @@ class ReplayExecutor {
         continue;
       }
       ++ok;
+      ok_rows.push_back(&row);
       for (size_t m = 0; m < names.size(); ++m)
         if (!std::isnan(row.metrics[m])) {
           sum[m] += row.metrics[m];
           ++count[m];
-        }
-      if (derived != nullptr)
-        if (const double v = derived->value(row); !std::isnan(v)) {
-          derived_sum += v;
-          ++derived_count;
         }
     }
     const RunRow& first = all[rows.front()];
@@ -183,7 +175,7 @@ class ReplayExecutor {
     nlohmann::json m = nlohmann::json::object();
     for (size_t i = 0; i < names.size(); ++i)
       if (count[i] > 0) m[names[i]] = sum[i] / double(count[i]);
-    if (derived_count > 0) m[derived->name()] = derived_sum / double(derived_count);
+    completion.complete(ok_rows, m);
     m["replay_rows"] = ok;
     if (ok < rows.size()) m["replay_failed_rows"] = rows.size() - ok;
     out.status = COTUNE_STATUS_OK;
@@ -201,8 +193,8 @@ class ReplayExecutor {
   ReplayOptions options_;
   RunTable table_;
   std::unique_ptr<ReplayIndex> index_;
-  std::optional<std::string> derived_workload_;  // the workload derived_ was worked out for
-  std::optional<DerivedMetric> derived_;
+  std::string completion_workload_;  // the workload completion_ was worked out for
+  std::optional<ThroughputCompletion> completion_;
 };
 
 }  // namespace cotune_replay

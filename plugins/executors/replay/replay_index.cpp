@@ -137,11 +137,8 @@ std::vector<TrialParam> study_params(const cotune_trial& study) {
 bool encode_values(const cotune_trial& study, const std::vector<std::string>& values, double* out, std::string* why,
                    const std::vector<bool>* unstated) {
   if (values.size() != study.num_params) return false;
-  auto same = [](std::string_view a, std::string_view b) {  // a choice in any case: "Selective", "H100-SXM"
-    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-             return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-           });
-  };
+  // A choice in any case and punctuation: "Selective", "H100_SXM".
+  auto same = [](std::string_view a, std::string_view b) { return name_key(a) == name_key(b); };
   for (size_t i = 0; i < study.num_params; ++i) {
     const cotune_param& p = *study.params[i];
     if (unstated != nullptr && i < unstated->size() && (*unstated)[i]) {
@@ -187,8 +184,8 @@ std::vector<std::pair<std::vector<std::string>, const std::vector<size_t>*>> Rep
 std::string ReplayIndex::key(const std::vector<TrialParam>& params) {
   std::string k;
   for (const TrialParam& p : params) {
-    if (p.kind == ValueKind::kText)  // a choice in any case: a table's "Selective" is the space's "selective"
-      for (char c : p.value) k += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (p.kind == ValueKind::kText)  // a choice in any case and punctuation: "Selective", "H100_SXM"
+      k += name_key(p.value);
     else
       k += p.value;
     k += '\x1f';  // unit separator: cannot be confused with a character of a value
@@ -230,6 +227,9 @@ ReplayIndex::ReplayIndex(const RunTable& table, const ReplayOptions& options, st
   struct Source {
     std::optional<size_t> column;
     std::optional<std::string> fallback;  // canonical
+    // zero without a column of its own: a published table's fsdp column (> 0: ZeRO-3, as `cotune
+    // import` reads it); a row without FSDP takes the fallback.
+    std::optional<size_t> fsdp;
   };
   std::vector<Source> sources(params.size());
   std::set<std::string> param_names;
@@ -257,10 +257,11 @@ ReplayIndex::ReplayIndex(const RunTable& table, const ReplayOptions& options, st
     }
     // A parameter the space added later: an absent column or an empty cell holds runs at its default.
     if (!sources[i].fallback && p.optional_default) sources[i].fallback = *p.optional_default;
+    if (p.name == "zero" && !sources[i].column) sources[i].fsdp = table.column("fsdp");
   }
   std::string missing, example;
   for (size_t i = 0; i < params.size(); ++i)
-    if (!unstated_[i] && !sources[i].column && !sources[i].fallback) {
+    if (!unstated_[i] && !sources[i].column && !sources[i].fallback && !sources[i].fsdp) {
       missing += (missing.empty() ? "'" : ", '") + params[i].name + "'";
       example += (example.empty() ? "" : ", ") + ("\"" + params[i].name + "\": ...");
     }
@@ -300,7 +301,9 @@ ReplayIndex::ReplayIndex(const RunTable& table, const ReplayOptions& options, st
 
   const std::vector<RunRow>& rows = table.rows();
   std::vector<TrialParam> values = params;
-  std::vector<std::set<std::string>> open_values(undecided_.size());
+  size_t unstated_rows = 0;  // rows of the workload left out: a parameter's cell is empty
+  std::string first_unstated;
+  std::vector<std::map<std::string, std::string>> open_values(undecided_.size());  // canonical -> as spelt
   for (size_t r = 0; r < rows.size(); ++r) {
     const RunRow& row = rows[r];
     // An empty workload cell does not say the row is of another workload (a default left unstated).
@@ -316,18 +319,30 @@ ReplayIndex::ReplayIndex(const RunTable& table, const ReplayOptions& options, st
     }
     if (!same_workload) continue;
     ++workload_rows_;
-    for (size_t i = 0; i < params.size(); ++i) {
+    bool stated = true;
+    for (size_t i = 0; i < params.size() && stated; ++i) {
       if (unstated_[i]) {
         values[i].value.clear();
         continue;
       }
       const Source& s = sources[i];
+      if (s.fsdp) {
+        const std::optional<double> ranks = parse_number(row.cells[*s.fsdp]);
+        if (ranks && *ranks > 0) {
+          values[i].value = "3";
+          continue;
+        }
+      }
       const std::string cell = s.column ? row.cells[*s.column] : std::string();
       if (trim(cell).empty()) {
-        if (!s.fallback)
-          bad(file + " line " + std::to_string(row.line) + ", column " + params[i].name +
-              ": empty; every row of the workload needs the parameter's value (or give it with the option "
-              "\"defaults\")");
+        if (!s.fallback) {  // the row does not say: it answers no configuration
+          if (unstated_rows++ == 0)
+            first_unstated = "line " + std::to_string(row.line) + ", column " +
+                             (s.column ? table.columns()[*s.column] : std::string("fsdp")) + " (parameter " +
+                             params[i].name + ")";
+          stated = false;
+          continue;
+        }
         values[i].value = *s.fallback;
         continue;
       }
@@ -337,13 +352,20 @@ ReplayIndex::ReplayIndex(const RunTable& table, const ReplayOptions& options, st
         bad(file + " line " + std::to_string(row.line) + ", column " + params[i].name + ": expected " +
             kind_name(params[i].kind) + " for the parameter " + params[i].name + ", got '" + cell + "'");
     }
+    if (!stated) continue;
     rows_[key(values)].push_back(r);
-    for (size_t u = 0; u < undecided_.size(); ++u) open_values[u].insert(canonical(row.cells[undecided_[u]]));
+    for (size_t u = 0; u < undecided_.size(); ++u)
+      open_values[u].emplace(canonical(row.cells[undecided_[u]]), trim(row.cells[undecided_[u]]));
   }
+  if (unstated_rows > 0)
+    cotune::log(COTUNE_LOG_WARN, kComponent,
+                file + ": " + std::to_string(unstated_rows) + " row(s) of this workload leave a parameter's cell empty, "
+                    "first " + first_unstated + "; they answer no configuration (give the value such a cell stands "
+                    "for with the option \"defaults\")");
   for (size_t u = 0; u < undecided_.size(); ++u) {
     if (open_values[u].size() < 2) continue;
     std::string list;
-    for (const std::string& v : open_values[u]) list += (list.empty() ? "" : ", ") + v;
+    for (const auto& v : open_values[u]) list += (list.empty() ? "" : ", ") + v.second;
     cotune::log(COTUNE_LOG_WARN, kComponent,
                 file + ": column " + table.columns()[undecided_[u]] + " holds several values (" + list +
                     ") that the workload does not choose between; a configuration measured under more than one is "

@@ -33,8 +33,9 @@ std::vector<std::pair<std::string, json>> scalar_map(const json& v, const std::s
 
 const std::vector<std::string>& default_metric_columns() {
   // What the sim executor and `cotune simulate --batch` report, plus what measured runs add.
-  static const std::vector<std::string> names = {"step_time_s", "tokens_per_s", "samples_per_s", "tflops_per_gpu",
-                                                 "mfu",         "peak_mem_gib", "cost_per_mtokens", "wall_time_s"};
+  static const std::vector<std::string> names = {"step_time_s",    "tokens_per_s", "tokens_per_s_per_gpu",
+                                                 "samples_per_s",  "tflops_per_gpu", "mfu",
+                                                 "peak_mem_gib",   "cost_per_mtokens", "wall_time_s"};
   return names;
 }
 
