@@ -652,6 +652,33 @@ TEST_F(ReplayStudy, MaxUnavailableStopsAStudyTheTableCannotAnswer) {
   for (size_t i = ts.size() - 3; i < ts.size(); ++i) EXPECT_EQ(ts[i].status, core::TrialStatus::kUnavailable);
 }
 
+TEST_F(ReplayStudy, AMeasuredConfigurationTheMemoryEstimateRefusesIsStillSearched) {
+  // The estimate says tp 1, micro-batch 8 without recomputation needs 368 GiB of the H100's 80; the
+  // table says it ran. A measurement outranks the estimate: the study measures it (and finds it
+  // best), where before the space left it out of the search.
+  const std::string file = dir_ + "/ran.csv";
+  std::ofstream(file) << "tp,pp,dp,cp,ep,micro_batch,vpp,zero,recompute,sp,gpus,gpu,global_batch,tokens_per_s\n"
+                         "1,1,32,1,1,8,1,1,none,false,32,h100-sxm,256,5000\n"
+                         "2,1,16,1,1,1,1,1,selective,false,32,h100-sxm,256,1000\n"
+                         "3,1,8,1,1,1,1,1,selective,false,24,h100-sxm,256,9999\n";  // tp 3: not a layout
+  json doc = study("ran", {{"trials", 10}});
+  doc["space"]["options"] = json::object();
+  doc["executor"]["options"]["file"] = file;
+  core::RunResult r = run(doc);
+  EXPECT_EQ(r.status, core::StudyStatus::kFinished);
+  EXPECT_EQ(r.counted_trials, 2) << "the over-memory run and the other; never the tp 3 row";
+  std::vector<core::TrialRecord> ts = trials("ran");
+  ASSERT_EQ(ts.size(), 2u);
+  bool over_memory_measured = false;
+  for (const core::TrialRecord& t : ts) {
+    EXPECT_EQ(t.status, core::TrialStatus::kOk) << t.config_json;
+    if (json::parse(t.config_json)["micro_batch"] == 8) over_memory_measured = t.objective == 5000;
+  }
+  EXPECT_TRUE(over_memory_measured);
+  ASSERT_TRUE(r.recommended_config.has_value());
+  EXPECT_EQ(json::parse(r.recommended_config->config_json)["micro_batch"], 8);
+}
+
 TEST_F(ReplayStudy, TheSearchProposesOnlyWhatTheTableMeasured) {
   // By default the executor lists the table's configurations of this workload and the study
   // searches among them: nothing comes back unavailable, and the study ends when they are all run.

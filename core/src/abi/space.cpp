@@ -71,14 +71,13 @@ void Space::check_unrestricted(const double* configs, size_t n, int32_t* out_val
 }
 
 void Space::check(const double* configs, size_t n, int32_t* out_valid) const {
-  check_unrestricted(configs, n, out_valid);
-  if (!restricted_) return;
+  if (!restricted_) return check_unrestricted(configs, n, out_valid);
+  // Every kept row was judged when it was kept (restrict_to).
   const size_t p = params_.size();
   std::vector<double> row(p);
   for (size_t i = 0; i < n; ++i) {
-    if (out_valid[i] == 0) continue;
     row.assign(configs + i * p, configs + (i + 1) * p);
-    if (allowed_.count(row) == 0) out_valid[i] = 0;
+    out_valid[i] = allowed_.count(row) != 0 ? 1 : 0;
   }
 }
 
@@ -88,14 +87,18 @@ bool Space::valid(const double* config) const {
   return v != 0;
 }
 
-std::string Space::explain(const double* config) const {
+std::string Space::explain_unrestricted(const double* config) const {
   StringSink s;
-  {
-    CallWatch::Scope watch(CallKind::kSpace, ref_.info.id, "explain");
-    throw_if_error(api_->explain(inst_, config, &s.sink), ref_.info.id);
-  }
-  if (s.data.empty() && restricted_ && !valid(config)) return "not among the configurations the study may run: " + restriction_;
-  return s.data;
+  CallWatch::Scope watch(CallKind::kSpace, ref_.info.id, "explain");
+  throw_if_error(api_->explain(inst_, config, &s.sink), ref_.info.id);
+  return std::move(s.data);
+}
+
+std::string Space::explain(const double* config) const {
+  if (restricted_ && valid(config)) return "";  // kept, though the memory estimate may refuse it
+  std::string why = explain_unrestricted(config);
+  if (why.empty() && restricted_) return "not among the configurations the study may run: " + restriction_;
+  return why;
 }
 
 size_t Space::sample(uint64_t seed, size_t n, double* out) const {
@@ -125,7 +128,7 @@ size_t Space::RowHash::operator()(const std::vector<double>& row) const {
   return h;
 }
 
-size_t Space::restrict_to(const std::vector<double>& rows, std::string why) {
+Space::Restriction Space::restrict_to(const std::vector<double>& rows, std::string why) {
   const size_t p = params_.size();
   if (p == 0 || rows.size() % p != 0)
     throw PluginError(COTUNE_ERR_INVALID_ARGUMENT, ref_.info.id + ": restrict_to: rows of " + std::to_string(p) +
@@ -133,19 +136,32 @@ size_t Space::restrict_to(const std::vector<double>& rows, std::string why) {
   const size_t n = rows.size() / p;
   std::vector<int32_t> ok(n, 0);
   if (n > 0) check_unrestricted(rows.data(), n, ok.data());
+  Restriction r;
   std::vector<double> kept;
-  std::unordered_set<std::vector<double>, RowHash> set;
+  std::unordered_set<std::vector<double>, RowHash> set, refused;
   for (size_t i = 0; i < n; ++i) {
-    if (ok[i] == 0) continue;
     std::vector<double> row(rows.begin() + static_cast<std::ptrdiff_t>(i * p), rows.begin() + static_cast<std::ptrdiff_t>((i + 1) * p));
-    if (!set.insert(row).second) continue;  // listed twice
+    if (set.count(row) != 0 || refused.count(row) != 0) continue;  // listed twice
+    if (ok[i] == 0) {
+      // The memory estimate is a prediction, and the executor has a measurement of this row (the
+      // ABI's convention: an explanation that starts "out of memory" refuses a well-formed layout).
+      const std::string reason = explain_unrestricted(row.data());
+      if (reason.rfind("out of memory", 0) != 0) {
+        refused.insert(row);
+        if (r.dropped++ == 0) r.first_dropped = key(row.data()) + ": " + reason;
+        continue;
+      }
+      ++r.over_memory;
+    }
+    set.insert(row);
     kept.insert(kept.end(), row.begin(), row.end());
   }
   allowed_ = std::move(set);
   allowed_rows_ = std::move(kept);
   restriction_ = std::move(why);
   restricted_ = true;
-  return allowed_rows_.size() / p;
+  r.kept = allowed_rows_.size() / p;
+  return r;
 }
 
 void Space::featurize(const double* configs, size_t n, double* out) const {

@@ -126,16 +126,23 @@ void StudyRun::restrict_to_executor_candidates() {
         "the executor '" + name + "' leaves parameters of " + std::to_string(dropped) +
             " configuration(s) unstated that the space '" + space_->info().name + "' cannot complete, first " + why +
             "; they are left out of the search");
-  const size_t kept = space_->restrict_to(rows, "the executor '" + name + "' has no answer for it");
-  if (kept == 0)
+  const Space::Restriction r = space_->restrict_to(rows, "the executor '" + name + "' has no answer for it");
+  const std::string first = r.dropped == 0 ? "" : "; first " + r.first_dropped;
+  if (r.kept == 0)
     throw UserError(spec_.file + ": /executor: the executor '" + name + "' answers " + std::to_string(listed) +
                     " configuration(s) of this workload, none of them valid in the space '" + space_->info().name +
                     "' as the study defines it (compare the workload and the space's options with what the executor "
-                    "holds)");
-  log(COTUNE_LOG_INFO, "study",
-      "the executor '" + name + "' answers " + std::to_string(kept) + " valid configuration(s) of this workload" +
-          (kept < listed ? " (of " + std::to_string(listed) + " listed; the others are not valid in the space)" : "") +
+                    "holds)" + first);
+  log(r.dropped > 0 ? COTUNE_LOG_WARN : COTUNE_LOG_INFO, "study",
+      "the executor '" + name + "' answers " + std::to_string(r.kept) + " valid configuration(s) of this workload" +
+          (r.dropped > 0 ? " (of " + std::to_string(listed) + " listed; " + std::to_string(r.dropped) +
+                               " not valid in the space" + first + ")"
+                         : "") +
           "; the search proposes only those");
+  if (r.over_memory > 0)
+    log(COTUNE_LOG_INFO, "study",
+        std::to_string(r.over_memory) + " of them the space's memory estimate says do not fit; the executor measured "
+            "them, so they are kept");
 }
 
 // Every metric the objectives and constraints name, against what the executor and the space say

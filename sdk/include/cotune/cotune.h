@@ -442,8 +442,9 @@ typedef struct cotune_space_api {
 
   /* Why one configuration is invalid: one line of text written to `out` (nothing when valid). A
    * line that starts with "out of memory" says the layout is well formed but does not fit: the
-   * host then keeps measured runs of it as oom (import), times it (simulate) and reports oom,
-   * where any other reason refuses the configuration as invalid. */
+   * host then keeps measured runs of it as oom (import), times it (simulate) and reports oom, and
+   * keeps it among an executor's candidates (a run of it was measured), where any other reason
+   * refuses the configuration as invalid. */
   cotune_error* (*explain)(cotune_space_instance* space, const double* config, const cotune_sink* out);
 
   /* Up to `n` valid configurations drawn at random with `seed` (the same seed gives the same

@@ -100,19 +100,28 @@ class Space {
   // Canonical key of a configuration: "name=value;..." in parameter order, values formatted.
   std::string key(const double* config) const;
 
-  // Narrows the space to the valid ones of `rows` (configurations, row-major): check() and valid()
-  // then also require membership, explain() says why, and sample() draws among them. Used when the
-  // executor can answer only a fixed set (a table of runs). `why` ends the explanation of an excluded
-  // configuration ("the replay table has no run of it"). Returns how many valid rows were kept.
-  size_t restrict_to(const std::vector<double>& rows, std::string why);
+  // What restrict_to kept of the rows it was given.
+  struct Restriction {
+    size_t kept = 0;            // distinct rows kept
+    size_t over_memory = 0;     // of them, rows the space's memory estimate alone refuses
+    size_t dropped = 0;         // rows the space refuses (duplicates are neither)
+    std::string first_dropped;  // the first of those, and why: "{...}: pp = 12 is outside its domain ..."
+  };
+  // Narrows the space to `rows` (configurations, row-major) that are valid, or that only the
+  // memory estimate refuses (explain() says "out of memory": the executor measured them, so they
+  // ran): check() and valid() then require membership, explain() says why a configuration is out,
+  // and sample() draws among them. Used when the executor can answer only a fixed set (a table of
+  // runs). `why` ends the explanation of an excluded configuration ("the replay table has no run of it").
+  Restriction restrict_to(const std::vector<double>& rows, std::string why);
   bool restricted() const { return restricted_; }
 
  private:
   struct RowHash {
     size_t operator()(const std::vector<double>& row) const;
   };
-  // The plugin's own verdict, before any restriction.
+  // The plugin's own verdict and explanation, before any restriction.
   void check_unrestricted(const double* configs, size_t n, int32_t* out_valid) const;
+  std::string explain_unrestricted(const double* config) const;
 
   std::string target_;
   bool restricted_ = false;
