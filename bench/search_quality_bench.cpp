@@ -224,15 +224,7 @@ class Recommender {
     surrogate_->fit(train_configs_.data(), train_values_.size(), train_values_.data());
     std::vector<double> predicted(n);
     surrogate_->predict(candidates_.data(), n, predicted.data(), nullptr);
-    // Ties (a constant fit: too little data) go to the better measurement.
-    auto key = [&](size_t i) { return std::isfinite(predicted[i]) ? predicted[i] : candidate_values_[i]; };
-    size_t best = 0;
-    for (size_t i = 1; i < n; ++i) {
-      const double a = key(i), b = key(best);
-      const bool tie = std::fabs(a - b) <= 1e-12 * std::fabs(b);
-      if (tie ? better(candidate_values_[i], candidate_values_[best], direction_) : better(a, b, direction_)) best = i;
-    }
-    return static_cast<int>(best);
+    return static_cast<int>(recommended_index(candidate_values_, predicted, direction_));  // as `cotune run` does
   }
   const double* candidate(int i) const { return candidates_.data() + static_cast<size_t>(i) * space_.num_params(); }
 

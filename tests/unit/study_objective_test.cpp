@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
 
 #include "run/budget.hpp"
@@ -120,6 +121,21 @@ TEST(SearcherState, RoundTripsObservedTrialsAndBytes) {
   EXPECT_EQ(back.observed, s.observed);
   EXPECT_EQ(back.plugin_bytes, s.plugin_bytes);
   EXPECT_THROW(decode_searcher_state(std::vector<std::uint8_t>{'x', 'y'}), std::runtime_error);
+}
+
+TEST(Recommendation, TheEstimateChoosesAmongTrialsMeasuredWithinNoiseOfTheBest) {
+  const double nan = std::nan("");
+  // Measured 100, 95, 80: the estimate prefers the 95 (noise lifted the 100, it says) but not the 80,
+  // measured 20 % below the best: more than noise sets apart.
+  EXPECT_EQ(recommended_index({100, 95, 80}, {90, 99, 120}, Direction::kMaximize), 1u);
+  EXPECT_EQ(recommended_index({100, 95, 80}, {99, 90, 120}, Direction::kMaximize), 0u);
+  // A step time: lower is better, and 13 % above the best is within the band, 20 % is not.
+  EXPECT_EQ(recommended_index({10, 11.3, 12}, {10, 9, 8}, Direction::kMinimize), 1u);
+  // Without estimates the best measurement; a tie in the estimate goes to the better measurement.
+  EXPECT_EQ(recommended_index({3, 5, 4}, {nan, nan, nan}, Direction::kMaximize), 1u);
+  EXPECT_EQ(recommended_index({98, 100}, {7, 7}, Direction::kMaximize), 1u);
+  // A best that is not positive sets no band (no fraction says how far another falls short).
+  EXPECT_EQ(recommended_index({-5, -1}, {10, 0}, Direction::kMaximize), 0u);
 }
 
 }  // namespace

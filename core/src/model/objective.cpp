@@ -67,6 +67,30 @@ Evaluation evaluate(const std::vector<ObjectiveSpec>& objectives, const nlohmann
 
 bool better(double a, double b, Direction d) { return d == Direction::kMaximize ? a > b : a < b; }
 
+size_t recommended_index(const std::vector<double>& measured, const std::vector<double>& estimated, Direction d) {
+  const size_t n = measured.size();
+  size_t best_measured = 0;
+  for (size_t k = 1; k < n; ++k)
+    if (better(measured[k], measured[best_measured], d)) best_measured = k;
+  // How far a measurement falls short of the best, as a fraction of it (none when the best is not
+  // positive: no fraction says it).
+  const double top = measured[best_measured];
+  auto within_noise = [&](size_t k) {
+    if (!(top > 0)) return true;
+    const double shortfall = d == Direction::kMaximize ? (top - measured[k]) / top : (measured[k] - top) / top;
+    return shortfall <= kRecommendNoiseBand;
+  };
+  auto key = [&](size_t k) { return std::isfinite(estimated[k]) ? estimated[k] : measured[k]; };
+  size_t best = best_measured;
+  for (size_t k = 0; k < n; ++k) {
+    if (k == best || !within_noise(k)) continue;
+    const double a = key(k), b = key(best);
+    const bool tie = std::fabs(a - b) <= 1e-12 * std::fabs(b);
+    if (tie ? better(measured[k], measured[best], d) : better(a, b, d)) best = k;
+  }
+  return best;
+}
+
 std::vector<size_t> pareto_front(const std::vector<std::vector<double>>& points,
                                  const std::vector<Direction>& directions) {
   auto dominates = [&](const std::vector<double>& a, const std::vector<double>& b) {

@@ -1,5 +1,5 @@
 // The recommended configuration at the end of a run (RecommendedConfig in study_runner.hpp): among
-// the measured feasible trials of the study, the one the surrogate predicts best. And what the
+// the measured feasible trials of the study, the one the surrogate predicts best (recommended_index). And what the
 // trials say of the machine (MachineFit).
 #include <cotune/core/abi/log.hpp>
 #include <cotune/core/model/objective.hpp>
@@ -41,16 +41,10 @@ std::optional<RecommendedConfig> StudyRun::recommend() {
   }
 
   // Rows without an estimate (no fit yet, or the prior cannot lower the configuration) are ranked by
-  // their measurement; ties (a constant fit) go to the better measurement.
-  const Direction direction = spec_.objectives.front().direction;
-  auto measured = [&](size_t k) { return train_origins_[rows[k]].objective; };
-  auto key = [&](size_t k) { return std::isfinite(predicted[k]) ? predicted[k] : measured(k); };
-  size_t best = 0;
-  for (size_t k = 1; k < n; ++k) {
-    const double a = key(k), b = key(best);
-    const bool tie = std::fabs(a - b) <= 1e-12 * std::fabs(b);
-    if (tie ? better(measured(k), measured(best), direction) : better(a, b, direction)) best = k;
-  }
+  // their measurement.
+  std::vector<double> measured(n);
+  for (size_t k = 0; k < n; ++k) measured[k] = train_origins_[rows[k]].objective;
+  const size_t best = recommended_index(measured, predicted, spec_.objectives.front().direction);
 
   const TrainingRowOrigin& origin = train_origins_[rows[best]];
   RecommendedConfig r;

@@ -33,6 +33,17 @@ Evaluation evaluate(const std::vector<ObjectiveSpec>& objectives, const nlohmann
 // True when `a` is strictly better than `b` in direction `d`.
 bool better(double a, double b, Direction d);
 
+// The recommended one of measured feasible trials, by index: the one the surrogate estimates best
+// (`estimated`, NaN where it has no estimate: the measurement stands in), among the trials measured
+// within kRecommendNoiseBand of the best measured one; ties go to the better measurement. A
+// training step's run-to-run noise is a few % (the search benchmark's sim executor draws 5 %): the
+// estimate denoises measurements that close, and two trials measured more than 15 % apart (twice
+// the spread of the difference of two such measurements) differ by more than noise. With few
+// trials the surrogate is mostly its prior, which must not overrule such a measurement.
+// `measured` is not empty and has the size of `estimated`.
+inline constexpr double kRecommendNoiseBand = 0.15;
+size_t recommended_index(const std::vector<double>& measured, const std::vector<double>& estimated, Direction d);
+
 // Indices of the points no other point dominates (at least as good in every objective and better in
 // one), in input order. Each point holds one value per direction.
 std::vector<size_t> pareto_front(const std::vector<std::vector<double>>& points,

@@ -44,9 +44,10 @@ struct RunOptions {
 };
 
 // The recommended configuration of a single-objective study: among the measured feasible trials of
-// the study, the one the surrogate (fitted on every measurement) predicts best. Under noisy
-// measurements the best measured trial is often one that noise lifted; the surrogate's estimate
-// averages the noise out over similar configurations.
+// the study measured within 15 % of the best, the one the surrogate (fitted on every measurement)
+// predicts best (recommended_index, objective.hpp). Under noisy measurements the best measured trial
+// is often one that noise lifted; the surrogate's estimate averages the noise out over similar
+// configurations.
 struct RecommendedConfig {
   std::int64_t trial_id = 0;
   std::int64_t seq = 0;
