@@ -798,6 +798,29 @@ TEST_F(RunCli, SaysWhenAnotherStudyOfTheWorkloadMeasuredBetter) {
   EXPECT_EQ(out().find("cotune export first --trial") != std::string::npos, said) << out();
 }
 
+TEST_F(RunCli, AStudyWithNothingLeftToMeasureAnswersWithTheStoresBest) {
+  // Two studies of one table of runs, the second optimising the step time: the first measured every
+  // configuration the table holds, so the second runs none. Its answer is the first one's best (the
+  // step time derived from the table's throughput), and that is not a failure.
+  std::ofstream(dir_ + "/runs.csv") << "tp,pp,dp,cp,ep,micro_batch,vpp,zero,recompute,sp,gpus,gpu,global_batch,"
+                                       "seq_len,tokens_per_s\n"
+                                       "1,1,32,1,1,1,1,1,selective,false,32,h100-sxm,256,8192,400000\n"
+                                       "2,1,16,1,1,1,1,1,selective,true,32,h100-sxm,256,8192,500000\n";
+  json doc = json::parse(read_file(write_study("throughput", 5, 1, "random")));
+  doc["executor"] = {{"name", "replay"}, {"options", {{"file", dir_ + "/runs.csv"}}}};
+  std::ofstream(dir_ + "/throughput.json") << doc.dump(2);
+  ASSERT_EQ(run({"run", dir_ + "/throughput.json", "--store", store_}), 0) << err();
+  doc["name"] = "step";
+  doc["objective"] = {{"metric", "step_time_s"}, {"direction", "minimize"}};
+  std::ofstream(dir_ + "/step.json") << doc.dump(2);
+  EXPECT_EQ(run({"run", dir_ + "/step.json", "--store", store_}), 0) << err();
+  EXPECT_NE(out().find("trials: no trials"), std::string::npos) << out();
+  EXPECT_NE(out().find("the store holds a better measurement of this workload: study 'throughput', trial "),
+            std::string::npos)
+      << out();
+  EXPECT_NE(out().find("step_time_s 4.194"), std::string::npos) << out();  // 256 x 8192 / 500,000
+}
+
 TEST_F(RunCli, StoreDeleteRemovesAStudyNoRunIsWorkingOn) {
   ASSERT_EQ(run({"run", write_study("gone", 3, 1, "random"), "--store", store_}), 0) << err();
   ASSERT_EQ(run({"run", write_study("kept", 2, 1, "random"), "--store", store_}), 0) << err();

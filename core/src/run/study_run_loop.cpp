@@ -401,7 +401,8 @@ Observation StudyRun::commit(RunningTrial& r, const TrialResult& result) {
   if (unreported_objective_ >= kMaxUnreportedObjective)
     stop_reason = std::to_string(kMaxUnreportedObjective) + " trials in a row finished without reporting the objective "
                   "metric '" + unreported + "'; the study stops rather than spend its budget on measurements it "
-                  "cannot use (check what the jobs write: their result file, or the executor's metrics_regex)" +
+                  "cannot use (check what the trials report: a job's result file or the executor's metrics_regex, a "
+                  "replayed table's metric columns and their cells)" +
                   (o.error ? ". The last trial: " + *o.error : std::string());
   if (o.status == TrialStatus::kOk) any_ok_this_run_ = true;
   if (o.status == TrialStatus::kFailed && o.error && !any_ok_this_run_) {
