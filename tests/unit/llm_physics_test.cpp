@@ -117,6 +117,19 @@ TEST_F(LlmPhysics, ZeroStagesShardWhatTheFrameworksShard) {
   EXPECT_NEAR(z3.weights, z0.weights / 8, 1);
 }
 
+TEST_F(LlmPhysics, Fp8WeightCopiesAreShardedAsTheWeightsAre) {
+  // Transformer Engine keeps a one-byte copy of each GEMM weight under FP8. With the weights whole
+  // (ZeRO-1) the copy is whole: 1 byte a parameter of the rank. Under FSDP it is gathered with its
+  // layer, so between uses only the rank's shard is kept: 1/8 of that on 8 ranks.
+  const json bf16 = {{"global_batch", 64}}, fp8 = {{"global_batch", 64}, {"dtype", "fp8"}};
+  auto buffers = [&](const json& training, int zero) {
+    return simulate(kLlama7b, training, "h100-sxm", 8, {{"dp", 8}, {"zero", zero}}).memory.buffers;
+  };
+  const double params = simulate(kLlama7b, bf16, "h100-sxm", 8, {{"dp", 8}, {"zero", 1}}).memory.weights / 2;
+  EXPECT_NEAR(buffers(fp8, 1) - buffers(bf16, 1), params, 1e-6 * params);
+  EXPECT_NEAR(buffers(fp8, 3) - buffers(bf16, 3), params / 8, 1e-6 * params);
+}
+
 TEST_F(LlmPhysics, Bf16GradientReductionHalvesTheBufferAndTheBytesReduced) {
   // Megatron-LM keeps fp32 main gradients with bf16 unless --grad-reduce-in-bf16 (Megatron-Bridge's
   // perf recipes: grad_reduce_in_fp32 = False): 2 bytes a parameter instead of 4, in the buffer and

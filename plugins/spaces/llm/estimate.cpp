@@ -213,7 +213,9 @@ cotune_memory rank_memory(const Workload& w, const Config& c, const Shape& s, co
   if (c.zero >= 3)  // the gathered weights of the layer being computed and the one prefetched
     buffers += 2 * kWeightBytes *
                (s.attention_params + std::max(s.dense_mlp_params, m.moe() ? s.moe_dense_params + s.expert_params : 0.0));
-  if (low_precision(w)) buffers += p.dense + p.expert;  // FP8 copies of the weights (one byte each)
+  // FP8 copies of the weights (one byte each), sharded as the weights are: FSDP gathers a layer's
+  // copy with it (into the buffers above) and keeps only its shard between uses.
+  if (low_precision(w)) buffers += sharded(1, c.zero >= 3);
   mem.buffers = buffers;
   return mem;
 }
