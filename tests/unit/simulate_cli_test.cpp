@@ -307,6 +307,27 @@ TEST_F(SimulateCli, BatchReadsTheFp8Recipe) {
 }
 
 // A bad cell is named as the column it came from, before the space's own words for the field.
+TEST_F(SimulateCli, BatchReadsAPublishedTablesTaskAndAKorthikantiName) {
+  // A published table's task column: a LoRA run freezes the base weights (no weight-gradient GEMMs,
+  // no optimizer state for them), so it is faster than the pretraining and full fine-tuning rows of
+  // the same layout. Korthikanti et al.'s gpt-175b is the preset gpt3-175b.
+  const std::string in = write("tasks.csv",
+                               "preset,gpu,gpus,global_batch,tp,pp,dp,zero,recompute,task\n"
+                               "llama3-8b,h100-sxm,8,64,1,1,8,1,full,pretrain\n"
+                               "llama3-8b,h100-sxm,8,64,1,1,8,1,full,sft\n"
+                               "llama3-8b,h100-sxm,8,64,1,1,8,1,full,lora\n"
+                               "gpt-175b,a100-80gb,64,64,8,8,1,1,full,pretrain\n");
+  int status = 0;
+  const auto rows = batch(in, "tasks-out.csv", &status);
+  ASSERT_EQ(rows.size(), 5u);
+  const auto& h = rows[0];
+  auto col = [&](const std::string& n) { return std::find(h.begin(), h.end(), n) - h.begin(); };
+  for (size_t i = 1; i < rows.size(); ++i) ASSERT_EQ(rows[i][col("status")], "ok") << rows[i][col("reason")];
+  const double pretrain = std::stod(rows[1][col("step_time_s")]), lora = std::stod(rows[3][col("step_time_s")]);
+  EXPECT_EQ(rows[2][col("step_time_s")], rows[1][col("step_time_s")]);
+  EXPECT_LT(lora, 0.9 * pretrain);
+}
+
 TEST_F(SimulateCli, BatchNamesTheCellABadFieldCameFrom) {
   const std::string in = write("cells.csv", "preset,gpu,gpus,global_batch,dtype,kernels\n"
                                             "llama3-8b,h100-sxm,8,64,bf17,\n"

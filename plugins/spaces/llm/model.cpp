@@ -21,13 +21,14 @@ constexpr const char* kModelFields =
 
 using nlohmann::json;
 
-// Each preset is the model object it stands for; docs/workloads.md cites the source of each.
+// Each preset is the model object it stands for (and "aliases": other names of it, such as
+// Korthikanti et al.'s gpt-175b); docs/workloads.md cites the source of each.
 // GPT-3 (Brown et al. 2020, vocab padded to 51200 as in Megatron-LM); the GPT models of Megatron-LM
 // SC'21 Table 1 and Korthikanti et al. MLSys'23; NeMo's GPT-3 5B/20B and Nemotron configs; MPT
 // (MosaicML llm-foundry); Llama 2/3/3.1 (Meta); Mixtral (Mistral AI); Qwen3 (Alibaba); DeepSeek-V3;
 // Kimi K2 (Moonshot AI); gpt-oss (OpenAI).
 constexpr const char* kPresetsJson = R"json([
- {"preset": "gpt3-175b", "layers": 96, "hidden": 12288, "heads": 96, "ffn_hidden": 49152, "vocab": 51200, "seq_len": 2048, "tie_embeddings": true},
+ {"preset": "gpt3-175b", "aliases": ["gpt-175b"], "layers": 96, "hidden": 12288, "heads": 96, "ffn_hidden": 49152, "vocab": 51200, "seq_len": 2048, "tie_embeddings": true},
  {"preset": "gpt3-5b", "layers": 24, "hidden": 4096, "heads": 32, "ffn_hidden": 16384, "vocab": 50304, "seq_len": 2048, "tie_embeddings": true},
  {"preset": "gpt3-20b", "layers": 44, "hidden": 6144, "heads": 48, "ffn_hidden": 24576, "vocab": 50304, "seq_len": 2048, "tie_embeddings": true},
  {"preset": "llama2-7b", "layers": 32, "hidden": 4096, "heads": 32, "ffn_hidden": 11008, "vocab": 32000, "seq_len": 4096, "gated_mlp": true, "rope_base": 10000},
@@ -60,7 +61,7 @@ constexpr const char* kPresetsJson = R"json([
  {"preset": "gpt-76.1b", "layers": 60, "hidden": 10240, "heads": 80, "ffn_hidden": 40960, "vocab": 51200, "seq_len": 2048, "tie_embeddings": true},
  {"preset": "gpt-145.6b", "layers": 80, "hidden": 12288, "heads": 96, "ffn_hidden": 49152, "vocab": 51200, "seq_len": 2048, "tie_embeddings": true},
  {"preset": "gpt-310.1b", "layers": 96, "hidden": 16384, "heads": 128, "ffn_hidden": 65536, "vocab": 51200, "seq_len": 2048, "tie_embeddings": true},
- {"preset": "gpt-529.6b", "layers": 105, "hidden": 20480, "heads": 128, "ffn_hidden": 81920, "vocab": 51200, "seq_len": 2048, "tie_embeddings": true},
+ {"preset": "gpt-529.6b", "aliases": ["gpt-530b"], "layers": 105, "hidden": 20480, "heads": 128, "ffn_hidden": 81920, "vocab": 51200, "seq_len": 2048, "tie_embeddings": true},
  {"preset": "gpt-1t", "layers": 128, "hidden": 25600, "heads": 160, "ffn_hidden": 102400, "vocab": 51200, "seq_len": 2048, "tie_embeddings": true},
  {"preset": "mpt-1b", "layers": 24, "hidden": 2048, "heads": 16, "ffn_hidden": 8192, "vocab": 50432, "seq_len": 2048, "tie_embeddings": true},
  {"preset": "mpt-7b", "layers": 32, "hidden": 4096, "heads": 32, "ffn_hidden": 16384, "vocab": 50432, "seq_len": 2048, "tie_embeddings": true},
@@ -143,13 +144,25 @@ std::vector<std::string> words(const std::string& name) {
 // The preset a name stands for: the exact name; else the only preset equal to it without case and
 // punctuation ("LLAMA3_70B", "DeepSeekV3"); else the only preset that has every word of it
 // ("Nemotron-340B" is nemotron-4-340b). nullptr when none or several.
+// Its name and its aliases.
+std::vector<std::string> names_of(const json& preset) {
+  std::vector<std::string> names = {preset["preset"].get<std::string>()};
+  for (const json& a : preset.value("aliases", json::array())) names.push_back(a.get<std::string>());
+  return names;
+}
+
 const json* find_preset(const std::string& name) {
   for (const json& pr : presets())
-    if (pr["preset"] == name) return &pr;
+    for (const std::string& n : names_of(pr))
+      if (n == name) return &pr;
   const json* found = nullptr;
   int matches = 0;
-  for (const json& pr : presets())
-    if (squeezed(pr["preset"].get<std::string>()) == squeezed(name)) found = &pr, ++matches;
+  const std::string wanted = squeezed(name);
+  for (const json& pr : presets()) {
+    bool same = false;
+    for (const std::string& n : names_of(pr)) same = same || squeezed(n) == wanted;
+    if (same) found = &pr, ++matches;
+  }
   if (matches == 1) return found;
   if (matches > 1) return nullptr;
   const std::vector<std::string> want = words(name);
@@ -171,6 +184,7 @@ json merged_fields(const json& j, const std::string& where, std::string* preset_
   if (const json* pr = find_preset(p.get<std::string>())) {
     *preset_name = (*pr)["preset"].get<std::string>();
     json m = *pr;
+    m.erase("aliases");
     for (auto it = j.begin(); it != j.end(); ++it)
       if (it.key() != "preset") m[it.key()] = it.value();
     return m;

@@ -340,6 +340,8 @@ LlmCsvRow llm_row_from_cells(const CsvCellLookup& cell) {
     }
     if (r.has("grad_reduce")) training["grad_reduce"] = dtype_word(r.word("grad_reduce", ""));
     if (r.has("peft")) training["peft"] = r.word("peft", "");
+    // A published table's task column: LoRA freezes the base weights; sft and pretrain train them all.
+    else if (r.word("task", "") == "lora") training["peft"] = "lora";
     if (r.has("kernels")) training["kernels"] = r.word("kernels", "");
     row.workload = {{"model", model}, {"training", training}, {"cluster", cluster}};
   }
@@ -481,7 +483,7 @@ std::string answer(F&& f) {
 }  // namespace
 
 std::string table_schema() {
-  json reads = json::array({"fsdp", "workload_json"});
+  json reads = json::array({"fsdp", "task", "workload_json"});
   for (const auto& alias : kAliases) reads.push_back(alias.first);
   return json{{"columns", llm_csv_columns()}, {"config_columns", llm_config_columns()}, {"reads", reads}}.dump();
 }
