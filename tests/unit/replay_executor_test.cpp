@@ -250,8 +250,8 @@ TEST_F(ReplayExecutorTest, AThroughputTheTableLacksIsDerivedFromTheStepTime) {
   ASSERT_EQ(r.status, COTUNE_STATUS_OK) << r.error;
   json m = json::parse(r.metrics_json);
   EXPECT_DOUBLE_EQ(m["step_time_s"].get<double>(), 2.25);
-  // From the mean step time, so that the answer's two figures agree.
-  EXPECT_DOUBLE_EQ(m["tokens_per_s"].get<double>(), 256.0 * 8192 / 2.25);
+  // Each row's throughput, averaged as measured throughputs are.
+  EXPECT_DOUBLE_EQ(m["tokens_per_s"].get<double>(), (256.0 * 8192 / 2 + 256.0 * 8192 / 2.5) / 2);
 
   // Without a seq_len column the workload's decides; without either, nothing is derived.
   table_ = write("noseq.csv",
@@ -274,7 +274,10 @@ TEST_F(ReplayExecutorTest, APerGpuThroughputAnswersTheJobsAndItsStepTime) {
                  "tp,pp,dp,cp,ep,micro_batch,vpp,zero,recompute,sp,gpus,gpu,global_batch,seq_len,tokens_per_s,"
                  "step_time_s,tokens_per_s_per_gpu\n"
                  "2,1,8,1,1,1,1,1,selective,true,16,h100-sxm,256,8192,,,4096\n"
-                 "4,1,4,1,1,1,1,1,selective,true,16,h100-sxm,256,8192,70000,30,\n");
+                 "4,1,4,1,1,1,1,1,selective,true,16,h100-sxm,256,8192,70000,30,\n"
+                 // one configuration, a row of each kind: each row's own throughput is averaged
+                 "1,1,16,1,1,1,1,1,selective,false,16,h100-sxm,256,8192,60000,,\n"
+                 "1,1,16,1,1,1,1,1,selective,false,16,h100-sxm,256,8192,,,5000\n");
   auto ex = executor();
   TrialResult r = run(*ex, cfg(2, 8, 1, "selective", true));
   ASSERT_EQ(r.status, COTUNE_STATUS_OK) << r.error;
@@ -287,9 +290,15 @@ TEST_F(ReplayExecutorTest, APerGpuThroughputAnswersTheJobsAndItsStepTime) {
   EXPECT_DOUBLE_EQ(m["tokens_per_s"].get<double>(), 70000);
   EXPECT_DOUBLE_EQ(m["step_time_s"].get<double>(), 30);
 
-  // A per-GPU column mapped onto the job's metric would answer a figure 16 times too small.
+  m = json::parse(run(*ex, cfg(1, 16, 1, "selective")).metrics_json);
+  EXPECT_EQ(m["replay_rows"], 2);
+  EXPECT_DOUBLE_EQ(m["tokens_per_s"].get<double>(), (60000 + 5000.0 * 16) / 2);
+  EXPECT_DOUBLE_EQ(m["step_time_s"].get<double>(), 256.0 * 8192 / ((60000 + 5000.0 * 16) / 2));
+  // A per-GPU column mapped onto the job's metric would answer a figure 16 times too small; a per-GPU
+  // memory figure is what peak_mem_gib means anyway.
   EXPECT_THAT(create_error({{"file", table_}, {"metrics", {{"tokens_per_s", "tokens_per_s_per_gpu"}}}}),
               AllOf(HasSubstr("options/metrics/tokens_per_s"), HasSubstr("is per GPU"), HasSubstr("tokens_per_s_per_gpu")));
+  EXPECT_EQ(create_error({{"file", table_}, {"metrics", {{"peak_mem_gib", "tokens_per_s_per_gpu"}}}}), "");
 }
 
 TEST_F(ReplayExecutorTest, OneModelSpelledTwoWaysIsOneModel) {
@@ -308,10 +317,25 @@ TEST_F(ReplayExecutorTest, OneModelSpelledTwoWaysIsOneModel) {
   EXPECT_DOUBLE_EQ(m["tokens_per_s"].get<double>(), 150);
 }
 
+TEST_F(ReplayExecutorTest, LoraRowsOfAPublishedTableAreAnotherJob) {
+  // A published table's task column: LoRA rows answer only a LoRA workload (training.peft), the
+  // pretraining and full fine-tuning rows only the others.
+  table_ = write("tasks.csv",
+                 "tp,pp,dp,cp,ep,micro_batch,vpp,zero,recompute,sp,gpus,gpu,global_batch,task,tokens_per_s\n"
+                 "2,1,8,1,1,1,1,1,selective,true,16,h100-sxm,256,pretrain,100\n"
+                 "2,1,8,1,1,1,1,1,selective,true,16,h100-sxm,256,sft,200\n"
+                 "2,1,8,1,1,1,1,1,selective,true,16,h100-sxm,256,LoRA,900\n");
+  auto ex = executor();
+  TrialResult r = run(*ex, cfg(2, 8, 1, "selective", true));
+  ASSERT_EQ(r.status, COTUNE_STATUS_OK) << r.error;
+  EXPECT_DOUBLE_EQ(json::parse(r.metrics_json)["tokens_per_s"].get<double>(), 150);
+}
+
 TEST_F(ReplayExecutorTest, ARowThatLeavesAParameterEmptyAnswersNothingAndFsdpIsZero3) {
   // An empty vpp cell does not stop the study: that row answers no configuration (the option
   // "defaults" says what such a cell stands for). A table without a zero column but with a
-  // published table's fsdp column says ZeRO-3 where fsdp > 0, and the default elsewhere.
+  // published table's fsdp column says ZeRO-3 where fsdp > 0, and the default elsewhere (0 without
+  // one, as import reads it).
   table_ = write("published.csv",
                  "tp,pp,dp,cp,ep,micro_batch,vpp,recompute,sp,gpus,gpu,global_batch,fsdp,tokens_per_s\n"
                  "2,1,8,1,1,1,,selective,true,16,h100-sxm,256,,100\n"
@@ -329,6 +353,9 @@ TEST_F(ReplayExecutorTest, ARowThatLeavesAParameterEmptyAnswersNothingAndFsdpIsZ
   // With a default for vpp, the empty cell holds it.
   auto filled = executor({{"defaults", {{"zero", 1}, {"vpp", 1}}}});
   EXPECT_EQ(json::parse(run(*filled, cfg(2, 8, 1, "selective", true, 1)).metrics_json)["replay_rows"], 2);
+  auto import_like = executor();
+  EXPECT_EQ(run(*import_like, cfg(2, 8, 1, "selective", true, 1)).status, COTUNE_STATUS_UNAVAILABLE);
+  EXPECT_EQ(run(*import_like, cfg(2, 8, 1, "selective", true, 0)).status, COTUNE_STATUS_OK);
 }
 
 TEST_F(ReplayExecutorTest, MissingFileIsAClearError) {
@@ -374,10 +401,11 @@ TEST_F(ReplayExecutorTest, ATeamsOwnColumnNamesAndSpellingsAreRead) {
                  "tensor_model_parallel_size,pipeline_model_parallel_size,micro_batch_size,recompute,sp,gpus,gpu,"
                  "global_batch,step_time_s\n"
                  "2,1,1,Selective,true,16,H100-SXM,256,1.25\n");
-  // Every column the space needs and the table lacks is named at once.
+  // Every column the space needs and the table lacks is named at once; ep, which the space fixes at 1
+  // for a dense model, is not needed.
   EXPECT_THAT(submit_error(*executor(), cfg(2, 8, 1, "selective", true)),
-              AllOf(HasSubstr("no column 'dp', 'cp', 'ep', 'vpp', 'zero'"), HasSubstr("\"defaults\"")));
-  const json defaults = {{"dp", 8}, {"cp", 1}, {"ep", 1}, {"vpp", 1}, {"zero", 1}};
+              AllOf(HasSubstr("no column 'dp', 'cp', 'vpp', 'zero'"), HasSubstr("\"defaults\"")));
+  const json defaults = {{"dp", 8}, {"cp", 1}, {"vpp", 1}, {"zero", 1}};
   TrialResult r = run(*executor({{"defaults", defaults}}), cfg(2, 8, 1, "selective", true));
   ASSERT_EQ(r.status, COTUNE_STATUS_OK) << r.error;
   EXPECT_DOUBLE_EQ(json::parse(r.metrics_json)["step_time_s"].get<double>(), 1.25);

@@ -1,5 +1,6 @@
 #include "cells.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -42,10 +43,9 @@ std::string number_key(double v) {
 }
 
 std::string name_key(std::string_view text) {
-  std::string k;
-  for (char c : text)
-    if (std::isalnum(static_cast<unsigned char>(c))) k += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return k.empty() ? std::string(trim(text)) : k;
+  std::string k(trim(text));
+  for (char& c : k) c = c == '_' || c == ' ' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return k;
 }
 
 std::string canonical(std::string_view cell) {
@@ -55,6 +55,7 @@ std::string canonical(std::string_view cell) {
 }
 
 bool cell_matches(std::string_view cell, const nlohmann::json& value) {
+  if (value.is_array()) return std::any_of(value.begin(), value.end(), [&](const nlohmann::json& v) { return cell_matches(cell, v); });
   if (value.is_boolean()) {
     std::optional<bool> b = parse_bool(cell);
     return b && *b == value.get<bool>();

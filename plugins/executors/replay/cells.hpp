@@ -23,8 +23,9 @@ std::optional<bool> parse_bool(std::string_view cell);
 // A canonical spelling of a number, the same for every way of writing it ("8", "8.0", "8e0").
 std::string number_key(double v);
 
-// A name without case and punctuation ("LLAMA3_70B", "Llama3-70b" and "llama3-70b" are
-// "llama370b"), as the llm space matches its presets; text without a letter or digit stays as is.
+// A name in any case, with '_' and ' ' read as '-' ("LLAMA3_70B", "Llama3-70b" and "llama3-70b" are
+// "llama3-70b"; "H100_SXM" is "h100-sxm"), as the llm space reads GPU and preset names. Other
+// characters stay: "0.12.0" and "0.1.20" are two versions.
 std::string name_key(std::string_view text);
 
 // The cell in a canonical form: a number as number_key, a boolean word as true/false, otherwise
@@ -32,8 +33,8 @@ std::string name_key(std::string_view text);
 std::string canonical(std::string_view cell);
 
 // Whether the cell holds the JSON value: numbers compared as numbers, booleans as booleans,
-// strings by name_key (tables spell one model LLAMA3_70B and LLAMA3-70B). Other JSON values
-// (objects, arrays, null) match nothing.
+// strings by name_key (tables spell one model LLAMA3_70B and LLAMA3-70B); an array when the cell
+// matches one of its values. Other JSON values (objects, null) match nothing.
 bool cell_matches(std::string_view cell, const nlohmann::json& value);
 
 // A JSON scalar as a cell would spell it (for messages and defaults).

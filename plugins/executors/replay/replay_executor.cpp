@@ -9,9 +9,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <memory>
 #include <optional>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -36,7 +36,10 @@ class ReplayExecutor {
   // column for them, and the count of rows each answer averages.
   std::vector<std::string> metrics(const cotune_trial& study) {
     std::vector<std::string> names = table_.metric_names();
-    const std::vector<std::string>& added = completion_for(cotune::view(study.workload_json)).added();
+    bool gpus_parameter = false;
+    for (size_t i = 0; study.params != nullptr && i < study.num_params; ++i)
+      gpus_parameter = gpus_parameter || cotune::view(study.params[i]->name) == "gpus";
+    const std::vector<std::string>& added = completion_for(cotune::view(study.workload_json), gpus_parameter).added();
     names.insert(names.end(), added.begin(), added.end());
     names.emplace_back("replay_rows");
     return names;
@@ -61,7 +64,14 @@ class ReplayExecutor {
       return job;
     }
     check_unambiguous(*rows);
-    answer(*rows, completion_for(workload), job->result);
+    double gpus = std::nan("");  // the trial's GPUs, which a per-GPU throughput is multiplied by
+    bool gpus_parameter = false;
+    for (const TrialParam& p : params)
+      if (p.name == "gpus") {
+        gpus_parameter = true;
+        if (std::optional<double> g = parse_number(p.value)) gpus = *g;
+      }
+    answer(*rows, completion_for(workload, gpus_parameter), gpus, job->result);
     return job;
   }
 
@@ -131,10 +141,11 @@ class ReplayExecutor {
   }
 
   // How answers for rows of this workload are completed, worked out once per workload.
-  const ThroughputCompletion& completion_for(std::string_view workload) {
+  // `gpus_parameter`: the space has a gpus parameter (the trial says its GPUs).
+  const ThroughputCompletion& completion_for(std::string_view workload, bool gpus_parameter) {
     if (!completion_ || completion_workload_ != workload) {
       completion_workload_ = std::string(workload);
-      completion_.emplace(table_, nlohmann::json::parse(workload, nullptr, /*allow_exceptions=*/false));
+      completion_.emplace(table_, nlohmann::json::parse(workload, nullptr, /*allow_exceptions=*/false), gpus_parameter);
       for (const std::string& note : completion_->notes())
         cotune::log(COTUNE_LOG_INFO, "org.cotune.executor.replay", table_.file() + ": " + note);
     }
@@ -142,7 +153,8 @@ class ReplayExecutor {
   }
 
   // ok rows answer with the mean of each metric; without one, the first row answers its status.
-  void answer(const std::vector<size_t>& rows, const ThroughputCompletion& completion, cotune::JobResult& out) const {
+  void answer(const std::vector<size_t>& rows, const ThroughputCompletion& completion, double gpus,
+              cotune::JobResult& out) const {
     const std::vector<RunRow>& all = table_.rows();
     const std::vector<std::string>& names = table_.metric_names();
     std::vector<double> sum(names.size(), 0);
@@ -175,7 +187,7 @@ class ReplayExecutor {
     nlohmann::json m = nlohmann::json::object();
     for (size_t i = 0; i < names.size(); ++i)
       if (count[i] > 0) m[names[i]] = sum[i] / double(count[i]);
-    completion.complete(ok_rows, m);
+    completion.complete(ok_rows, gpus, m);
     m["replay_rows"] = ok;
     if (ok < rows.size()) m["replay_failed_rows"] = rows.size() - ok;
     out.status = COTUNE_STATUS_OK;

@@ -71,6 +71,13 @@ std::optional<std::string> optional_default(const cotune_param& p, const std::st
   return canonical_value(p, p.default_value, name);
 }
 
+std::optional<std::string> only_value(const cotune_param& p) {
+  if (p.type == COTUNE_PARAM_CATEGORICAL && p.num_choices == 1) return std::string(cotune::view(p.choices[0]));
+  if ((p.type == COTUNE_PARAM_INT || p.type == COTUNE_PARAM_FLOAT) && p.values != nullptr && p.num_values == 1)
+    return number_key(p.values[0]);
+  return std::nullopt;
+}
+
 std::vector<TrialParam> trial_params(const cotune_trial& trial) {
   std::vector<TrialParam> out;
   if (trial.params != nullptr && trial.config != nullptr && trial.num_params > 0) {
@@ -84,6 +91,7 @@ std::vector<TrialParam> trial_params(const cotune_trial& trial) {
                                                   : ValueKind::kNumber;
       t.value = canonical_value(p, x, t.name);
       t.optional_default = optional_default(p, t.name);
+      t.only_value = only_value(p);
       out.push_back(std::move(t));
     }
     return out;
@@ -129,6 +137,7 @@ std::vector<TrialParam> study_params(const cotune_trial& study) {
              : p.type == COTUNE_PARAM_BOOL      ? ValueKind::kBoolean
                                                 : ValueKind::kNumber;
     t.optional_default = optional_default(p, t.name);
+    t.only_value = only_value(p);
     out.push_back(std::move(t));
   }
   return out;
@@ -137,7 +146,7 @@ std::vector<TrialParam> study_params(const cotune_trial& study) {
 bool encode_values(const cotune_trial& study, const std::vector<std::string>& values, double* out, std::string* why,
                    const std::vector<bool>* unstated) {
   if (values.size() != study.num_params) return false;
-  // A choice in any case and punctuation: "Selective", "H100_SXM".
+  // A choice in any case, '_' and ' ' read as '-': "Selective", "H100_SXM".
   auto same = [](std::string_view a, std::string_view b) { return name_key(a) == name_key(b); };
   for (size_t i = 0; i < study.num_params; ++i) {
     const cotune_param& p = *study.params[i];
@@ -184,7 +193,7 @@ std::vector<std::pair<std::vector<std::string>, const std::vector<size_t>*>> Rep
 std::string ReplayIndex::key(const std::vector<TrialParam>& params) {
   std::string k;
   for (const TrialParam& p : params) {
-    if (p.kind == ValueKind::kText)  // a choice in any case and punctuation: "Selective", "H100_SXM"
+    if (p.kind == ValueKind::kText)  // a choice as name_key reads it: "Selective", "H100_SXM"
       k += name_key(p.value);
     else
       k += p.value;
@@ -227,8 +236,8 @@ ReplayIndex::ReplayIndex(const RunTable& table, const ReplayOptions& options, st
   struct Source {
     std::optional<size_t> column;
     std::optional<std::string> fallback;  // canonical
-    // zero without a column of its own: a published table's fsdp column (> 0: ZeRO-3, as `cotune
-    // import` reads it); a row without FSDP takes the fallback.
+    // zero without a column of its own: a published table's fsdp column (> 0: ZeRO-3; else the
+    // fallback, or 0 as `cotune import` reads it).
     std::optional<size_t> fsdp;
   };
   std::vector<Source> sources(params.size());
@@ -257,6 +266,8 @@ ReplayIndex::ReplayIndex(const RunTable& table, const ReplayOptions& options, st
     }
     // A parameter the space added later: an absent column or an empty cell holds runs at its default.
     if (!sources[i].fallback && p.optional_default) sources[i].fallback = *p.optional_default;
+    // A column the table lacks for a parameter the space fixes: its runs are at that value.
+    if (!sources[i].fallback && !sources[i].column && p.only_value) sources[i].fallback = *p.only_value;
     if (p.name == "zero" && !sources[i].column) sources[i].fsdp = table.column("fsdp");
   }
   std::string missing, example;
@@ -299,6 +310,17 @@ ReplayIndex::ReplayIndex(const RunTable& table, const ReplayOptions& options, st
     }
   }
 
+  // A published table's task column (pretrain, sft, lora) against the workload's training.peft:
+  // LoRA freezes the base weights, a different job from the full training of the other tasks.
+  std::optional<size_t> task;
+  if (std::optional<size_t> c = table.column("task"); c && !param_names.count("task") && !fields.count("task")) {
+    task = c;
+    const auto peft = fields.find("peft");
+    const bool lora = peft != fields.end() && peft->second && peft->second->is_string() && name_key(peft->second->get<std::string>()) == "lora";
+    compared_ += std::string(compared_.empty() ? "" : ", ") + "task " + (lora ? "lora" : "not lora");
+    task_lora_ = lora;
+  }
+
   const std::vector<RunRow>& rows = table.rows();
   std::vector<TrialParam> values = params;
   size_t unstated_rows = 0;  // rows of the workload left out: a parameter's cell is empty
@@ -317,6 +339,14 @@ ReplayIndex::ReplayIndex(const RunTable& table, const ReplayOptions& options, st
                           std::string(trim(cell)) + "' where the workload says " + cell_text(value);
       break;
     }
+    if (same_workload && task && !trim(row.cells[*task]).empty() &&
+        (name_key(row.cells[*task]) == "lora") != task_lora_) {
+      same_workload = false;
+      if (first_mismatch_.empty())
+        first_mismatch_ = file + " line " + std::to_string(row.line) + ", column task: '" +
+                          std::string(trim(row.cells[*task])) + "' where the workload's training.peft is " +
+                          (task_lora_ ? "lora" : "none");
+    }
     if (!same_workload) continue;
     ++workload_rows_;
     bool stated = true;
@@ -328,18 +358,14 @@ ReplayIndex::ReplayIndex(const RunTable& table, const ReplayOptions& options, st
       const Source& s = sources[i];
       if (s.fsdp) {
         const std::optional<double> ranks = parse_number(row.cells[*s.fsdp]);
-        if (ranks && *ranks > 0) {
-          values[i].value = "3";
-          continue;
-        }
+        values[i].value = ranks && *ranks > 0 ? "3" : s.fallback.value_or("0");
+        continue;
       }
       const std::string cell = s.column ? row.cells[*s.column] : std::string();
       if (trim(cell).empty()) {
         if (!s.fallback) {  // the row does not say: it answers no configuration
           if (unstated_rows++ == 0)
-            first_unstated = "line " + std::to_string(row.line) + ", column " +
-                             (s.column ? table.columns()[*s.column] : std::string("fsdp")) + " (parameter " +
-                             params[i].name + ")";
+            first_unstated = "line " + std::to_string(row.line) + ", column " + table.columns()[*s.column];
           stated = false;
           continue;
         }

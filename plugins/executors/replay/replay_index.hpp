@@ -36,6 +36,9 @@ struct TrialParam {
   // The canonical default of a parameter the space added later (COTUNE_PARAM_OPTIONAL): a table
   // without its column holds runs at that value.
   std::optional<std::string> optional_default;
+  // The canonical value of a parameter whose domain has only one (the llm space's gpu on a cluster
+  // of one GPU type): a table without its column holds runs at that value.
+  std::optional<std::string> only_value;
 };
 
 // The trial's parameters: from params/config when the host gives them, else from the flat
@@ -94,6 +97,7 @@ class ReplayIndex {
   std::vector<size_t> undecided_;
   std::string compared_;
   std::string first_mismatch_;
+  bool task_lora_ = false;  // the workload is a LoRA fine-tuning (a task column's rows must say lora)
 };
 
 }  // namespace cotune_replay

@@ -1,6 +1,8 @@
 #include "replay_options.hpp"
 
 #include <cotune/cotune.hpp>
+
+#include <algorithm>
 #include <cotune/support/likely_meant.hpp>
 
 namespace cotune_replay {
@@ -17,14 +19,20 @@ std::string column_name(const json& v, const std::string& field) {
   return v.get<std::string>();
 }
 
-// An object of column -> scalar (string, number or boolean).
-std::vector<std::pair<std::string, json>> scalar_map(const json& v, const std::string& field) {
+bool scalar(const json& v) { return v.is_string() || v.is_number() || v.is_boolean(); }
+
+// An object of column -> scalar (string, number or boolean), or, with `lists`, a non-empty array of
+// scalars (any of them).
+std::vector<std::pair<std::string, json>> scalar_map(const json& v, const std::string& field, bool lists = false) {
   if (!v.is_object()) bad(field, "expected an object of column: value, got " + v.dump());
   std::vector<std::pair<std::string, json>> out;
   for (auto it = v.begin(); it != v.end(); ++it) {
-    if (!it.value().is_string() && !it.value().is_number() && !it.value().is_boolean())
-      bad(field + "/" + it.key(), "expected a string, number or boolean, got " + it.value().dump());
-    out.emplace_back(it.key(), it.value());
+    const json& x = it.value();
+    const bool ok = scalar(x) || (lists && x.is_array() && !x.empty() && std::all_of(x.begin(), x.end(), scalar));
+    if (!ok)
+      bad(field + "/" + it.key(), std::string("expected a string, number or boolean") +
+                                      (lists ? ", or an array of them (any of the values)" : "") + ", got " + x.dump());
+    out.emplace_back(it.key(), x);
   }
   return out;
 }
@@ -64,7 +72,7 @@ ReplayOptions parse_replay_options(std::string_view text) {
     } else if (key == "reason_column") {
       r.reason_column = column_name(v, key);
     } else if (key == "where") {
-      r.where = scalar_map(v, key);
+      r.where = scalar_map(v, key, /*lists=*/true);
     } else if (key == "defaults") {
       r.defaults = scalar_map(v, key);
     } else if (key == "columns") {

@@ -23,7 +23,7 @@ struct ReplayOptions {
   std::vector<std::pair<std::string, std::string>> metrics;
   std::optional<std::string> status_column;  // unset: "status" when the table has it
   std::optional<std::string> reason_column;  // unset: "reason" or else "error" when the table has it
-  std::vector<std::pair<std::string, nlohmann::json>> where;     // column -> value every row must hold
+  std::vector<std::pair<std::string, nlohmann::json>> where;     // column -> value (or values) a row must hold
   std::vector<std::pair<std::string, nlohmann::json>> defaults;  // parameter -> value of absent/empty cells
   // parameter or workload field -> the table's column that holds it (the table's own name for it)
   std::vector<std::pair<std::string, std::string>> columns;

@@ -127,13 +127,12 @@ RunTable::RunTable(const ReplayOptions& options) : file_(options.file) {
   std::vector<size_t> metric_cols;
   std::vector<double> factors;  // per metric: the cell's unit into the metric's
   if (!options.metrics.empty()) {
-    auto per_gpu = [](const std::string& name) { return lower(name).find("per_gpu") != std::string::npos; };
     for (const auto& [metric, col] : options.metrics) {
-      // A per-GPU figure under a job's metric would be gpus times too small, with nothing to say so.
-      if (per_gpu(col) && !per_gpu(metric))
+      // A per-GPU throughput under the job's would be gpus times too small, with nothing to say so.
+      if ((metric == "tokens_per_s" || metric == "samples_per_s") && lower(col).find("per_gpu") != std::string::npos)
         bad("replay executor options/metrics/" + metric + ": the column '" + col + "' is per GPU and " + metric +
-            " is the job's; map it to " + (metric == "tokens_per_s" ? "tokens_per_s_per_gpu" : metric + "_per_gpu") +
-            " (a table's tokens_per_s_per_gpu answers tokens_per_s as well, times its gpus)");
+            " is the whole job's; map it to " + metric + "_per_gpu (a tokens_per_s_per_gpu answers tokens_per_s "
+            "as well, times the GPUs)");
       metric_names_.push_back(metric);
       metric_cols.push_back(require_column(col, "metrics/" + metric));
       factors.push_back(unit_factor(metric, col));

@@ -19,9 +19,9 @@ namespace cotune_replay {
 class ThroughputCompletion {
  public:
   // For rows of this workload. The tokens of a step come from each row's global_batch and seq_len
-  // cells, or else from the workload's fields of those names; the GPUs from the gpus cell, or else
-  // the workload's nodes x gpus_per_node.
-  ThroughputCompletion(const RunTable& table, const nlohmann::json& workload);
+  // cells, or else from the workload's fields of those names; the GPUs from the trial's gpus
+  // parameter when the space has one (`gpus_parameter`), or else the workload's nodes x gpus_per_node.
+  ThroughputCompletion(const RunTable& table, const nlohmann::json& workload, bool gpus_parameter);
 
   // The metrics it can answer that the table has no column for (tokens_per_s, step_time_s).
   const std::vector<std::string>& added() const { return added_; }
@@ -29,9 +29,11 @@ class ThroughputCompletion {
   // one per metric it cannot although the table has the other ("... : the workload states no seq_len").
   const std::vector<std::string>& notes() const { return notes_; }
 
-  // Fills tokens_per_s, then step_time_s, into the answer `m` (the means of the table's metrics over
-  // `rows`, the configuration's ok rows) where `m` lacks them and the rows say enough.
-  void complete(const std::vector<const RunRow*>& rows, nlohmann::json& m) const;
+  // Completes the answer `m` (the means of the table's metrics over `rows`, the configuration's ok
+  // rows): where a row lacks its throughput, each row's own, per-GPU x `gpus` (the trial's GPUs;
+  // NaN: unknown) or tokens-per-step / step-time figure is averaged; where a row lacks its step
+  // time, the step's tokens over the answer's throughput.
+  void complete(const std::vector<const RunRow*>& rows, double gpus, nlohmann::json& m) const;
 
  private:
   // A quantity of a row: its column's cell, else a fixed value from the workload.
@@ -43,9 +45,12 @@ class ThroughputCompletion {
     std::string text(const char* name) const;  // "seq_len (column)", "seq_len (workload, 8192)"
   };
   double tokens_per_step(const RunRow& row) const;
+  double row_tokens_per_s(const RunRow& row, double gpus) const;  // NaN when the row cannot say
 
-  Source batch_, seq_, gpus_;
-  std::optional<size_t> per_gpu_;  // the metric index of tokens_per_s_per_gpu
+  Source batch_, seq_;
+  double cluster_gpus_ = 0;  // the workload's nodes x gpus_per_node; 0 unknown
+  // Indices of the metrics in the table's (none: no such column).
+  std::optional<size_t> tokens_, step_, per_gpu_;
   std::vector<std::string> added_, notes_;
 };
 
