@@ -798,10 +798,10 @@ TEST_F(RunCli, SaysWhenAnotherStudyOfTheWorkloadMeasuredBetter) {
   EXPECT_EQ(out().find("cotune export first --trial") != std::string::npos, said) << out();
 }
 
-TEST_F(RunCli, AStudyWithNothingLeftToMeasureAnswersWithTheStoresBest) {
+TEST_F(RunCli, AStudyWithNothingLeftToMeasureNamesTheStoresBest) {
   // Two studies of one table of runs, the second optimising the step time: the first measured every
-  // configuration the table holds, so the second runs none. Its answer is the first one's best (the
-  // step time derived from the table's throughput), and that is not a failure.
+  // configuration the table holds, so the second runs none. The summary names the first one's best
+  // (the step time derived from the table's throughput); the study itself has no trial to export.
   std::ofstream(dir_ + "/runs.csv") << "tp,pp,dp,cp,ep,micro_batch,vpp,zero,recompute,sp,gpus,gpu,global_batch,"
                                        "seq_len,tokens_per_s\n"
                                        "1,1,32,1,1,1,1,1,selective,false,32,h100-sxm,256,8192,400000\n"
@@ -813,12 +813,23 @@ TEST_F(RunCli, AStudyWithNothingLeftToMeasureAnswersWithTheStoresBest) {
   doc["name"] = "step";
   doc["objective"] = {{"metric", "step_time_s"}, {"direction", "minimize"}};
   std::ofstream(dir_ + "/step.json") << doc.dump(2);
-  EXPECT_EQ(run({"run", dir_ + "/step.json", "--store", store_}), 0) << err();
+  EXPECT_EQ(run({"run", dir_ + "/step.json", "--store", store_}), 1) << err();
+  EXPECT_NE(err().find("study 'step' ran no trial: the store had measured every configuration"), std::string::npos)
+      << err();
   EXPECT_NE(out().find("trials: no trials"), std::string::npos) << out();
   EXPECT_NE(out().find("the store holds a better measurement of this workload: study 'throughput', trial "),
             std::string::npos)
       << out();
   EXPECT_NE(out().find("step_time_s 4.194"), std::string::npos) << out();  // 256 x 8192 / 500,000
+
+  // A study whose trials all came back unavailable did run trials: that is said as a failure to
+  // measure, not as a store that had measured everything.
+  doc["name"] = "nothing";
+  doc["executor"]["options"] = {{"file", dir_ + "/runs.csv"}, {"restrict_search", false}, {"where", {{"tp", 8}}}};
+  doc["budget"] = {{"trials", 5}, {"max_unavailable", 2}};
+  std::ofstream(dir_ + "/nothing.json") << doc.dump(2);
+  EXPECT_EQ(run({"run", dir_ + "/nothing.json", "--store", store_}), 1) << err();
+  EXPECT_NE(err().find("ended without measuring a feasible configuration"), std::string::npos) << err();
 }
 
 TEST_F(RunCli, StoreDeleteRemovesAStudyNoRunIsWorkingOn) {

@@ -225,6 +225,10 @@ std::optional<std::vector<std::string>> Space::metrics() const {
 }
 
 bool Space::set_target(const std::string& target) {
+  // The kept rows were judged under the target of the moment (restrict_to).
+  if (restricted_)
+    throw PluginError(COTUNE_ERR_FAILED_PRECONDITION,
+                      ref_.info.id + ": set_target after restrict_to: set the target first, then restrict");
   auto set = optional_fn(api_, &cotune_space_api::set_target);
   if (set == nullptr) return false;
   throw_if_error(set(inst_, str(target)), ref_.info.id);

@@ -189,7 +189,7 @@ void print_machine(const RunResult& result, const std::string& export_history_co
       std::printf("  %s, %s: step-time error %.1f %% with %s%s:\n", gpu.c_str(), runs.c_str(),
                   100 * fit.mape_before, start.c_str(), held_out);
       for (const MachineFit::Constant& c : fit.constants)
-        std::printf("    %-28s %10s  (one sigma %s-%s; %s %s)\n", c.name.c_str(), compact_number(c.fitted).c_str(),
+        std::printf("    %-28s %10s  (one sigma %s to %s; %s %s)\n", c.name.c_str(), compact_number(c.fitted).c_str(),
                     compact_number(c.low).c_str(), compact_number(c.high).c_str(), was.c_str(),
                     compact_number(c.catalogue).c_str());
     }
@@ -342,7 +342,8 @@ int run(int argc, char** argv) {
                  "Ctrl-C stops cleanly (exit 130); the same command resumes the study. A plugin call\n"
                  "past its deadline (\"deadlines\" in the study file) stops it with exit 3.\n"
                  "Exit status: 0 the study ended with a feasible configuration measured; 1 it ended\n"
-                 "without one (every trial failed, ran out of memory or broke a constraint), or an error\n"
+                 "without one (every trial failed, ran out of memory or broke a constraint, or the store\n"
+                 "had measured every configuration), or an error\n"
                  "stopped it (the message says which); 2 bad input; 3 a plugin call past its deadline;\n"
                  "130 stopped by Ctrl-C or SIGTERM.\n"
                  "One plain run holds a study at a time; with --worker any number share it (docs/store.md),\n"
@@ -373,9 +374,15 @@ int run(int argc, char** argv) {
   else print_summary(spec, result, store_path);
   if (result.interrupted) return 130;
   if (!result.found_feasible && result.status == StudyStatus::kFinished) {
-    // Nothing was left to run: earlier studies of the workload measured every configuration the
-    // study may run, and the summary named the best of them.
-    if (result.counted_trials == 0 && result.better_elsewhere) return 0;
+    // Nothing was left to run: earlier studies of the workload (or its imported history) measured
+    // every configuration the study may run. The summary named the best of them; this study has no
+    // trial to export.
+    if (result.counted_trials == 0 && result.trials_this_run == 0 && result.better_elsewhere) {
+      std::fprintf(stderr, "cotune run: study '%s' ran no trial: the store had measured every configuration it may "
+                   "run, in earlier studies of the workload or its imported history (a store counts them as "
+                   "measured; a fresh --store measures them again)\n", spec.name.c_str());
+      return 1;
+    }
     std::fprintf(stderr, "cotune run: study '%s' ended without measuring a feasible configuration (see the trials' "
                  "errors: cotune show %s)\n", spec.name.c_str(), spec.name.c_str());
     return 1;

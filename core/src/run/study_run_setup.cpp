@@ -115,6 +115,8 @@ void StudyRun::restrict_to_executor_candidates() {
   try {
     rows = executor_->candidates(study);
   } catch (const PluginError& e) {
+    // What the executor's options name (a table without a column the space needs) is bad input.
+    if (e.code() == COTUNE_ERR_INVALID_ARGUMENT) throw UserError(spec_.file + ": /executor/options: " + e.what());
     if (e.code() != COTUNE_ERR_UNSUPPORTED) throw;
     return;  // configured to list none: the whole space is searched
   }
@@ -133,16 +135,17 @@ void StudyRun::restrict_to_executor_candidates() {
                     " configuration(s) of this workload, none of them valid in the space '" + space_->info().name +
                     "' as the study defines it (compare the workload and the space's options with what the executor "
                     "holds)" + first);
+  const std::string over_memory =
+      r.over_memory == 0 ? ""
+                         : ", " + std::to_string(r.over_memory) +
+                               " of them beyond the space's memory estimate (measured runs: they fit, so they are kept)";
   log(r.dropped > 0 ? COTUNE_LOG_WARN : COTUNE_LOG_INFO, "study",
-      "the executor '" + name + "' answers " + std::to_string(r.kept) + " valid configuration(s) of this workload" +
+      "the executor '" + name + "' answers " + std::to_string(r.kept) + " configuration(s) of this workload that the "
+          "space accepts" + over_memory +
           (r.dropped > 0 ? " (of " + std::to_string(listed) + " listed; " + std::to_string(r.dropped) +
-                               " not valid in the space" + first + ")"
+                               " the space refuses" + first + "; the space's options set a parameter's values)"
                          : "") +
           "; the search proposes only those");
-  if (r.over_memory > 0)
-    log(COTUNE_LOG_INFO, "study",
-        std::to_string(r.over_memory) + " of them the space's memory estimate says do not fit; the executor measured "
-            "them, so they are kept");
 }
 
 // Every metric the objectives and constraints name, against what the executor and the space say
