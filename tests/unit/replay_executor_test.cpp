@@ -6,6 +6,7 @@
 // never proposed again, and the study ends.
 #include <sys/stat.h>
 #include <cotune/core/abi/components.hpp>
+#include <cotune/core/abi/log.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/registry.hpp>
 #include <cotune/core/store/store.hpp>
@@ -358,6 +359,28 @@ TEST_F(ReplayExecutorTest, ARowThatLeavesAParameterEmptyAnswersNothingAndFsdpIsZ
   EXPECT_EQ(run(*import_like, cfg(2, 8, 1, "selective", true, 0)).status, COTUNE_STATUS_OK);
 }
 
+TEST_F(ReplayExecutorTest, RepeatedRowsThatDisagreeAreSaid) {
+  // One layout published by two releases at 5113 and 9058 tokens/s per GPU: the answer is their
+  // mean, and the log says how far apart they are and what the rows differ in.
+  table_ = write("releases.csv",
+                 "tp,pp,dp,cp,ep,micro_batch,vpp,zero,recompute,sp,gpus,gpu,global_batch,source_version,"
+                 "tokens_per_s_per_gpu\n"
+                 "2,1,8,1,1,1,1,1,selective,true,16,h100-sxm,256,26.02,5113\n"
+                 "2,1,8,1,1,1,1,1,selective,true,16,h100-sxm,256,26.02.01,9058\n");
+  std::vector<std::string> logged;
+  cotune::core::set_log_sink([&](int32_t, std::string_view, std::string_view message) { logged.emplace_back(message); });
+  auto ex = executor();
+  TrialResult r = run(*ex, cfg(2, 8, 1, "selective", true));
+  cotune::core::set_log_sink(nullptr);
+  ASSERT_EQ(r.status, COTUNE_STATUS_OK) << r.error;
+  EXPECT_DOUBLE_EQ(json::parse(r.metrics_json)["tokens_per_s_per_gpu"].get<double>(), (5113 + 9058) / 2.0);
+  std::string said;
+  for (const std::string& m : logged)
+    if (m.find("measured by several rows") != std::string::npos) said = m;
+  EXPECT_THAT(said, AllOf(HasSubstr("the widest spread is 77 %"), HasSubstr("line 2"), HasSubstr("line 3"),
+                          HasSubstr("differ in source_version ('26.02', '26.02.01')"), HasSubstr("\"where\"")));
+}
+
 TEST_F(ReplayExecutorTest, MissingFileIsAClearError) {
   EXPECT_THAT(create_error({{"file", dir_ + "/absent.csv"}}),
               AllOf(HasSubstr("options/file: cannot open the table"), HasSubstr("absent.csv")));
@@ -504,22 +527,27 @@ TEST_F(ReplayExecutorTest, MalformedCsvIsAClearError) {
   EXPECT_THAT(create_error({{"file", table_}}), AllOf(HasSubstr("huge.csv line 2"), HasSubstr("longer than")));
 }
 
-TEST_F(ReplayExecutorTest, RowsTheWorkloadCannotTellApartAreAmbiguous) {
-  // The workload names a preset, not the model's dimensions: the hidden column stays open.
+TEST_F(ReplayExecutorTest, RowsOfSeveralWorkloadsTheWorkloadDoesNotChooseBetweenAreRefused) {
+  // The workload names a preset, not the model's dimensions: the hidden column stays open, and rows
+  // that hold two values of it are runs of two models. A study must not compare them as layouts of
+  // one, whether or not they share a configuration.
   table_ = write("ambiguous.csv", std::string(kHeader) +
                                       "2,1,8,1,1,1,1,1,selective,true,16,h100-sxm,4096,256,bf16,,ok,,100,2\n"
-                                      "2,1,8,1,1,1,1,1,selective,true,16,h100-sxm,8192,256,bf16,,ok,,50,4\n"
-                                      "4,1,4,1,1,1,1,1,selective,true,16,h100-sxm,4096,256,bf16,,ok,,70,3\n");
+                                      "2,1,8,1,1,1,1,1,selective,true,16,h100-sxm,,256,bf16,,ok,,100,2\n"
+                                      "4,1,4,1,1,1,1,1,selective,true,16,h100-sxm,8192,256,bf16,,ok,,70,3\n");
   auto ex = executor();
   EXPECT_THAT(submit_error(*ex, cfg(2, 8, 1, "selective", true)),
-              AllOf(HasSubstr("ambiguous"), HasSubstr("column hidden"), HasSubstr("'4096'"), HasSubstr("'8192'"),
-                    HasSubstr("lines 2, 3")));
-  // A configuration measured once is not ambiguous; a `where` filter settles the other.
-  EXPECT_EQ(run(*ex, cfg(4, 4, 1, "selective", true)).status, COTUNE_STATUS_OK);
-  auto filtered = executor({{"where", {{"hidden", 8192}}}});
+              AllOf(HasSubstr("several values of hidden"), HasSubstr("'4096' (line 2)"), HasSubstr("'8192' (line 4)"),
+                    HasSubstr("\"where\"")));
+  // A `where` filter (or the field in the workload) settles it; an empty cell says nothing.
+  auto filtered = executor({{"where", {{"hidden", 4096}}}});
   TrialResult r = run(*filtered, cfg(2, 8, 1, "selective", true));
   ASSERT_EQ(r.status, COTUNE_STATUS_OK) << r.error;
-  EXPECT_DOUBLE_EQ(json::parse(r.metrics_json)["tokens_per_s"].get<double>(), 50);
+  EXPECT_EQ(json::parse(r.metrics_json)["replay_rows"], 1) << "the row with an empty hidden cell is filtered out";
+  EXPECT_THAT(create_error({{"where", {{"hidden", 1234}}}}), AllOf(HasSubstr("options/where: no row of"), HasSubstr("hidden = 1234")));
+  // A list of values keeps the rows holding any of them.
+  auto both = executor({{"where", {{"hidden", {4096, 8192}}}}});
+  EXPECT_THAT(submit_error(*both, cfg(2, 8, 1, "selective", true)), HasSubstr("several values of hidden"));
 }
 
 // ---------------------------------------------------------------------------------------------

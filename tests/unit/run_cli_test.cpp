@@ -805,7 +805,8 @@ TEST_F(RunCli, AStudyWithNothingLeftToMeasureNamesTheStoresBest) {
   std::ofstream(dir_ + "/runs.csv") << "tp,pp,dp,cp,ep,micro_batch,vpp,zero,recompute,sp,gpus,gpu,global_batch,"
                                        "seq_len,tokens_per_s\n"
                                        "1,1,32,1,1,1,1,1,selective,false,32,h100-sxm,256,8192,400000\n"
-                                       "2,1,16,1,1,1,1,1,selective,true,32,h100-sxm,256,8192,500000\n";
+                                       "2,1,16,1,1,1,1,1,selective,true,32,h100-sxm,256,8192,500000\n"
+                                       "1,1,32,1,1,1,1,1,selective,false,32,h100-sxm,512,8192,450000\n";
   json doc = json::parse(read_file(write_study("throughput", 5, 1, "random")));
   doc["executor"] = {{"name", "replay"}, {"options", {{"file", dir_ + "/runs.csv"}}}};
   std::ofstream(dir_ + "/throughput.json") << doc.dump(2);
@@ -825,7 +826,7 @@ TEST_F(RunCli, AStudyWithNothingLeftToMeasureNamesTheStoresBest) {
   // A study whose trials all came back unavailable did run trials: that is said as a failure to
   // measure, not as a store that had measured everything.
   doc["name"] = "nothing";
-  doc["executor"]["options"] = {{"file", dir_ + "/runs.csv"}, {"restrict_search", false}, {"where", {{"tp", 8}}}};
+  doc["executor"]["options"] = {{"file", dir_ + "/runs.csv"}, {"restrict_search", false}, {"where", {{"global_batch", 512}}}};
   doc["budget"] = {{"trials", 5}, {"max_unavailable", 2}};
   std::ofstream(dir_ + "/nothing.json") << doc.dump(2);
   EXPECT_EQ(run({"run", dir_ + "/nothing.json", "--store", store_}), 1) << err();

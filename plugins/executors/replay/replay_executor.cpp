@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -50,8 +49,7 @@ class ReplayExecutor {
     const std::vector<TrialParam> params = trial_params(trial);
     const std::string_view workload = cotune::view(trial.workload_json);
     // Indexed once per workload and parameter list (a study has one of each).
-    if (!index_ || !index_->built_for(workload, params))
-      index_ = std::make_unique<ReplayIndex>(table_, options_, std::string(workload), params);
+    index_for(workload, params);
     auto job = std::make_unique<Job>();
     job->result.attempts = 1;
     const std::vector<size_t>* rows = index_->find(params);
@@ -63,7 +61,6 @@ class ReplayExecutor {
                           (index_->compared().empty() ? "" : " (" + index_->compared() + ")");
       return job;
     }
-    check_unambiguous(*rows);
     double gpus = std::nan("");  // the trial's GPUs, which a per-GPU throughput is multiplied by
     bool gpus_parameter = false;
     for (const TrialParam& p : params)
@@ -81,8 +78,7 @@ class ReplayExecutor {
       throw cotune::Error(COTUNE_ERR_UNSUPPORTED, "replay executor: restrict_search is false: the study searches the whole space");
     const std::vector<TrialParam> params = study_params(study);
     const std::string_view workload = cotune::view(study.workload_json);
-    if (!index_ || !index_->built_for(workload, params))
-      index_ = std::make_unique<ReplayIndex>(table_, options_, std::string(workload), params);
+    index_for(workload, params);
     if (index_->workload_rows() == 0 && !table_.rows().empty())
       throw cotune::Error(COTUNE_ERR_INVALID_ARGUMENT,
                           "replay executor: none of the " + std::to_string(table_.rows().size()) + " rows of " +
@@ -120,24 +116,58 @@ class ReplayExecutor {
   std::unique_ptr<Job> attach(const cotune_trial& trial, std::string_view) { return submit(trial); }
 
  private:
-  // Rows that match one configuration but differ in a workload column the workload does not decide
-  // are runs of different workloads: refuse rather than mix them.
-  void check_unambiguous(const std::vector<size_t>& rows) const {
+  // The index of the study's workload and parameters (built once: a study has one of each).
+  void index_for(std::string_view workload, const std::vector<TrialParam>& params) {
+    if (index_ && index_->built_for(workload, params)) return;
+    index_ = std::make_unique<ReplayIndex>(table_, options_, std::string(workload), params);
+    say_repeats();
+  }
+
+  // Several rows of one configuration answer their mean: say so, with the widest spread and what
+  // its rows differ in. Published tables repeat a layout across software releases that ran it up to
+  // twice as fast, and the mean of those is no measurement of any release.
+  void say_repeats() const {
     const std::vector<RunRow>& all = table_.rows();
-    for (size_t c : index_->undecided()) {
-      std::map<std::string, std::string> values;  // canonical -> as the first row spells it
-      for (size_t r : rows) values.emplace(canonical(all[r].cells[c]), trim(all[r].cells[c]));
-      if (values.size() < 2) continue;
-      std::string list, lines;
-      for (const auto& v : values) list += (list.empty() ? "'" : ", '") + v.second + "'";
-      for (size_t r : rows) lines += (lines.empty() ? "" : ", ") + std::to_string(all[r].line);
-      const std::string& name = table_.columns()[c];
-      throw cotune::Error(COTUNE_ERR_INVALID_ARGUMENT,
-                          "replay executor: ambiguous: rows of " + table_.file() + " at lines " + lines +
-                              " measured this configuration but differ in column " + name + " (" + list +
-                              "), which the workload does not decide; give the field in the workload, or choose "
-                              "the rows with the option \"where\": {\"" + name + "\": ...}");
+    const std::vector<std::string>& names = table_.metric_names();
+    size_t repeated = 0;
+    double widest = 0;
+    std::string what;
+    for (const auto& [values, rows] : index_->configurations()) {
+      if (rows->size() < 2) continue;
+      ++repeated;
+      for (size_t m = 0; m < names.size(); ++m) {
+        const RunRow *low = nullptr, *high = nullptr;
+        for (size_t r : *rows) {
+          const double v = all[r].metrics[m];
+          if (all[r].status != COTUNE_STATUS_OK || !(v > 0)) continue;
+          if (low == nullptr || v < low->metrics[m]) low = &all[r];
+          if (high == nullptr || v > high->metrics[m]) high = &all[r];
+        }
+        if (low == nullptr || high->metrics[m] / low->metrics[m] - 1 <= widest) continue;
+        widest = high->metrics[m] / low->metrics[m] - 1;
+        what = names[m] + " " + cell_text(low->metrics[m]) + " at line " + std::to_string(low->line) + ", " +
+               cell_text(high->metrics[m]) + " at line " + std::to_string(high->line) + differing_column(*low, *high);
+      }
     }
+    if (repeated == 0) return;
+    const bool wide = widest > 0.05;  // more than run-to-run noise
+    cotune::log(wide ? COTUNE_LOG_WARN : COTUNE_LOG_INFO, "org.cotune.executor.replay",
+                table_.file() + ": " + std::to_string(repeated) + " configuration(s) of this workload are measured by "
+                    "several rows, and each answers their mean" +
+                    (what.empty() ? "" : "; the widest spread is " + std::to_string(int(std::lround(100 * widest))) +
+                                             " % (" + what + ")") +
+                    (wide ? "; to replay one software release or setup, choose its rows with the option \"where\"" : ""));
+  }
+
+  // ", which differ in source_version ('a', 'b')": the first column of neither a parameter nor a
+  // result that two rows of one configuration hold differently; "" when none.
+  std::string differing_column(const RunRow& a, const RunRow& b) const {
+    for (size_t c = 0; c < table_.columns().size(); ++c) {
+      if (table_.is_result_column(c) || canonical(a.cells[c]) == canonical(b.cells[c])) continue;
+      return ", which differ in " + table_.columns()[c] + " ('" + std::string(trim(a.cells[c])) + "', '" +
+             std::string(trim(b.cells[c])) + "')";
+    }
+    return "";
   }
 
   // How answers for rows of this workload are completed, worked out once per workload.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -321,33 +322,55 @@ ReplayIndex::ReplayIndex(const RunTable& table, const ReplayOptions& options, st
     task_lora_ = lora;
   }
 
+  // A parameter the space fixes to one value (the cluster's GPU type and count): a row at another
+  // value is a run of another workload.
+  std::vector<std::pair<size_t, size_t>> fixed;  // (parameter, column)
+  for (size_t i = 0; i < params.size(); ++i)
+    if (params[i].only_value && sources[i].column) fixed.emplace_back(i, *sources[i].column);
+
   const std::vector<RunRow>& rows = table.rows();
-  std::vector<TrialParam> values = params;
-  size_t unstated_rows = 0;  // rows of the workload left out: a parameter's cell is empty
-  std::string first_unstated;
-  std::vector<std::map<std::string, std::string>> open_values(undecided_.size());  // canonical -> as spelt
-  for (size_t r = 0; r < rows.size(); ++r) {
-    const RunRow& row = rows[r];
+  // Why a row is not of this workload: each cell that says so ("column global_batch: '128' where
+  // the workload says 256"); empty when it is.
+  auto mismatches = [&](const RunRow& row) {
+    std::vector<std::string> out;
     // An empty workload cell does not say the row is of another workload (a default left unstated).
-    bool same_workload = true;
     for (const auto& [c, value] : decided) {
       const std::string& cell = row.cells[c];
       if (trim(cell).empty() || cell_matches(cell, value)) continue;
-      same_workload = false;
-      if (first_mismatch_.empty())
-        first_mismatch_ = file + " line " + std::to_string(row.line) + ", column " + table.columns()[c] + ": '" +
-                          std::string(trim(cell)) + "' where the workload says " + cell_text(value);
-      break;
+      out.push_back("column " + table.columns()[c] + ": '" + std::string(trim(cell)) + "' where the workload says " +
+                    cell_text(value));
     }
-    if (same_workload && task && !trim(row.cells[*task]).empty() &&
-        (name_key(row.cells[*task]) == "lora") != task_lora_) {
-      same_workload = false;
-      if (first_mismatch_.empty())
-        first_mismatch_ = file + " line " + std::to_string(row.line) + ", column task: '" +
-                          std::string(trim(row.cells[*task])) + "' where the workload's training.peft is " +
-                          (task_lora_ ? "lora" : "none");
+    for (const auto& [i, c] : fixed) {
+      const std::string& cell = row.cells[c];
+      bool ok = false;
+      if (trim(cell).empty()) continue;
+      const std::string v = canonical_as(params[i].kind, cell, &ok);
+      if (ok && name_key(v) != name_key(*params[i].only_value))
+        out.push_back("column " + table.columns()[c] + ": '" + std::string(trim(cell)) + "' where the space's " +
+                      params[i].name + " can only be " + *params[i].only_value);
     }
-    if (!same_workload) continue;
+    if (task && !trim(row.cells[*task]).empty() && (name_key(row.cells[*task]) == "lora") != task_lora_)
+      out.push_back("column task: '" + std::string(trim(row.cells[*task])) + "' where the workload's training.peft is " +
+                    (task_lora_ ? "lora" : "none"));
+    return out;
+  };
+  size_t closest = std::numeric_limits<size_t>::max();  // mismatches of the row first_mismatch_ names
+
+  std::vector<TrialParam> values = params;
+  size_t unstated_rows = 0;  // rows of the workload left out: a parameter's cell is empty
+  std::string first_unstated;
+  // Per undecided column: canonical value -> (as first spelt, its line).
+  std::vector<std::map<std::string, std::pair<std::string, size_t>>> open_values(undecided_.size());
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const RunRow& row = rows[r];
+    if (const std::vector<std::string> why = mismatches(row); !why.empty()) {
+      if (why.size() < closest) {  // the row nearest to the workload says best what differs
+        closest = why.size();
+        first_mismatch_ = file + " line " + std::to_string(row.line) + ", ";
+        for (size_t k = 0; k < why.size(); ++k) first_mismatch_ += (k ? "; " : "") + why[k];
+      }
+      continue;
+    }
     ++workload_rows_;
     bool stated = true;
     for (size_t i = 0; i < params.size() && stated; ++i) {
@@ -380,22 +403,28 @@ ReplayIndex::ReplayIndex(const RunTable& table, const ReplayOptions& options, st
     }
     if (!stated) continue;
     rows_[key(values)].push_back(r);
-    for (size_t u = 0; u < undecided_.size(); ++u)
-      open_values[u].emplace(canonical(row.cells[undecided_[u]]), trim(row.cells[undecided_[u]]));
+    for (size_t u = 0; u < undecided_.size(); ++u) {
+      const std::string_view cell = trim(row.cells[undecided_[u]]);
+      if (!cell.empty()) open_values[u].emplace(canonical(cell), std::pair{std::string(cell), row.line});
+    }
   }
   if (unstated_rows > 0)
     cotune::log(COTUNE_LOG_WARN, kComponent,
                 file + ": " + std::to_string(unstated_rows) + " row(s) of this workload leave a parameter's cell empty, "
                     "first " + first_unstated + "; they answer no configuration (give the value such a cell stands "
                     "for with the option \"defaults\")");
+  // Rows that differ in a workload column are runs of different workloads (another sequence length,
+  // another model, another dtype): a study must not compare them as layouts of one.
   for (size_t u = 0; u < undecided_.size(); ++u) {
     if (open_values[u].size() < 2) continue;
+    const std::string& name = table.columns()[undecided_[u]];
     std::string list;
-    for (const auto& v : open_values[u]) list += (list.empty() ? "" : ", ") + v.second;
-    cotune::log(COTUNE_LOG_WARN, kComponent,
-                file + ": column " + table.columns()[undecided_[u]] + " holds several values (" + list +
-                    ") that the workload does not choose between; a configuration measured under more than one is "
-                    "refused as ambiguous (give the field in the workload or filter with the option \"where\")");
+    for (const auto& v : open_values[u])
+      list += (list.empty() ? "'" : ", '") + v.second.first + "' (line " + std::to_string(v.second.second) + ")";
+    bad("replay executor: " + file + ": the rows of this workload hold several values of " + name + " (" + list +
+        "), which the workload does not choose between: they are runs of different workloads. State " + name +
+        " in the workload (a preset's own value is not known to the executor), or choose the rows with the option "
+        "\"where\": {\"" + name + "\": ...}");
   }
 }
 

@@ -3,8 +3,8 @@
 // A row belongs to the workload when each of its workload cells (a column named like a field of the
 // workload JSON: global_batch, dtype, gpu, nodes, preset or model, ...) holds the workload's value.
 // Known workload columns the workload JSON does not decide (the model's dimensions under a preset,
-// an unstated dtype) are kept aside: rows that match one configuration must agree on them, or the
-// answer is ambiguous. A row answers a configuration when the cell of every parameter equals the
+// an unstated dtype) must hold one value over the workload's rows, or they are runs of several
+// workloads and the table is refused. A row answers a configuration when the cell of every parameter equals the
 // parameter's value; the rows are indexed by the canonical values of those cells, so looking a
 // configuration up costs one hash of its values.
 #ifndef COTUNE_EXECUTOR_REPLAY_INDEX_HPP_
@@ -78,8 +78,6 @@ class ReplayIndex {
   // Per parameter: true for those the table does not state (the option "unstated"); rows match on
   // the others.
   const std::vector<bool>& unstated() const { return unstated_; }
-  // Workload columns the workload JSON does not decide.
-  const std::vector<size_t>& undecided() const { return undecided_; }
   // The workload columns compared, with the workload's values: "global_batch=256, dtype=bf16".
   const std::string& compared() const { return compared_; }
   // The first row of another workload and the cell that says so ("" when every row is of this one).

@@ -129,12 +129,13 @@ RunTable::RunTable(const ReplayOptions& options) : file_(options.file) {
   if (!options.metrics.empty()) {
     for (const auto& [metric, col] : options.metrics) {
       // A per-GPU throughput under the job's would be gpus times too small, with nothing to say so.
+      const size_t c = require_column(col, "metrics/" + metric);
       if ((metric == "tokens_per_s" || metric == "samples_per_s") && lower(col).find("per_gpu") != std::string::npos)
         bad("replay executor options/metrics/" + metric + ": the column '" + col + "' is per GPU and " + metric +
             " is the whole job's; map it to " + metric + "_per_gpu (a tokens_per_s_per_gpu answers tokens_per_s "
             "as well, times the GPUs)");
       metric_names_.push_back(metric);
-      metric_cols.push_back(require_column(col, "metrics/" + metric));
+      metric_cols.push_back(c);
       factors.push_back(unit_factor(metric, col));
     }
   } else {
@@ -202,6 +203,11 @@ RunTable::RunTable(const ReplayOptions& options) : file_(options.file) {
     row.cells = std::move(fields);
     fields = {};
     rows_.push_back(std::move(row));
+  }
+  if (!filters.empty() && rows_.empty() && skipped_ == 0) {
+    std::string asked;
+    for (const auto& [col, value] : options.where) asked += (asked.empty() ? "" : ", ") + col + " = " + value.dump();
+    bad("replay executor options/where: no row of " + options.file + " holds " + asked);
   }
 }
 
