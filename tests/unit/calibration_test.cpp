@@ -140,6 +140,22 @@ TEST_F(Calibration, RecoversTheConstantsTheRunsWereMadeWith) {
   for (size_t i = 0; i < rs.size(); ++i) EXPECT_NEAR(again[i] / rs[i].measured_step_s, 1.0, 0.002) << rs[i].label;
 }
 
+TEST_F(Calibration, SaysWhenAFitStopsAtTheEndOfTheConstantsRange) {
+  // Step times half the model's: no GEMM efficiency up to 1 explains them, so the fit stops at the
+  // top of its range and says so; a fit inside its range does not.
+  auto rs = runs(json::object(), 20);
+  ASSERT_GE(rs.size(), 10u);
+  for (auto& r : rs) r.measured_step_s /= 2;
+  CalibrationOptions options;
+  options.fit = {"gemm_efficiency_max"};
+  options.prior_sigma = 3;
+  auto result = perf::calibrate(rs, options);
+  ASSERT_EQ(result.fitted.size(), 1u);
+  EXPECT_TRUE(result.fitted[0].at_limit) << result.fitted[0].value;
+  const auto inside = perf::calibrate(runs({{"gemm_efficiency_max", 0.55}}, 20), options);
+  EXPECT_FALSE(inside.fitted[0].at_limit) << inside.fitted[0].value;
+}
+
 // A PyTorch-native trainer's attention (SDPA) runs at a share of the fused kernels' rate; the
 // constant fitted on its runs is the GPU's own, which applied to them (or to fused runs) is right.
 TEST_F(Calibration, RunsOfSdpaAttentionFitTheGpusOwnAttentionEfficiency) {

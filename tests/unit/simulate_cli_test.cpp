@@ -310,9 +310,10 @@ TEST_F(SimulateCli, BatchReadsTheFp8Recipe) {
 TEST_F(SimulateCli, BatchReadsAPublishedTablesTaskAndAKorthikantiName) {
   // A published table's task column: a LoRA run freezes the base weights (no weight-gradient GEMMs,
   // no optimizer state for them), so it is faster than the pretraining and full fine-tuning rows of
-  // the same layout. Korthikanti et al.'s gpt-175b is the preset gpt3-175b.
+  // the same layout. A published table names its model in a model column: Korthikanti et al.'s gpt-175b
+  // is the preset gpt3-175b.
   const std::string in = write("tasks.csv",
-                               "preset,gpu,gpus,global_batch,tp,pp,dp,zero,recompute,task\n"
+                               "model,gpu,gpus,global_batch,tp,pp,dp,zero,recompute,task\n"
                                "llama3-8b,h100-sxm,8,64,1,1,8,1,full,pretrain\n"
                                "llama3-8b,h100-sxm,8,64,1,1,8,1,full,sft\n"
                                "llama3-8b,h100-sxm,8,64,1,1,8,1,full,lora\n"

@@ -47,6 +47,11 @@ void print_result(std::FILE* to, const core::perf::CalibrationResult& r) {
   std::fprintf(to, "  %-30s %12s %12s   %s\n", "constant", "before", "fitted", "1-sigma range");
   for (const auto& f : r.fitted)
     std::fprintf(to, "  %-30s %12.4g %12.4g   [%.4g, %.4g]\n", f.name.c_str(), f.before, f.value, f.low, f.high);
+  for (const auto& f : r.fitted)
+    if (f.at_limit)
+      std::fprintf(to, "  warning: %s stopped at the end of its range (%.4g): the runs ask more of it than the model "
+                       "can give; check what they say (recompute, sp, how a TFLOP/s column was converted) before "
+                       "using the fit\n", f.name.c_str(), f.value);
   for (const std::string& n : r.not_fitted) std::fprintf(to, "  not fitted: %s\n", n.c_str());
   if (r.selection_error.size() > 1) {
     std::fprintf(to, "  cross-validated error fitting the 0, 1, 2, ... most telling constants:");
@@ -64,7 +69,8 @@ void print_result(std::FILE* to, const core::perf::CalibrationResult& r) {
 json result_json(const core::perf::CalibrationResult& r) {
   json fitted = json::array();
   for (const auto& f : r.fitted)
-    fitted.push_back({{"name", f.name}, {"before", f.before}, {"value", f.value}, {"low", f.low}, {"high", f.high}});
+    fitted.push_back({{"name", f.name}, {"before", f.before}, {"value", f.value}, {"low", f.low}, {"high", f.high},
+                      {"at_limit", f.at_limit}});
   auto errors = [](const core::perf::ErrorFigures& e) { return json{{"mape", e.mape}, {"median_ape", e.median_ape}}; };
   json j = {{"gpu", r.gpu},       {"runs", r.runs},           {"fitted", fitted},
             {"not_fitted", r.not_fitted}, {"before", errors(r.before)}, {"after", errors(r.after)},

@@ -502,8 +502,9 @@ CalibrationResult calibrate(const std::vector<CalibrationRun>& runs, const Calib
   for (size_t k = 0; k < index.size(); ++k) {
     const CalibrationConstant& c = kConstants[index[k]];
     const double t = fit.theta(long(k)), s = fit.sigma[k];
-    result.fitted.push_back({c.name, std::exp(theta0(long(k))), std::exp(t),
-                             std::max(c.lower, std::exp(t - s)), std::min(c.upper, std::exp(t + s))});
+    const bool at_limit = t <= std::log(c.lower) + 1e-3 || t >= std::log(c.upper) - 1e-3;
+    result.fitted.push_back({c.name, std::exp(theta0(long(k))), std::exp(t), std::max(c.lower, std::exp(t - s)),
+                             std::min(c.upper, std::exp(t + s)), at_limit});
   }
   result.after = figures(model.residuals(index, fit.theta));
 

@@ -259,6 +259,8 @@ double flops_per_token(const Model& m, double keys) {
 
 double Model::forward_flops_per_token() const { return flops_per_token(*this, seq_len / 2); }
 
+bool names_a_preset(const std::string& name) { return find_preset(name) != nullptr; }
+
 std::vector<std::string> preset_names() {
   std::vector<std::string> names;
   for (const json& p : presets()) names.push_back(p["preset"].get<std::string>());

@@ -78,6 +78,10 @@ struct Model {
 // Names of the built-in presets.
 std::vector<std::string> preset_names();
 
+// Whether `name` names a built-in preset, as a workload's "preset" field would read it (without
+// case and punctuation, an alias, or the only preset with all its words).
+bool names_a_preset(const std::string& name);
+
 // Parses the workload's "model" object: {"preset": "llama3-70b", <overrides>} or explicit
 // dimensions. Throws std::invalid_argument naming the field under `where`.
 Model parse_model(const nlohmann::json& j, const std::string& where);

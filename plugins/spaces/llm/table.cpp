@@ -174,8 +174,11 @@ std::string cell_text(const json& v) {
 
 json model_of(const Cells& r) {
   json model = json::object();
-  const bool preset = r.has("preset");
-  if (preset) model["preset"] = r.text("preset");
+  // A published table's model column names the preset where it names one ("LLAMA3_70B", "Kimi_K2");
+  // otherwise the row's dimensions describe the model.
+  const bool model_preset = !r.has("preset") && r.has("model") && names_a_preset(r.text("model"));
+  const bool preset = r.has("preset") || model_preset;
+  if (preset) model["preset"] = r.text(model_preset ? "model" : "preset");
   for (const ModelColumn& c : kModelColumns) {
     if (!r.has(c.column)) continue;
     json v;
@@ -188,7 +191,10 @@ json model_of(const Cells& r) {
   }
   if (!preset) {
     for (const char* col : {"hidden", "layers", "heads"})
-      if (!r.has(col)) throw std::invalid_argument(std::string("column ") + col + ": missing (required without preset)");
+      if (!r.has(col))
+        throw std::invalid_argument(std::string("column ") + col + ": missing (required without preset)" +
+                                    (r.has("model") ? "; the model '" + r.text("model") + "' is no preset of the llm space"
+                                                    : std::string()));
     if (!model.contains("vocab")) model["vocab"] = 51200;
     if (!model.contains("seq_len")) model["seq_len"] = 2048;
   }
@@ -483,7 +489,7 @@ std::string answer(F&& f) {
 }  // namespace
 
 std::string table_schema() {
-  json reads = json::array({"fsdp", "task", "workload_json"});
+  json reads = json::array({"fsdp", "task", "model", "workload_json"});
   for (const auto& alias : kAliases) reads.push_back(alias.first);
   return json{{"columns", llm_csv_columns()}, {"config_columns", llm_config_columns()}, {"reads", reads}}.dump();
 }

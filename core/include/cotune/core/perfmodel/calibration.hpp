@@ -82,6 +82,10 @@ struct ConstantFit {
   double before = 0;       // the catalogue (or gpu_spec) value
   double value = 0;        // fitted
   double low = 0, high = 0;  // one standard deviation either side
+  // The fit stopped at the end of the constant's range (gemm_efficiency_max at 1): the runs ask
+  // more of it than the model can give, which a wrong column of the runs (recompute, sp, a TFLOP/s
+  // converted with other FLOPs) does more often than the hardware.
+  bool at_limit = false;
 };
 
 struct ErrorFigures {
