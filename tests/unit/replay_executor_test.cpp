@@ -273,12 +273,12 @@ TEST_F(ReplayExecutorTest, APerGpuThroughputAnswersTheJobsAndItsStepTime) {
   // columns: each answer is completed from what its rows give.
   table_ = write("per_gpu.csv",
                  "tp,pp,dp,cp,ep,micro_batch,vpp,zero,recompute,sp,gpus,gpu,global_batch,seq_len,tokens_per_s,"
-                 "step_time_s,tokens_per_s_per_gpu\n"
-                 "2,1,8,1,1,1,1,1,selective,true,16,h100-sxm,256,8192,,,4096\n"
-                 "4,1,4,1,1,1,1,1,selective,true,16,h100-sxm,256,8192,70000,30,\n"
+                 "step_time_s,tokens_per_s_per_gpu,mfu_pct\n"
+                 "2,1,8,1,1,1,1,1,selective,true,16,h100-sxm,256,8192,,,4096,41.5\n"
+                 "4,1,4,1,1,1,1,1,selective,true,16,h100-sxm,256,8192,70000,30,,\n"
                  // one configuration, a row of each kind: each row's own throughput is averaged
-                 "1,1,16,1,1,1,1,1,selective,false,16,h100-sxm,256,8192,60000,,\n"
-                 "1,1,16,1,1,1,1,1,selective,false,16,h100-sxm,256,8192,,,5000\n");
+                 "1,1,16,1,1,1,1,1,selective,false,16,h100-sxm,256,8192,60000,,,\n"
+                 "1,1,16,1,1,1,1,1,selective,false,16,h100-sxm,256,8192,,,5000,\n");
   auto ex = executor();
   TrialResult r = run(*ex, cfg(2, 8, 1, "selective", true));
   ASSERT_EQ(r.status, COTUNE_STATUS_OK) << r.error;
@@ -286,6 +286,7 @@ TEST_F(ReplayExecutorTest, APerGpuThroughputAnswersTheJobsAndItsStepTime) {
   EXPECT_DOUBLE_EQ(m["tokens_per_s_per_gpu"].get<double>(), 4096);
   EXPECT_DOUBLE_EQ(m["tokens_per_s"].get<double>(), 4096.0 * 16);
   EXPECT_DOUBLE_EQ(m["step_time_s"].get<double>(), 256.0 * 8192 / (4096.0 * 16));
+  EXPECT_DOUBLE_EQ(m["mfu"].get<double>(), 0.415);  // a published table's MFU in per cent
   // A row's own figures stand.
   m = json::parse(run(*ex, cfg(4, 4, 1, "selective", true)).metrics_json);
   EXPECT_DOUBLE_EQ(m["tokens_per_s"].get<double>(), 70000);

@@ -147,10 +147,14 @@ RunTable::RunTable(const ReplayOptions& options) : file_(options.file) {
       for (const std::string& base : {stem, std::string(stem == "step_time" ? "iteration_time" : "")})
         for (const char* unit : {"_s", "_ms", "_us", "_min", "_h"})
           if (!c && !base.empty()) c = column(base + unit);
+      // MFU in per cent, as published tables give it ("mfu_pct"), is the fraction mfu.
+      double percent = 1;
+      for (const char* spelled : {"mfu_pct", "mfu_percent"})
+        if (!c && m == "mfu" && (c = column(spelled))) percent = 0.01;
       if (c) {
         metric_names_.push_back(m);
         metric_cols.push_back(*c);
-        factors.push_back(unit_factor(m, columns_[*c]));
+        factors.push_back(unit_factor(m, columns_[*c]) * percent);
       }
     }
     if (metric_names_.empty()) {
