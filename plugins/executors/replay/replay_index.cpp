@@ -79,20 +79,25 @@ std::optional<std::string> only_value(const cotune_param& p) {
   return std::nullopt;
 }
 
+// A parameter as the space describes it, without a value.
+TrialParam described(const cotune_param& p) {
+  TrialParam t;
+  t.name = std::string(cotune::view(p.name));
+  t.kind = p.type == COTUNE_PARAM_CATEGORICAL ? ValueKind::kText
+           : p.type == COTUNE_PARAM_BOOL      ? ValueKind::kBoolean
+                                              : ValueKind::kNumber;
+  t.optional_default = optional_default(p, t.name);
+  t.only_value = only_value(p);
+  return t;
+}
+
 std::vector<TrialParam> trial_params(const cotune_trial& trial) {
   std::vector<TrialParam> out;
   if (trial.params != nullptr && trial.config != nullptr && trial.num_params > 0) {
     for (size_t i = 0; i < trial.num_params; ++i) {
       const cotune_param& p = *trial.params[i];
-      const double x = trial.config[i];
-      TrialParam t;
-      t.name = std::string(cotune::view(p.name));
-      t.kind = p.type == COTUNE_PARAM_CATEGORICAL ? ValueKind::kText
-               : p.type == COTUNE_PARAM_BOOL      ? ValueKind::kBoolean
-                                                  : ValueKind::kNumber;
-      t.value = canonical_value(p, x, t.name);
-      t.optional_default = optional_default(p, t.name);
-      t.only_value = only_value(p);
+      TrialParam t = described(p);
+      t.value = canonical_value(p, trial.config[i], t.name);
       out.push_back(std::move(t));
     }
     return out;
@@ -131,15 +136,7 @@ std::vector<TrialParam> study_params(const cotune_trial& study) {
     bad("replay executor: the host gave no parameters of the space to list the table's configurations by");
   std::vector<TrialParam> out;
   for (size_t i = 0; i < study.num_params; ++i) {
-    const cotune_param& p = *study.params[i];
-    TrialParam t;
-    t.name = std::string(cotune::view(p.name));
-    t.kind = p.type == COTUNE_PARAM_CATEGORICAL ? ValueKind::kText
-             : p.type == COTUNE_PARAM_BOOL      ? ValueKind::kBoolean
-                                                : ValueKind::kNumber;
-    t.optional_default = optional_default(p, t.name);
-    t.only_value = only_value(p);
-    out.push_back(std::move(t));
+    out.push_back(described(*study.params[i]));
   }
   return out;
 }
