@@ -11,6 +11,7 @@
 // .options.json, for `cotune simulate --workload W --config C --space-options "$(cat O)"` to break
 // its step time down.
 #include <cotune/core/registry.hpp>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -116,7 +117,11 @@ void print_repeats(const Scored& everything) {
     const RowPrediction& p = everything.predictions[i];
     if (!p.refused.empty() || p.measured_step_s <= 0) continue;
     std::string key = r.model + "|" + r.gpu + "|" + r.dtype;
-    for (const auto& [column, value] : r.cells) key += "|" + column + "=" + value;
+    // The precision note's words vary by release ("FP8", "FP8-CS"); the recipe they name does not.
+    for (const auto& [column, value] : r.cells)
+      if (column != "dtype_detail") key += "|" + column + "=" + value;
+    const nlohmann::json workload = nlohmann::json::parse(p.workload, nullptr, false);
+    if (workload.is_object()) key += "|" + workload["training"].value("fp8_recipe", std::string());
     Group& g = groups[key];
     g.slice = r.moe ? "moe" : "dense";
     g.measured.push_back(p.measured_step_s);

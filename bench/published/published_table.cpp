@@ -147,14 +147,9 @@ PublishedRow read_row(const CsvTable& t, const CsvRecord& rec) {
   }
   c["gpu"] = r.gpu;
   c["dtype"] = r.dtype;
-  // The FP8 recipe its precision names: MXFP8 ("MXFP8", "FP8-MX"), blockwise ("FP8 blockwise"), and
-  // otherwise per-tensor scaling ("FP8", "FP8-CS": current scaling; NeMo's older delayed scaling).
-  if (r.dtype == "fp8" && !cell("dtype_detail").empty()) {
-    const std::string d = lower(cell("dtype_detail"));
-    c["fp8_recipe"] = d.find("mxfp8") != std::string::npos || d.find("fp8-mx") != std::string::npos ? "mxfp8"
-                      : d.find("blockwise") != std::string::npos                                   ? "blockwise"
-                                                                                                   : "tensorwise";
-  }
+  // The FP8 recipe its precision names: the llm space's table reader reads it (MXFP8, blockwise, else
+  // per-tensor scaling).
+  if (r.dtype == "fp8" && !cell("dtype_detail").empty()) c["dtype_detail"] = cell("dtype_detail");
   if (lower(cell("task")) == "lora") c["peft"] = "lora";  // frozen base weights; sft and pretrain train them all
   c["attention"] = "flash";
   c["kernels"] = kernels_of(cell("kernels"), cell("source_repo"),

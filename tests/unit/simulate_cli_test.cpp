@@ -306,6 +306,35 @@ TEST_F(SimulateCli, BatchReadsTheFp8Recipe) {
   EXPECT_THAT(rows[6][col("reason")], HasSubstr("column fp8_recipe: 'tensorwise' disagrees with the dtype 'mxfp8'"));
 }
 
+// A published table names the FP8 recipe in its precision note (dtype_detail): MXFP8 as MXFP8, any
+// other FP8 note as per-tensor scaling; a recipe column or a dtype that names one comes first, and a
+// bf16 row's note says nothing of FP8.
+TEST_F(SimulateCli, BatchReadsTheFp8RecipeOfAPublishedPrecisionNote) {
+  const std::string in = write("detail.csv",
+                               "name,preset,gpu,gpus,global_batch,zero,dtype,dtype_detail,fp8_recipe\n"
+                               "mx,llama3-8b,gb200,8,64,1,fp8,MXFP8,\n"
+                               "mx-dash,llama3-8b,gb200,8,64,1,fp8,FP8-MX,\n"
+                               "cs,llama3-8b,gb200,8,64,1,fp8,FP8-CS,\n"
+                               "plain,llama3-8b,gb200,8,64,1,fp8,\"FP8, primary value\",\n"
+                               "blockwise,llama3-8b,gb200,8,64,1,fp8,FP8 blockwise per page footnote,\n"
+                               "column-first,llama3-8b,gb200,8,64,1,fp8,MXFP8,tensorwise\n"
+                               "dtype-first,llama3-8b,gb200,8,64,1,fp8_cs,MXFP8,\n"
+                               "bf16,llama3-8b,gb200,8,64,1,bf16,MXFP8,\n");
+  int status = 0;
+  const auto rows = batch(in, "detail-out.csv", &status);
+  EXPECT_EQ(status, 0);
+  ASSERT_EQ(rows.size(), 9u);
+  const auto& h = rows[0];
+  auto col = [&](const std::string& n) { return std::find(h.begin(), h.end(), n) - h.begin(); };
+  const std::vector<std::string> used = {"mxfp8",      "mxfp8",      "tensorwise", "tensorwise",
+                                         "blockwise",  "tensorwise", "tensorwise", ""};
+  for (size_t i = 1; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i][col("status")], "ok") << rows[i][col("reason")];
+    EXPECT_EQ(rows[i][col("fp8_recipe_used")], used[i - 1]) << rows[i][col("name")];
+  }
+  EXPECT_GT(std::stod(rows[1][col("step_time_s")]), 1.03 * std::stod(rows[3][col("step_time_s")]));
+}
+
 // A bad cell is named as the column it came from, before the space's own words for the field.
 TEST_F(SimulateCli, BatchReadsAPublishedTablesTaskAndAKorthikantiName) {
   // A published table's task column: a LoRA run freezes the base weights (no weight-gradient GEMMs,

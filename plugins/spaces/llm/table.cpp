@@ -89,6 +89,15 @@ std::string fp8_recipe_word(const std::string& w) {
   return "";
 }
 
+// The FP8 recipe a published table's precision note names (its dtype_detail column, free text in
+// lower case): MXFP8 ("MXFP8", "FP8-MX"), blockwise ("FP8 blockwise ..."), and otherwise per-tensor
+// scaling ("FP8", "FP8-CS": current scaling; NeMo's older delayed and hybrid scaling time alike).
+std::string fp8_recipe_of_detail(const std::string& detail) {
+  if (detail.find("mxfp8") != std::string::npos || detail.find("fp8-mx") != std::string::npos) return "mxfp8";
+  if (detail.find("blockwise") != std::string::npos) return "blockwise";
+  return "tensorwise";
+}
+
 // A yes/no cell in lower case as logs write it (True/False, yes/no, on/off, 1/0); nullopt otherwise.
 std::optional<bool> truth(const std::string& w) {
   if (w == "true" || w == "yes" || w == "1" || w == "on") return true;
@@ -343,6 +352,8 @@ LlmCsvRow llm_row_from_cells(const CsvCellLookup& cell) {
       training["fp8_recipe"] = named.empty() || recipe != "auto" ? recipe : named;
     } else if (!named.empty()) {
       training["fp8_recipe"] = named;
+    } else if (r.has("dtype_detail") && training["dtype"] == "fp8") {
+      training["fp8_recipe"] = fp8_recipe_of_detail(r.word("dtype_detail", ""));
     }
     if (r.has("grad_reduce")) training["grad_reduce"] = dtype_word(r.word("grad_reduce", ""));
     if (r.has("peft")) training["peft"] = r.word("peft", "");
@@ -489,7 +500,7 @@ std::string answer(F&& f) {
 }  // namespace
 
 std::string table_schema() {
-  json reads = json::array({"fsdp", "task", "model", "workload_json"});
+  json reads = json::array({"fsdp", "task", "model", "dtype_detail", "workload_json"});
   for (const auto& alias : kAliases) reads.push_back(alias.first);
   return json{{"columns", llm_csv_columns()}, {"config_columns", llm_config_columns()}, {"reads", reads}}.dump();
 }
