@@ -628,7 +628,7 @@ TEST_F(HistoryImport, AStudysFormatTravelsWithItsRuns) {
   // The export itself holds measured columns named like simulate's output: refused, saying why.
   CliRun raw = cli("simulate --batch " + out);
   EXPECT_EQ(raw.status, 2);
-  EXPECT_THAT(raw.out, HasSubstr("input columns named like the output's (status, step_time_s, tokens_per_s, "
+  EXPECT_THAT(raw.out, HasSubstr("input columns named like the output's or measured (status, step_time_s, tokens_per_s, "
                                  "tflops_per_gpu, mfu, peak_mem_gib): drop or rename them"));
 
   CliRun unknown = cli("simulate --batch " + path("bad.csv"));

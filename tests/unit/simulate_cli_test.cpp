@@ -335,6 +335,50 @@ TEST_F(SimulateCli, BatchReadsTheFp8RecipeOfAPublishedPrecisionNote) {
   EXPECT_GT(std::stod(rows[1][col("step_time_s")]), 1.03 * std::stod(rows[3][col("step_time_s")]));
 }
 
+// A published table's fsdp cell as PyTorch FSDP logs print it, mixed-precision and checkpointing
+// words as trainers write them; a strategy the reader does not know is refused, naming the column.
+TEST_F(SimulateCli, BatchReadsFsdpStrategiesAndTrainersWords) {
+  const std::string in = write("fsdp.csv",
+                               "name,preset,gpu,gpus,global_batch,dtype,recompute,fsdp\n"
+                               "degree,llama3-8b,h100-sxm,8,64,bf16,full,8\n"
+                               "full,llama3-8b,h100-sxm,8,64,amp_bf16,full,FULL_SHARD\n"
+                               "hybrid,llama3-8b,h100-sxm,8,64,bf16-mixed,full,HYBRID_SHARD\n"
+                               "grad-op,llama3-8b,h100-sxm,8,64,bfloat16,full,ShardingStrategy.SHARD_GRAD_OP\n"
+                               "none,llama3-8b,h100-sxm,8,64,bf16,full,NO_SHARD\n"
+                               "zero-degree,llama3-8b,h100-sxm,8,64,bf16,full,0\n"
+                               "op,llama3-8b,h100-sxm,8,64,bf16,selective (op),FULL_SHARD\n"
+                               "bad,llama3-8b,h100-sxm,8,64,bf16,full,SHARD_EVERYTHING\n");
+  int status = 0;
+  const auto rows = batch(in, "fsdp-out.csv", &status);
+  EXPECT_EQ(status, 1);
+  ASSERT_EQ(rows.size(), 9u);
+  const auto& h = rows[0];
+  auto col = [&](const std::string& n) { return std::find(h.begin(), h.end(), n) - h.begin(); };
+  for (size_t i = 1; i <= 7; ++i) EXPECT_NE(rows[i][col("status")], "invalid") << rows[i][col("reason")];
+  // Full and hybrid sharding are the degree's ZeRO-3; SHARD_GRAD_OP keeps whole weights (more memory);
+  // NO_SHARD and a degree of 0 keep everything whole (most).
+  const auto mem = [&](size_t i) { return std::stod(rows[i][col("peak_mem_gib")]); };
+  EXPECT_EQ(rows[2][col("step_time_s")], rows[1][col("step_time_s")]);
+  EXPECT_EQ(rows[3][col("step_time_s")], rows[1][col("step_time_s")]);
+  EXPECT_GT(mem(4), mem(1) + 5);
+  EXPECT_GT(mem(5), mem(4) + 5);
+  EXPECT_EQ(rows[6][col("peak_mem_gib")], rows[5][col("peak_mem_gib")]);
+  EXPECT_LT(std::stod(rows[7][col("step_time_s")]), std::stod(rows[1][col("step_time_s")]));  // selective < full
+  EXPECT_EQ(rows[8][col("status")], "invalid");
+  EXPECT_THAT(rows[8][col("reason")], HasSubstr("column fsdp: expected a sharding degree (0: none) or a ShardingStrategy"));
+  EXPECT_THAT(rows[8][col("reason")], HasSubstr("got 'SHARD_EVERYTHING'"));
+}
+
+// A published table's measured figures beside the model's would read as its answer: refused.
+TEST_F(SimulateCli, BatchRefusesAPublishedTablesMeasuredColumns) {
+  const std::string in = write("measured.csv",
+                               "preset,gpu,gpus,global_batch,tokens_per_s_per_gpu,mfu_pct\n"
+                               "llama3-8b,h100-sxm,8,64,9000,40\n");
+  const CliRun r = cli("simulate --batch " + in);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.out, HasSubstr("named like the output's or measured (tokens_per_s_per_gpu, mfu_pct)"));
+}
+
 // A bad cell is named as the column it came from, before the space's own words for the field.
 TEST_F(SimulateCli, BatchReadsAPublishedTablesTaskAndAKorthikantiName) {
   // A published table's task column: a LoRA run freezes the base weights (no weight-gradient GEMMs,

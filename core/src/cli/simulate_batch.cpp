@@ -133,11 +133,15 @@ size_t simulate_batch(const core::Registry& registry, const core::TableSchema& s
   // A file of measured runs (export-history's, a RUNS.csv for calibrate) has columns named like the
   // output's. Written back beside the model's they would read as measurements of a file that holds
   // the model's figures under the measured names, so they are refused, saying what to do.
+  // So are a published table's other measured figures (per GPU, MFU in per cent), which would sit
+  // beside the model's tokens/s and MFU looking like its answer.
   std::string clashing;
   for (const std::string& a : added)
     if (index.count(a)) clashing += (clashing.empty() ? "" : ", ") + a;
+  for (const char* measured : {"tokens_per_s_per_gpu", "mfu_pct", "mfu_percent"})
+    if (index.count(measured)) clashing += (clashing.empty() ? "" : ", ") + std::string(measured);
   if (!clashing.empty())
-    throw core::UserError(source + ": input columns named like the output's (" + clashing +
+    throw core::UserError(source + ": input columns named like the output's or measured (" + clashing +
                           "): drop or rename them (a file of measured runs calibrates as it is: cotune calibrate --runs)");
   // What each column stands for (Megatron-LM argument names read as the schema's): the output keeps
   // the input's own names.

@@ -10,6 +10,8 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <optional>
@@ -74,10 +76,13 @@ const char* const kBandwidthColumns[] = {"nvlink_GBps", "network_GBps", "island_
 
 // Precisions as logs name them: MXFP8, fp8_cs (current scaling), NVFP4, bfloat16.
 std::string dtype_word(const std::string& w) {
-  if (w.rfind("fp8", 0) == 0 || w.rfind("mxfp8", 0) == 0) return "fp8";
+  if (w.rfind("fp8", 0) == 0 || w.rfind("mxfp8", 0) == 0 || w == "float8") return "fp8";
   if (w.rfind("fp4", 0) == 0 || w.rfind("nvfp4", 0) == 0 || w.rfind("mxfp4", 0) == 0) return "fp4";
-  if (w == "bfloat16") return "bf16";
-  if (w == "float16" || w == "half") return "fp16";
+  // Mixed precision as trainers name it: Composer's amp_bf16, Lightning's bf16-mixed.
+  for (const char* bf16 : {"bfloat16", "amp_bf16", "bf16-mixed", "bf16_mixed", "bf16-amp", "bf16_amp"})
+    if (w == bf16) return "bf16";
+  for (const char* fp16 : {"float16", "half", "amp_fp16", "fp16-mixed", "16-mixed", "fp16_mixed", "amp"})
+    if (w == fp16) return "fp16";
   if (w == "float32") return "fp32";
   return w;
 }
@@ -105,10 +110,33 @@ std::optional<bool> truth(const std::string& w) {
   return std::nullopt;
 }
 
+// The ZeRO stage a published table's fsdp cell says: a degree (> 0: parameters, gradients and
+// optimizer state sharded, ZeRO-3; 0: not sharded, `fallback`), yes/no, or PyTorch FSDP's
+// ShardingStrategy (FULL_SHARD and HYBRID_SHARD shard all three, within the shard group for the
+// latter, which is timed as sharding over all data-parallel ranks; SHARD_GRAD_OP and
+// _HYBRID_SHARD_ZERO2 keep parameters whole, ZeRO-2; NO_SHARD is DDP).
+double zero_of_fsdp_cell(const std::string& w, double fallback) {
+  std::string s;
+  for (char ch : w) s += ch == '-' || ch == ' ' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (const std::optional<bool> t = truth(s)) return *t ? 3 : fallback;
+  if (s.rfind("shardingstrategy.", 0) == 0) s = s.substr(std::strlen("shardingstrategy."));
+  if (s == "full_shard" || s == "hybrid_shard") return 3;
+  if (s == "shard_grad_op" || s == "_hybrid_shard_zero2" || s == "hybrid_shard_zero2") return 2;
+  if (s == "no_shard") return 0;
+  char* end = nullptr;
+  const double v = std::strtod(w.c_str(), &end);
+  if (!w.empty() && end == w.c_str() + w.size() && v >= 0 && v == std::floor(v)) return v > 0 ? 3 : fallback;
+  throw std::invalid_argument("column fsdp: expected a sharding degree (0: none) or a ShardingStrategy (FULL_SHARD, "
+                              "HYBRID_SHARD, SHARD_GRAD_OP, NO_SHARD), got '" + w + "'");
+}
+
 // Activation checkpointing as logs write it: a yes/no (yes: every layer, full) or the mode.
 std::string recompute_word(const std::string& w) {
   const std::optional<bool> t = truth(w);
-  return t ? (*t ? "full" : "none") : w;
+  if (t) return *t ? "full" : "none";
+  // TorchTitan's op-level selective checkpointing as logs name it: "selective (op)", "selective_op", "op".
+  if (w.rfind("selective", 0) == 0 || w == "op" || w == "sac") return "selective";
+  return w;
 }
 
 const char* const kTrainingColumns[] = {"global_batch", "dtype",   "attention", "kernels",
@@ -363,9 +391,10 @@ LlmCsvRow llm_row_from_cells(const CsvCellLookup& cell) {
     row.workload = {{"model", model}, {"training", training}, {"cluster", cluster}};
   }
 
-  // zero, or a published table's fsdp column (> 0: FSDP over that many ranks, ZeRO-3).
+  // zero, or a published table's fsdp column: a degree (> 0: FSDP over that many ranks, ZeRO-3) or
+  // PyTorch FSDP's sharding strategy as logs print it.
   double zero = r.integer("zero", 0);
-  if (!r.has("zero") && r.has("fsdp") && r.integer("fsdp", 0) > 0) zero = 3;
+  if (!r.has("zero") && r.has("fsdp")) zero = zero_of_fsdp_cell(r.text("fsdp"), zero);
 
   const std::string recompute = recompute_word(r.word("recompute", "none"));
   const bool sp = r.boolean("sp", false);
