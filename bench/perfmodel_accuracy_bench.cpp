@@ -116,7 +116,9 @@ void print_repeats(const Scored& everything) {
     const PublishedRow& r = *everything.rows[i];
     const RowPrediction& p = everything.predictions[i];
     if (!p.refused.empty() || p.measured_step_s <= 0) continue;
-    std::string key = r.model + "|" + r.gpu + "|" + r.dtype;
+    // A variant of the model or its run (model_variant: "+ torch.compile", "AsyncTP") is another
+    // configuration, not another release of the same one.
+    std::string key = r.model + "|" + r.variant + "|" + r.gpu + "|" + r.dtype;
     // The precision note's words vary by release ("FP8", "FP8-CS"); the recipe they name does not.
     for (const auto& [column, value] : r.cells)
       if (column != "dtype_detail") key += "|" + column + "=" + value;
@@ -183,6 +185,16 @@ int main(int argc, char** argv) {
 
     std::map<std::string, Scored> all_slices;
     const std::vector<PublishedTable> tables = cotune::core::perf::read_published_tables(dir + "/published");
+    // --table takes the name as the headings print it (published/NAME), the file's (NAME.csv) or NAME.
+    if (only.rfind("published/", 0) == 0) only = only.substr(std::strlen("published/"));
+    if (only.size() > 4 && only.compare(only.size() - 4, 4, ".csv") == 0) only.resize(only.size() - 4);
+    if (!only.empty() && std::none_of(tables.begin(), tables.end(), [&](const PublishedTable& t) { return t.name == only; })) {
+      std::string names;
+      for (const PublishedTable& t : tables) names += (names.empty() ? "" : ", ") + t.name;
+      std::fprintf(stderr, "--table %s: no such table under %s/published (there: %s)\n", only.c_str(), dir.c_str(),
+                   names.c_str());
+      return 2;
+    }
     for (const PublishedTable& t : tables) {
       if (!only.empty() && t.name != only) continue;
       Scored table;

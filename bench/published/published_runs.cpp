@@ -186,6 +186,7 @@ RowPrediction predict_row(const Registry& registry, const PublishedRow& row, con
     std::string granularity, modules;
   };
   std::vector<Recompute> recomputes = {{r.config["recompute"].get<std::string>(), ""}};
+  if (row.recompute_defaulted) recomputes.push_back({"full", ""});
   if (row.recompute_unstated)
     recomputes = {{"none", ""},
                   {"selective", "core_attn"},

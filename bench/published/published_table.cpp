@@ -6,6 +6,7 @@
 #include <cotune/core/perfmodel/perfmodel.hpp>
 
 #include <algorithm>
+#include <vector>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -51,6 +52,44 @@ std::string catalogue_gpu(const std::string& gpu) {
   return name.empty() ? lower(gpu) : name;
 }
 
+// Whether free text says torch.compile was on: some mention of "compile" that no negation next to
+// it takes back ("no torch.compile", "without compile", "not using torch.compile", "torch.compile
+// disabled", "compile: False", "compile=0", "uncompiled").
+bool says_compiled(const std::string& text) {
+  auto words = [](const std::string& s) {
+    std::vector<std::string> w;
+    std::string cur;
+    for (char ch : s) {
+      if (std::isalnum(static_cast<unsigned char>(ch)) || ch == '/') cur += ch;
+      else if (!cur.empty()) w.push_back(cur), cur.clear();
+    }
+    if (!cur.empty()) w.push_back(cur);
+    return w;
+  };
+  static const std::vector<std::string> kBefore = {"no", "without", "not", "w/o", "never"};
+  static const std::vector<std::string> kAfter = {"disabled", "off", "false", "unused", "0", "no", "not"};
+  const auto in = [](const std::vector<std::string>& set, const std::string& w) {
+    return std::find(set.begin(), set.end(), w) != set.end();
+  };
+  for (size_t at = text.find("compile"); at != std::string::npos; at = text.find("compile", at + 1)) {
+    if (at >= 2 && text.compare(at - 2, 2, "un") == 0) continue;  // uncompiled
+    // The clause around this mention (a comma, semicolon or bracket ends it); three words each side.
+    const size_t cut = text.find_last_of(",;()\n", at);
+    const size_t from = cut == std::string::npos ? 0 : cut + 1;
+    const size_t to = std::min(text.size(), text.find_first_of(",;()\n", at));
+    const size_t word_end = text.find_first_not_of("abcdefghijklmnopqrstuvwxyz", at);
+    const std::vector<std::string> before = words(text.substr(from, at - from));
+    const std::vector<std::string> after =
+        words(text.substr(std::min(word_end, to), to - std::min(word_end, to)));
+    bool negated = false;
+    for (size_t i = before.size() > 3 ? before.size() - 3 : 0; i < before.size(); ++i)
+      negated = negated || in(kBefore, before[i]);
+    for (size_t i = 0; i < after.size() && i < 3; ++i) negated = negated || in(kAfter, after[i]);
+    if (!negated) return true;
+  }
+  return false;
+}
+
 // How the row's framework runs elementwise work and attention (the llm space's training.kernels):
 // the row's own `kernels` cell; else PyTorch-native trainers (by their repository) run eager, or
 // compiled where the row says torch.compile was on; everything else (Megatron-LM, NeMo,
@@ -63,12 +102,7 @@ std::string kernels_of(const std::string& stated, const std::string& repo, const
                         "accelerate", "litgpt", "lit-gpt", "olmo", "fms-fsdp"})
     native = native || r.find(n) != std::string::npos;
   if (!native) return "fused";
-  const std::string n = lower(notes);
-  bool compiled = n.find("compile") != std::string::npos;
-  for (const char* off : {"no compile", "without compile", "compile=false", "compile: false", "compile off",
-                          "not compiled", "uncompiled"})
-    compiled = compiled && n.find(off) == std::string::npos;
-  return compiled ? "compiled" : "eager";
+  return says_compiled(lower(notes)) ? "compiled" : "eager";
 }
 
 // The recompute cell as the llm space names it: tables also write activation checkpointing as a
@@ -77,21 +111,26 @@ std::string recompute_of(const std::string& cell) {
   const std::string v = lower(cell);
   if (v == "true" || v == "yes" || v == "1" || v == "on") return "full";
   if (v == "false" || v == "no" || v == "0" || v == "off") return "none";
-  if (v == "op" || v == "sac" || v == "selective-op") return "selective";
+  if (v == "op" || v == "sac" || v.rfind("selective", 0) == 0) return "selective";  // "selective (op)"
   return v;
 }
 
+// The slice's precision: the llm space's word for what the dtype cell says (bfloat16, amp_bf16 and
+// bf16-mixed are bf16; MXFP8 and float8 fp8).
 std::string dtype_of(const std::string& dtype) {
   const std::string d = lower(dtype);
-  if (d.rfind("fp8", 0) == 0 || d.find("mxfp8") != std::string::npos) return "fp8";
+  if (d.rfind("fp8", 0) == 0 || d.find("mxfp8") != std::string::npos || d == "float8") return "fp8";
   if (d.rfind("fp4", 0) == 0 || d.find("nvfp4") != std::string::npos) return "fp4";
-  if (d == "fp16") return "fp16";
-  return d.empty() ? "bf16" : d;
+  if (d.empty() || d.find("bf16") != std::string::npos || d == "bfloat16") return "bf16";
+  if (d.find("fp16") != std::string::npos || d == "float16" || d == "half" || d == "16-mixed") return "fp16";
+  return d;
 }
 
 // Dense transformer FLOPs per token (forward x 3) as Megatron-LM and NeMo count them, from the
-// row's cells; 0 when the row is not a plain dense model.
-double dense_flops_per_token(const std::map<std::string, std::string>& c, FlopsConvention conv) {
+// row's cells; 0 when the row is not a plain dense model. `recomputed`: the layers' forward counted
+// a second time, as Megatron-LM's A100 papers count full recomputation (eq. 3: 4 passes over the
+// layers, 3 over the output layer).
+double dense_flops_per_token(const std::map<std::string, std::string>& c, FlopsConvention conv, bool recomputed = false) {
   auto get = [&](const char* k, double fallback) {
     double v = fallback;
     auto it = c.find(k);
@@ -103,9 +142,9 @@ double dense_flops_per_token(const std::map<std::string, std::string>& c, FlopsC
   if (h <= 0 || L <= 0 || a <= 0 || s <= 0 || V <= 0 || get("experts", 1) > 1) return 0;
   const double kv = get("kv_heads", a), ffn = get("ffn_hidden", 4 * h), hd = get("head_dim", h / a);
   const double mats = c.count("gated_mlp") && c.at("gated_mlp") == "true" ? 3 : 2;
-  const double params = L * (h * (a * hd + 2 * kv * hd) + a * hd * h + mats * h * ffn) + V * h;
+  const double layer_params = L * (h * (a * hd + 2 * kv * hd) + a * hd * h + mats * h * ffn);
   const double keys = conv == FlopsConvention::kCausal ? s / 2 : s;
-  return 3 * (2 * params + L * 4 * keys * a * hd);
+  return (recomputed ? 4 : 3) * (2 * layer_params + L * 4 * keys * a * hd) + 3 * 2 * V * h;
 }
 
 PublishedRow read_row(const CsvTable& t, const CsvRecord& rec) {
@@ -116,6 +155,7 @@ PublishedRow read_row(const CsvTable& t, const CsvRecord& rec) {
   PublishedRow r;
   r.line = rec.line;
   r.model = cell("model");
+  r.variant = cell("model_variant");
   r.version = cell("source_version");
   r.gpu = catalogue_gpu(cell("gpu"));
   r.dtype = dtype_of(cell("dtype"));
@@ -151,10 +191,32 @@ PublishedRow read_row(const CsvTable& t, const CsvRecord& rec) {
   // per-tensor scaling).
   if (r.dtype == "fp8" && !cell("dtype_detail").empty()) c["dtype_detail"] = cell("dtype_detail");
   if (lower(cell("task")) == "lora") c["peft"] = "lora";  // frozen base weights; sft and pretrain train them all
-  c["attention"] = "flash";
+  // What a model_variant says of the model: DeepSeek-V3 "w/o MTP" drops the preset's multi-token
+  // prediction layer; "tokendrop" caps each expert's tokens at the mean (Megatron-Bridge's token-drop
+  // recipes: capacity factor 1.0, padded to it).
+  const std::string variant = lower(r.variant);
+  const auto says = [&](std::initializer_list<const char*> words) {
+    return std::any_of(words.begin(), words.end(), [&](const char* w) { return variant.find(w) != std::string::npos; });
+  };
+  if (!c.count("mtp_layers") && says({"w/o mtp", "without mtp", "no mtp"})) c["mtp_layers"] = "0";
+  if (r.moe && !c.count("capacity_factor") && says({"tokendrop", "token drop", "token-drop"})) c["capacity_factor"] = "1";
   c["kernels"] = kernels_of(cell("kernels"), cell("source_repo"),
                             cell("notes") + " " + cell("dtype_detail") + " " + cell("model_variant"));
-  c["dropout"] = "false";
+  // Megatron-style runs on Ampere ran Megatron-LM as it was before Transformer Engine: attention with
+  // the score matrix materialised (its fused softmax; --use-flash-attn came in 2023 and was opt-in),
+  // dropout at its defaults (0.1), no sequence parallelism, no distributed optimizer and the
+  // gradient all-reduce after the backward: the settings of its A100 papers (the two tuning
+  // tables). Everything since, and PyTorch-native trainers, run flash attention without dropout.
+  const bool ampere_or_older = r.gpu.rfind("a100", 0) == 0 || r.gpu.rfind("v100", 0) == 0;
+  const bool megatron_on_ampere = ampere_or_older && c["kernels"] == "fused";
+  c["attention"] = megatron_on_ampere ? "unfused" : "flash";
+  c["dropout"] = megatron_on_ampere ? "true" : "false";
+  if (megatron_on_ampere) {
+    r.recompute_counted = recompute_of(cell("recompute")) == "full";
+    c["overlap_grad_reduce"] = "false";
+    if (!c.count("sp")) c["sp"] = "false";
+    if (!c.count("zero") && (cell("fsdp").empty() || cell("fsdp") == "0")) c["zero"] = "0";
+  }
   // Megatron-Bridge's performance summary runs its perf recipes, whose precision sets
   // grad_reduce_in_fp32 = False (frameworks/nemo_recipe_fields.md): bf16 gradient buffers.
   if (lower(cell("source_repo")).find("megatron-bridge") != std::string::npos &&
@@ -166,7 +228,6 @@ PublishedRow read_row(const CsvTable& t, const CsvRecord& rec) {
   // bf16 and fp8 model that uses TP (tp_comm_overlap = True; False on MoE models and in NVFP4:
   // frameworks/nemo_recipe_parallelism.csv). Transformer Engine's userbuffers came with Hopper:
   // NVIDIA's Ampere tables (Megatron-LM's papers) predate them.
-  const bool ampere_or_older = r.gpu.rfind("a100", 0) == 0 || r.gpu.rfind("v100", 0) == 0;
   const bool nvidia_recipe = lower(cell("source_repo")).find("nvidia") != std::string::npos && !ampere_or_older;
   if (!cell("tp_comm_overlap").empty()) c["tp_comm_overlap"] = cell("tp_comm_overlap");
   else if (nvidia_recipe && !r.moe && r.dtype != "fp4" && tp > 1) c["tp_comm_overlap"] = "true";
@@ -174,8 +235,13 @@ PublishedRow read_row(const CsvTable& t, const CsvRecord& rec) {
   // cross_entropy_loss_fusion; Megatron-LM's own default, which its A100 papers ran, does not).
   if (!cell("cross_entropy_fusion").empty()) c["cross_entropy_fusion"] = cell("cross_entropy_fusion");
   else if (nvidia_recipe) c["cross_entropy_fusion"] = "true";
+  // The fsdp cell as the llm space reads it (a degree or FSDP's sharding strategy); not sharded, the
+  // distributed optimizer (ZeRO-1: Megatron-Bridge's and NeMo's default).
   double fsdp = 0;
-  if (!c.count("zero")) c["zero"] = number(cell("fsdp"), &fsdp) && fsdp > 0 ? "3" : "1";
+  if (!c.count("zero")) {
+    if (!cell("fsdp").empty() && !(number(cell("fsdp"), &fsdp) && fsdp == 0)) c["fsdp"] = cell("fsdp");
+    else c["zero"] = "1";
+  }
   if (!c.count("sp")) c["sp"] = tp > 1 ? "true" : "false";
   if (!cell("micro_batch").empty()) c["micro_batch"] = cell("micro_batch");
   else r.micro_batch_unstated = true;
@@ -184,7 +250,10 @@ PublishedRow read_row(const CsvTable& t, const CsvRecord& rec) {
   std::string recompute = recompute_of(cell("recompute"));
   // TorchTitan checkpoints selectively by default (per operator, its activation_checkpoint mode):
   // an unstated cell there is that default, not a choice left to the fastest fit.
-  if (recompute.empty() && lower(cell("source_repo")).find("torchtitan") != std::string::npos) recompute = "selective";
+  if (recompute.empty() && lower(cell("source_repo")).find("torchtitan") != std::string::npos) {
+    recompute = "selective";
+    r.recompute_defaulted = true;
+  }
   if (recompute.empty()) r.recompute_unstated = true;
   else c["recompute"] = recompute;
 
@@ -255,7 +324,8 @@ PublishedTable read_published_table(const std::string& path) {
     std::map<std::string, std::string> c = r.cells;
     if (c.count("gated_mlp_fallback") && !c.count("gated_mlp")) c["gated_mlp"] = c["gated_mlp_fallback"];
     if (table.convention == FlopsConvention::kCausal) continue;  // the model's own count, once simulated
-    const double per_token = dense_flops_per_token(c, table.convention);
+    // Megatron-LM on Ampere printed hardware FLOPs: with full recomputation, eq. 3's fourth pass.
+    const double per_token = dense_flops_per_token(c, table.convention, r.recompute_counted);
     double gbs = 0, seq = 0, gpus = 0;
     number(c["global_batch"], &gbs);
     number(c["seq_len"], &seq);

@@ -38,17 +38,24 @@ enum class FlopsConvention { kCausal, kFullAttention };
 struct PublishedRow {
   size_t line = 0;
   std::string model, gpu, dtype;  // as the table names them (gpu: the catalogue name it maps to)
+  std::string variant;             // model_variant: "+ torch.compile", "AsyncTP", ... ("" when none)
   std::string version;             // the software release it ran (source_version; "" when unstated)
   bool moe = false;
   std::map<std::string, std::string> cells;  // the llm CSV schema's cells
   bool micro_batch_unstated = false, vpp_unstated = false, recompute_unstated = false, etp_unstated = false,
        ep_unstated = false;
+  // The recompute cell is the framework's default, not the row's word (TorchTitan's selective): full
+  // recomputation is tried when it does not fit, as a user of that framework would.
+  bool recompute_defaulted = false;
   double measured_step_s = 0;  // from step_time_s or tokens/s (per GPU); or TFLOP/s (below)
   std::string measured_from;   // which column it came from
   // TFLOP/s when that is all the row gives. Counted with full attention, the step time follows from
   // the dense formula (measured_step_s is set); counted causally, from the model's own FLOPs
   // (Megatron-LM's count, MoE and MLA included: measured_step_s stays 0 until simulated).
   double published_tflops = 0;
+  // Its TFLOP/s count the recomputed forward (Megatron-LM's A100 papers, eq. 3, under full
+  // recomputation): hardware FLOPs, converted as such.
+  bool recompute_counted = false;
   std::string refused;         // why the row cannot be described ("" when it can)
 
   std::string slice() const;   // "gpu dtype dense|moe"

@@ -90,10 +90,103 @@ TEST(PerfAccuracy, PublishedRowsNameTheirKernelsRecomputeAndGpu) {
   EXPECT_EQ(t.rows[2].gpu, "a100-80gb");
   EXPECT_EQ(t.rows[3].gpu, "a100-80gb");
   EXPECT_EQ(t.rows[0].gpu, "h100-sxm");
-  EXPECT_EQ(t.rows[0].cells.at("zero"), "3");
-  // Unstated: TorchTitan's default (selective, per operator) on its rows; elsewhere left to the caller.
+  EXPECT_EQ(t.rows[0].cells.at("fsdp"), "8");  // the llm space reads it: ZeRO-3
+  EXPECT_EQ(t.rows[0].cells.count("zero"), 0u);
+  EXPECT_EQ(t.rows[3].cells.at("zero"), "0");  // not sharded, Megatron-LM on Ampere: no distributed optimizer
+  // Unstated: TorchTitan's default (selective, per operator) on its rows, full where it does not
+  // fit; elsewhere left to the caller.
   EXPECT_EQ(t.rows[4].cells.at("recompute"), "selective");
   EXPECT_FALSE(t.rows[4].recompute_unstated);
+  EXPECT_TRUE(t.rows[4].recompute_defaulted);
+  EXPECT_FALSE(t.rows[0].recompute_defaulted);
   EXPECT_EQ(t.rows[5].cells.count("recompute"), 0u);
   EXPECT_TRUE(t.rows[5].recompute_unstated);
+}
+
+// Notes that mention torch.compile to say it was off are read as eager; the words trainers use for
+// their precision and for op-level checkpointing are the llm space's.
+TEST(PerfAccuracy, PublishedRowsReadNegatedCompileMixedPrecisionAndOpCheckpointing) {
+  const auto path = std::filesystem::temp_directory_path() / "cotune_published_words.csv";
+  const std::vector<std::pair<std::string, std::string>> notes = {
+      {"no torch.compile", "eager"},
+      {"without torch.compile; FSDP2", "eager"},
+      {"torch.compile disabled", "eager"},
+      {"torch.compile not used", "eager"},
+      {"compile: False", "eager"},
+      {"not using torch.compile", "eager"},
+      {"uncompiled baseline", "eager"},
+      {"FSDP + torch.compile + Float8", "compiled"},
+      {"float8 disabled, torch.compile on", "compiled"},
+      {"compile=True", "compiled"},
+  };
+  {
+    std::ofstream f(path);
+    f << "source_repo,model,hidden,layers,heads,seq_len,global_batch,gpu,gpus,tp,pp,fsdp,recompute,dtype,notes,"
+         "tokens_per_s_per_gpu\n";
+    for (const auto& [note, kernels] : notes)
+      f << "pytorch/torchtitan,Llama-3.1-8B,4096,32,32,8192,16,H100,8,1,1,8,selective (op),amp_bf16,\"" << note
+        << "\",6000\n";
+    f << "mosaicml/llm-foundry,mpt-7b,4096,32,32,2048,512,a100_80gb,64,1,1,FULL_SHARD,selective_op,bf16-mixed,,3000\n";
+    f << "mosaicml/llm-foundry,mpt-7b,4096,32,32,2048,512,a100_80gb,64,1,1,64,True,float8,,3000\n";
+  }
+  const auto t = cotune::core::perf::read_published_table(path.string());
+  std::filesystem::remove(path);
+  ASSERT_EQ(t.rows.size(), notes.size() + 2);
+  for (size_t i = 0; i < notes.size(); ++i) {
+    EXPECT_EQ(t.rows[i].cells.at("kernels"), notes[i].second) << notes[i].first;
+    EXPECT_EQ(t.rows[i].cells.at("recompute"), "selective");
+    EXPECT_EQ(t.rows[i].dtype, "bf16");
+  }
+  const auto& foundry = t.rows[notes.size()];
+  EXPECT_EQ(foundry.cells.at("fsdp"), "FULL_SHARD");
+  EXPECT_EQ(foundry.cells.at("recompute"), "selective");
+  EXPECT_EQ(foundry.slice(), "a100-80gb bf16 dense");
+  EXPECT_EQ(t.rows[notes.size() + 1].dtype, "fp8");
+}
+
+// Megatron-style rows on Ampere ran Megatron-LM as its A100 papers did (materialised attention
+// scores, dropout, no sequence parallelism, no distributed optimizer, the gradient all-reduce after
+// the backward) and their TFLOP/s count full recomputation's extra forward (eq. 3); Hopper rows and
+// PyTorch-native trainers on Ampere do not. A model_variant says what the model drops.
+TEST(PerfAccuracy, AmpereMegatronRowsRunAsTheA100PapersDid) {
+  const auto path = std::filesystem::temp_directory_path() / "cotune_published_ampere.csv";
+  {
+    std::ofstream f(path);
+    f << "source_repo,model,model_variant,hidden,layers,heads,seq_len,vocab,global_batch,gpu,gpus,tp,pp,fsdp,recompute,"
+         "experts,tflops_per_gpu\n"
+         "NVIDIA/Megatron-LM,gpt-1.7b,,2304,24,24,2048,51200,512,a100_80gb,32,1,1,,full,,137\n"
+         "NVIDIA/Megatron-LM,gpt-1.7b,,2304,24,24,2048,51200,512,h100,32,2,1,,full,,300\n"
+         "mosaicml/llm-foundry,mpt-1b,,2048,24,16,2048,50368,512,a100_80gb,8,1,1,8,,,150\n"
+         "NVIDIA-NeMo/Megatron-Bridge,DeepSeekV3,w/o MTP,,,,4096,,4096,gb200,256,1,4,,,256,900\n"
+         "NVIDIA-NeMo/Megatron-Bridge,Qwen3_30B_a3B,tokendrop,,,,4096,,512,gb200,8,1,1,,,128,600\n";
+  }
+  const auto t = cotune::core::perf::read_published_table(path.string());
+  std::filesystem::remove(path);
+  ASSERT_EQ(t.rows.size(), 5u);
+  const auto& ampere = t.rows[0].cells;
+  EXPECT_EQ(ampere.at("attention"), "unfused");
+  EXPECT_EQ(ampere.at("dropout"), "true");
+  EXPECT_EQ(ampere.at("sp"), "false");
+  EXPECT_EQ(ampere.at("zero"), "0");
+  EXPECT_EQ(ampere.at("overlap_grad_reduce"), "false");
+  EXPECT_TRUE(t.rows[0].recompute_counted);
+  const auto& hopper = t.rows[1].cells;
+  EXPECT_EQ(hopper.at("attention"), "flash");
+  EXPECT_EQ(hopper.at("dropout"), "false");
+  EXPECT_EQ(hopper.at("sp"), "true");
+  EXPECT_EQ(hopper.at("zero"), "1");
+  EXPECT_EQ(hopper.count("overlap_grad_reduce"), 0u);
+  EXPECT_FALSE(t.rows[1].recompute_counted);
+  EXPECT_EQ(t.rows[2].cells.at("attention"), "flash");
+  EXPECT_EQ(t.rows[2].cells.at("kernels"), "eager");
+  // eq. 3 by hand for the first row: 96 B s l h^2 (1 + s/(6h) + V/(16 l h)) per step.
+  const double B = 512, s = 2048, l = 24, h = 2304, V = 51200, gpus = 32;
+  const double flops = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
+  EXPECT_NEAR(t.rows[0].measured_step_s, flops / gpus / 137e12, 1e-9 * t.rows[0].measured_step_s);
+  // Without the fourth pass on Hopper: 72 B s l h^2 (1 + s/(6h)) + 6 B s h V.
+  const double hopper_flops = 72 * B * s * l * h * h * (1 + s / (6 * h)) + 6 * B * s * h * V;
+  EXPECT_NEAR(t.rows[1].measured_step_s, hopper_flops / gpus / 300e12, 1e-9 * t.rows[1].measured_step_s);
+  EXPECT_EQ(t.rows[3].cells.at("mtp_layers"), "0");
+  EXPECT_EQ(t.rows[4].cells.at("capacity_factor"), "1");
+  EXPECT_EQ(t.rows[3].cells.count("capacity_factor"), 0u);
 }
