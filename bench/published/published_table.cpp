@@ -229,8 +229,13 @@ PublishedRow read_row(const CsvTable& t, const CsvRecord& rec) {
   // frameworks/nemo_recipe_parallelism.csv). Transformer Engine's userbuffers came with Hopper:
   // NVIDIA's Ampere tables (Megatron-LM's papers) predate them.
   const bool nvidia_recipe = lower(cell("source_repo")).find("nvidia") != std::string::npos && !ampere_or_older;
+  // A variant named for it ("AsyncTP": TorchTitan's asynchronous tensor parallelism) overlaps too.
+  const std::string variant_words = lower(r.variant);
+  const bool async_tp = variant_words.find("asynctp") != std::string::npos ||
+                        variant_words.find("async tp") != std::string::npos ||
+                        variant_words.find("async-tp") != std::string::npos;
   if (!cell("tp_comm_overlap").empty()) c["tp_comm_overlap"] = cell("tp_comm_overlap");
-  else if (nvidia_recipe && !r.moe && r.dtype != "fp4" && tp > 1) c["tp_comm_overlap"] = "true";
+  else if (tp > 1 && (async_tp || (nvidia_recipe && !r.moe && r.dtype != "fp4"))) c["tp_comm_overlap"] = "true";
   // Their models compute the loss fused (NeMo's and Megatron-Bridge's GPT configs set
   // cross_entropy_loss_fusion; Megatron-LM's own default, which its A100 papers ran, does not).
   if (!cell("cross_entropy_fusion").empty()) c["cross_entropy_fusion"] = cell("cross_entropy_fusion");

@@ -644,3 +644,27 @@ TEST_F(Calibration, CommandLineFitsWhatItCanAndNamesWhatItLeftOut) {
 }
 
 }  // namespace
+
+TEST_F(Calibration, CommandLineSaysWhichRunsDoNotFitAsRead) {
+  // A run that finished but, as its cells read, cannot fit in memory has a cell misread or left
+  // unstated: the fit would be to another layout. It is fitted as read, and the lines are named.
+  cotune::testing::ScratchDir scratch("calibrate-memory");
+  const std::string dir = scratch.path();
+  std::ostringstream runs;
+  write_half_gemm_runs(runs);
+  std::ofstream(dir + "/fits.csv") << runs.str();
+  CliResult r = run_cli(dir, {"calibrate", "--runs", dir + "/fits.csv", "--fit", "gemm_efficiency_max"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.err, Not(HasSubstr("do not fit in memory")));
+  // The same runs and one of Llama-3 70B on 8 H100 without ZeRO or recomputation (about 1.9 TiB a GPU).
+  std::ofstream(dir + "/over.csv") << "preset,gpu,gpus,global_batch,micro_batch,zero,recompute,step_time_s\n"
+                                      "llama3-8b,h100-sxm,8,64,1,1,full,2.0\n"
+                                      "llama3-70b,h100-sxm,8,64,4,0,none,30\n"
+                                      "llama3-8b,h100-sxm,8,128,1,1,full,4.1\n";
+  r = run_cli(dir, {"calibrate", "--runs", dir + "/over.csv", "--fit", "gemm_efficiency_max"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("over.csv: 1 run(s) measured although, as read, they do not fit in memory (line 3; "
+                               "line 3: out of memory: needs"));
+  EXPECT_THAT(r.err, HasSubstr("they are fitted as read"));
+  EXPECT_THAT(r.out, HasSubstr("\"runs\": 3"));
+}

@@ -158,11 +158,13 @@ TEST(PerfAccuracy, AmpereMegatronRowsRunAsTheA100PapersDid) {
          "NVIDIA/Megatron-LM,gpt-1.7b,,2304,24,24,2048,51200,512,h100,32,2,1,,full,,300\n"
          "mosaicml/llm-foundry,mpt-1b,,2048,24,16,2048,50368,512,a100_80gb,8,1,1,8,,,150\n"
          "NVIDIA-NeMo/Megatron-Bridge,DeepSeekV3,w/o MTP,,,,4096,,4096,gb200,256,1,4,,,256,900\n"
-         "NVIDIA-NeMo/Megatron-Bridge,Qwen3_30B_a3B,tokendrop,,,,4096,,512,gb200,8,1,1,,,128,600\n";
+         "NVIDIA-NeMo/Megatron-Bridge,Qwen3_30B_a3B,tokendrop,,,,4096,,512,gb200,8,1,1,,,128,600\n"
+         "pytorch/torchtitan,Llama-3.1-70B,+ torch.compile + AsyncTP,8192,80,64,8192,128256,256,h100,256,8,1,32,,,400\n"
+         "pytorch/torchtitan,Llama-3.1-70B,+ torch.compile,8192,80,64,8192,128256,256,h100,256,8,1,32,,,400\n";
   }
   const auto t = cotune::core::perf::read_published_table(path.string());
   std::filesystem::remove(path);
-  ASSERT_EQ(t.rows.size(), 5u);
+  ASSERT_EQ(t.rows.size(), 7u);
   const auto& ampere = t.rows[0].cells;
   EXPECT_EQ(ampere.at("attention"), "unfused");
   EXPECT_EQ(ampere.at("dropout"), "true");
@@ -189,4 +191,6 @@ TEST(PerfAccuracy, AmpereMegatronRowsRunAsTheA100PapersDid) {
   EXPECT_EQ(t.rows[3].cells.at("mtp_layers"), "0");
   EXPECT_EQ(t.rows[4].cells.at("capacity_factor"), "1");
   EXPECT_EQ(t.rows[3].cells.count("capacity_factor"), 0u);
+  EXPECT_EQ(t.rows[5].cells.at("tp_comm_overlap"), "true");  // TorchTitan's async TP
+  EXPECT_EQ(t.rows[6].cells.count("tp_comm_overlap"), 0u);
 }
