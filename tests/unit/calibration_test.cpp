@@ -668,3 +668,18 @@ TEST_F(Calibration, CommandLineSaysWhichRunsDoNotFitAsRead) {
   EXPECT_THAT(r.err, HasSubstr("they are fitted as read"));
   EXPECT_THAT(r.out, HasSubstr("\"runs\": 3"));
 }
+
+TEST_F(Calibration, CommandLineSaysWhyARunWithOnlyTflopsIsLeftOut) {
+  // TFLOP/s count FLOPs as the source did: a run that gives only those is left out, saying so.
+  cotune::testing::ScratchDir scratch("calibrate-tflops");
+  const std::string dir = scratch.path();
+  std::ofstream(dir + "/tf.csv") << "preset,gpu,gpus,global_batch,micro_batch,zero,recompute,step_time_s,tflops_per_gpu\n"
+                                    "llama3-8b,h100-sxm,8,64,1,1,full,2.0,\n"
+                                    "llama3-8b,h100-sxm,8,64,1,1,full,,400\n"
+                                    "llama3-8b,h100-sxm,8,128,1,1,full,4.1,\n";
+  const CliResult r = run_cli(dir, {"calibrate", "--runs", dir + "/tf.csv", "--fit", "gemm_efficiency_max"});
+  EXPECT_EQ(r.status, 1) << r.err;  // a row left out
+  EXPECT_THAT(r.err, HasSubstr("tf.csv: line 3: only TFLOP/s (tflops_per_gpu): a step time or tokens per second is "
+                               "needed"));
+  EXPECT_THAT(r.out, HasSubstr("\"runs\": 2"));
+}

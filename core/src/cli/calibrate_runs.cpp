@@ -80,7 +80,13 @@ CalibrationRuns read_calibration_runs(const core::Registry& registry, const core
     else if (run.metrics.contains("tokens_per_s") && run.metrics["tokens_per_s"].get<double>() > 0)
       step = trace.tokens_per_step / run.metrics["tokens_per_s"].get<double>();
     if (!(step > 0)) {  // a run that did not finish: nothing to fit on
-      runs.skipped.push_back({run.line, "no measured value (a positive step time or tokens per second)"});
+      const auto tflops = run.cells.find("tflops_per_gpu");
+      runs.skipped.push_back(
+          {run.line, tflops != run.cells.end() && !tflops->second.empty()
+                         ? "only TFLOP/s (tflops_per_gpu): a step time or tokens per second is needed, since TFLOP/s "
+                           "count FLOPs as the source did (attention causal or whole, recomputation or not); the "
+                           "step time is the source's FLOPs per step / (TFLOP/s x GPUs)"
+                         : "no measured value (a positive step time or tokens per second)"});
       continue;
     }
     const std::string gpu(trace.hardware.gpu_name.data, trace.hardware.gpu_name.len);
