@@ -52,39 +52,69 @@ std::string catalogue_gpu(const std::string& gpu) {
   return name.empty() ? lower(gpu) : name;
 }
 
-// Whether free text says torch.compile was on: some mention of "compile" that no negation next to
-// it takes back ("no torch.compile", "without compile", "not using torch.compile", "torch.compile
-// disabled", "compile: False", "compile=0", "uncompiled").
-bool says_compiled(const std::string& text) {
-  auto words = [](const std::string& s) {
-    std::vector<std::string> w;
-    std::string cur;
-    for (char ch : s) {
-      if (std::isalnum(static_cast<unsigned char>(ch)) || ch == '/') cur += ch;
-      else if (!cur.empty()) w.push_back(cur), cur.clear();
+// Free text (notes, a model variant) as words in lower case, with a "|" where a clause ends: at a
+// comma, semicolon, '+' or '&', and at the words "and" and "with" ("no AC + torch.compile": the
+// negation is another clause's). Brackets, colons and '=' only separate words ("torch.compile (off)",
+// "compile: False").
+std::vector<std::string> clause_words(const std::string& text) {
+  std::vector<std::string> out;
+  std::string cur;
+  auto flush = [&] {
+    if (cur.empty()) return;
+    out.push_back(cur == "and" || cur == "with" ? "|" : cur);
+    cur.clear();
+  };
+  for (char ch : lower(text)) {
+    if (std::isalnum(static_cast<unsigned char>(ch)) || ch == '/') {
+      cur += ch;
+    } else {
+      flush();
+      if (ch == ',' || ch == ';' || ch == '+' || ch == '&' || ch == '\n') out.push_back("|");
     }
-    if (!cur.empty()) w.push_back(cur);
-    return w;
-  };
-  static const std::vector<std::string> kBefore = {"no", "without", "not", "w/o", "never"};
-  static const std::vector<std::string> kAfter = {"disabled", "off", "false", "unused", "0", "no", "not"};
-  const auto in = [](const std::vector<std::string>& set, const std::string& w) {
-    return std::find(set.begin(), set.end(), w) != set.end();
-  };
-  for (size_t at = text.find("compile"); at != std::string::npos; at = text.find("compile", at + 1)) {
-    if (at >= 2 && text.compare(at - 2, 2, "un") == 0) continue;  // uncompiled
-    // The clause around this mention (a comma, semicolon or bracket ends it); three words each side.
-    const size_t cut = text.find_last_of(",;()\n", at);
-    const size_t from = cut == std::string::npos ? 0 : cut + 1;
-    const size_t to = std::min(text.size(), text.find_first_of(",;()\n", at));
-    const size_t word_end = text.find_first_not_of("abcdefghijklmnopqrstuvwxyz", at);
-    const std::vector<std::string> before = words(text.substr(from, at - from));
-    const std::vector<std::string> after =
-        words(text.substr(std::min(word_end, to), to - std::min(word_end, to)));
-    bool negated = false;
-    for (size_t i = before.size() > 3 ? before.size() - 3 : 0; i < before.size(); ++i)
-      negated = negated || in(kBefore, before[i]);
-    for (size_t i = 0; i < after.size() && i < 3; ++i) negated = negated || in(kAfter, after[i]);
+  }
+  flush();
+  return out;
+}
+
+bool negation(const std::string& w) {
+  for (const char* n : {"no", "not", "w/o", "without", "disable", "disabled", "never", "non"})
+    if (w == n) return true;
+  return false;
+}
+
+// Where the words of `text` mention `phrase` (its words in order, e.g. {"async", "tp"} or
+// {"asynctp"}): `affirmed` when some mention stands without a negation right before it ("no",
+// "w/o", "disabled", ...: "no token-drop"), `negated` when some mention has one. `skip_before` are
+// words allowed between the negation and the phrase ("no torch.compile", "not using compile").
+struct Mention {
+  bool affirmed = false, negated = false;
+};
+Mention mention(const std::vector<std::string>& words, const std::vector<std::string>& phrase,
+                const std::vector<std::string>& skip_before = {}) {
+  Mention m;
+  for (size_t i = 0; i + phrase.size() <= words.size(); ++i) {
+    if (!std::equal(phrase.begin(), phrase.end(), words.begin() + long(i))) continue;
+    size_t j = i;
+    while (j > 0 && std::find(skip_before.begin(), skip_before.end(), words[j - 1]) != skip_before.end()) --j;
+    (j > 0 && negation(words[j - 1]) ? m.negated : m.affirmed) = true;
+  }
+  return m;
+}
+
+// Whether free text says torch.compile was on: a mention of it ("compile", "compiled", "torch.compile")
+// that no negation right before ("no torch.compile", "not using torch.compile", "disabled compile")
+// or right after ("torch.compile disabled", "compile: False", "compile=0", "torch.compile (off)",
+// "torch.compile not used") takes back; "uncompiled" is a negation.
+bool says_compiled(const std::string& text) {
+  const std::vector<std::string> w = clause_words(text);
+  for (size_t i = 0; i < w.size(); ++i) {
+    if (w[i] != "compile" && w[i] != "compiled") continue;
+    size_t j = i;
+    while (j > 0 && (w[j - 1] == "torch" || w[j - 1] == "using" || w[j - 1] == "use" || w[j - 1] == "used")) --j;
+    bool negated = j > 0 && negation(w[j - 1]);
+    if (i + 1 < w.size())
+      for (const char* off : {"disabled", "off", "false", "0", "no", "not", "unused", "none"})
+        negated = negated || w[i + 1] == off;
     if (!negated) return true;
   }
   return false;
@@ -94,7 +124,7 @@ bool says_compiled(const std::string& text) {
 // the row's own `kernels` cell; else PyTorch-native trainers (by their repository) run eager, or
 // compiled where the row says torch.compile was on; everything else (Megatron-LM, NeMo,
 // Megatron-Bridge, Megatron-DeepSpeed) runs Transformer Engine's fused kernels.
-std::string kernels_of(const std::string& stated, const std::string& repo, const std::string& notes) {
+std::string kernels_of(const std::string& stated, const std::string& repo, const std::vector<std::string>& texts) {
   if (!stated.empty()) return lower(stated);
   const std::string r = lower(repo);
   bool native = false;
@@ -102,7 +132,8 @@ std::string kernels_of(const std::string& stated, const std::string& repo, const
                         "accelerate", "litgpt", "lit-gpt", "olmo", "fms-fsdp"})
     native = native || r.find(n) != std::string::npos;
   if (!native) return "fused";
-  return says_compiled(lower(notes)) ? "compiled" : "eager";
+  // Each text on its own: the last words of the notes are no clause of the model variant's.
+  return std::any_of(texts.begin(), texts.end(), says_compiled) ? "compiled" : "eager";
 }
 
 // The recompute cell as the llm space names it: tables also write activation checkpointing as a
@@ -119,10 +150,10 @@ std::string recompute_of(const std::string& cell) {
 // bf16-mixed are bf16; MXFP8 and float8 fp8).
 std::string dtype_of(const std::string& dtype) {
   const std::string d = lower(dtype);
-  if (d.rfind("fp8", 0) == 0 || d.find("mxfp8") != std::string::npos || d == "float8") return "fp8";
+  if (d.rfind("fp8", 0) == 0 || d.find("mxfp8") != std::string::npos || d.rfind("float8", 0) == 0) return "fp8";
   if (d.rfind("fp4", 0) == 0 || d.find("nvfp4") != std::string::npos) return "fp4";
   if (d.empty() || d.find("bf16") != std::string::npos || d == "bfloat16") return "bf16";
-  if (d.find("fp16") != std::string::npos || d == "float16" || d == "half" || d == "16-mixed") return "fp16";
+  if (d.find("fp16") != std::string::npos || d == "float16" || d == "half" || d == "16-mixed" || d == "amp") return "fp16";
   return d;
 }
 
@@ -194,28 +225,30 @@ PublishedRow read_row(const CsvTable& t, const CsvRecord& rec) {
   // What a model_variant says of the model: DeepSeek-V3 "w/o MTP" drops the preset's multi-token
   // prediction layer; "tokendrop" caps each expert's tokens at the mean (Megatron-Bridge's token-drop
   // recipes: capacity factor 1.0, padded to it).
-  const std::string variant = lower(r.variant);
-  const auto says = [&](std::initializer_list<const char*> words) {
-    return std::any_of(words.begin(), words.end(), [&](const char* w) { return variant.find(w) != std::string::npos; });
-  };
-  if (!c.count("mtp_layers") && says({"w/o mtp", "without mtp", "no mtp"})) c["mtp_layers"] = "0";
-  if (r.moe && !c.count("capacity_factor") && says({"tokendrop", "token drop", "token-drop"})) c["capacity_factor"] = "1";
-  c["kernels"] = kernels_of(cell("kernels"), cell("source_repo"),
-                            cell("notes") + " " + cell("dtype_detail") + " " + cell("model_variant"));
+  const std::vector<std::string> variant = clause_words(r.variant);
+  if (!c.count("mtp_layers") && mention(variant, {"mtp"}).negated) c["mtp_layers"] = "0";
+  if (r.moe && !c.count("capacity_factor") &&
+      (mention(variant, {"tokendrop"}).affirmed || mention(variant, {"token", "drop"}).affirmed))
+    c["capacity_factor"] = "1";
+  c["kernels"] = kernels_of(cell("kernels"), cell("source_repo"), {cell("notes"), cell("dtype_detail"), r.variant});
   // Megatron-style runs on Ampere ran Megatron-LM as it was before Transformer Engine: attention with
   // the score matrix materialised (its fused softmax; --use-flash-attn came in 2023 and was opt-in),
   // dropout at its defaults (0.1), no sequence parallelism, no distributed optimizer and the
   // gradient all-reduce after the backward: the settings of its A100 papers (the two tuning
-  // tables). Everything since, and PyTorch-native trainers, run flash attention without dropout.
+  // tables). Not sharded runs (ZeRO-3 and FSDP are DeepSpeed's and PyTorch's runtimes), not
+  // PyTorch-native trainers; everything since runs flash attention without dropout. An attention
+  // or dropout cell says otherwise.
+  double fsdp = 0;
+  const bool unsharded = cell("fsdp").empty() || (number(cell("fsdp"), &fsdp) && fsdp == 0);
   const bool ampere_or_older = r.gpu.rfind("a100", 0) == 0 || r.gpu.rfind("v100", 0) == 0;
-  const bool megatron_on_ampere = ampere_or_older && c["kernels"] == "fused";
-  c["attention"] = megatron_on_ampere ? "unfused" : "flash";
-  c["dropout"] = megatron_on_ampere ? "true" : "false";
+  const bool megatron_on_ampere = ampere_or_older && c["kernels"] == "fused" && unsharded;
+  c["attention"] = !cell("attention").empty() ? lower(cell("attention")) : megatron_on_ampere ? "unfused" : "flash";
+  c["dropout"] = !cell("dropout").empty() ? cell("dropout") : megatron_on_ampere ? "true" : "false";
   if (megatron_on_ampere) {
-    r.recompute_counted = recompute_of(cell("recompute")) == "full";
-    c["overlap_grad_reduce"] = "false";
+    r.recompute_counted = recompute_of(cell("recompute")) == "full" && c["attention"] == "unfused";
+    if (cell("overlap_grad_reduce").empty()) c["overlap_grad_reduce"] = "false";
     if (!c.count("sp")) c["sp"] = "false";
-    if (!c.count("zero") && (cell("fsdp").empty() || cell("fsdp") == "0")) c["zero"] = "0";
+    if (!c.count("zero")) c["zero"] = "0";
   }
   // Megatron-Bridge's performance summary runs its perf recipes, whose precision sets
   // grad_reduce_in_fp32 = False (frameworks/nemo_recipe_fields.md): bf16 gradient buffers.
@@ -230,10 +263,7 @@ PublishedRow read_row(const CsvTable& t, const CsvRecord& rec) {
   // NVIDIA's Ampere tables (Megatron-LM's papers) predate them.
   const bool nvidia_recipe = lower(cell("source_repo")).find("nvidia") != std::string::npos && !ampere_or_older;
   // A variant named for it ("AsyncTP": TorchTitan's asynchronous tensor parallelism) overlaps too.
-  const std::string variant_words = lower(r.variant);
-  const bool async_tp = variant_words.find("asynctp") != std::string::npos ||
-                        variant_words.find("async tp") != std::string::npos ||
-                        variant_words.find("async-tp") != std::string::npos;
+  const bool async_tp = mention(variant, {"asynctp"}).affirmed || mention(variant, {"async", "tp"}).affirmed;
   if (!cell("tp_comm_overlap").empty()) c["tp_comm_overlap"] = cell("tp_comm_overlap");
   else if (tp > 1 && (async_tp || (nvidia_recipe && !r.moe && r.dtype != "fp4"))) c["tp_comm_overlap"] = "true";
   // Their models compute the loss fused (NeMo's and Megatron-Bridge's GPT configs set
@@ -242,9 +272,8 @@ PublishedRow read_row(const CsvTable& t, const CsvRecord& rec) {
   else if (nvidia_recipe) c["cross_entropy_fusion"] = "true";
   // The fsdp cell as the llm space reads it (a degree or FSDP's sharding strategy); not sharded, the
   // distributed optimizer (ZeRO-1: Megatron-Bridge's and NeMo's default).
-  double fsdp = 0;
   if (!c.count("zero")) {
-    if (!cell("fsdp").empty() && !(number(cell("fsdp"), &fsdp) && fsdp == 0)) c["fsdp"] = cell("fsdp");
+    if (!unsharded) c["fsdp"] = cell("fsdp");
     else c["zero"] = "1";
   }
   if (!c.count("sp")) c["sp"] = tp > 1 ? "true" : "false";

@@ -118,6 +118,14 @@ TEST(PerfAccuracy, PublishedRowsReadNegatedCompileMixedPrecisionAndOpCheckpointi
       {"FSDP + torch.compile + Float8", "compiled"},
       {"float8 disabled, torch.compile on", "compiled"},
       {"compile=True", "compiled"},
+      {"no AC + torch.compile", "compiled"},
+      {"torch.compile + no float8", "compiled"},
+      {"torch.compile and not float8", "compiled"},
+      {"torch.compile+no-AC", "compiled"},
+      {"w/o AsyncTP + torch.compile", "compiled"},
+      {"disabled torch.compile", "eager"},
+      {"torch.compile (off)", "eager"},
+      {"compile=0", "eager"},
   };
   {
     std::ofstream f(path);
@@ -160,11 +168,16 @@ TEST(PerfAccuracy, AmpereMegatronRowsRunAsTheA100PapersDid) {
          "NVIDIA-NeMo/Megatron-Bridge,DeepSeekV3,w/o MTP,,,,4096,,4096,gb200,256,1,4,,,256,900\n"
          "NVIDIA-NeMo/Megatron-Bridge,Qwen3_30B_a3B,tokendrop,,,,4096,,512,gb200,8,1,1,,,128,600\n"
          "pytorch/torchtitan,Llama-3.1-70B,+ torch.compile + AsyncTP,8192,80,64,8192,128256,256,h100,256,8,1,32,,,400\n"
-         "pytorch/torchtitan,Llama-3.1-70B,+ torch.compile,8192,80,64,8192,128256,256,h100,256,8,1,32,,,400\n";
+         "pytorch/torchtitan,Llama-3.1-70B,+ torch.compile,8192,80,64,8192,128256,256,h100,256,8,1,32,,,400\n"
+         "pytorch/torchtitan,Llama-3.1-70B,w/o AsyncTP,8192,80,64,8192,128256,256,h100,256,8,1,32,,,400\n"
+         "NVIDIA-NeMo/Megatron-Bridge,Qwen3_30B_a3B,dropless (no token-drop),,,,4096,,512,gb200,8,1,1,,,128,600\n"
+         "NVIDIA-NeMo/Megatron-Bridge,DeepSeekV3,w/ MTP,,,,4096,,4096,gb200,256,1,4,,,256,900\n"
+         "microsoft/DeepSpeed,gpt-175b,,12288,96,96,2048,51200,1536,a100_80gb,1536,1,1,1536,full,,48\n"
+         "NVIDIA/Megatron-LM,gpt-1.7b,,2304,24,24,2048,51200,512,a100_80gb,32,1,1,0.0,full,,137\n";
   }
   const auto t = cotune::core::perf::read_published_table(path.string());
   std::filesystem::remove(path);
-  ASSERT_EQ(t.rows.size(), 7u);
+  ASSERT_EQ(t.rows.size(), 12u);
   const auto& ampere = t.rows[0].cells;
   EXPECT_EQ(ampere.at("attention"), "unfused");
   EXPECT_EQ(ampere.at("dropout"), "true");
@@ -193,4 +206,15 @@ TEST(PerfAccuracy, AmpereMegatronRowsRunAsTheA100PapersDid) {
   EXPECT_EQ(t.rows[3].cells.count("capacity_factor"), 0u);
   EXPECT_EQ(t.rows[5].cells.at("tp_comm_overlap"), "true");  // TorchTitan's async TP
   EXPECT_EQ(t.rows[6].cells.count("tp_comm_overlap"), 0u);
+  // A negated variant says the opposite: no async TP, no token dropping; "w/ MTP" keeps the layer.
+  EXPECT_EQ(t.rows[7].cells.count("tp_comm_overlap"), 0u);
+  EXPECT_EQ(t.rows[8].cells.count("capacity_factor"), 0u);
+  EXPECT_EQ(t.rows[9].cells.count("mtp_layers"), 0u);
+  // A sharded run on Ampere is DeepSpeed's or PyTorch's runtime, not Megatron-LM of 2021.
+  EXPECT_EQ(t.rows[10].cells.at("attention"), "flash");
+  EXPECT_EQ(t.rows[10].cells.at("fsdp"), "1536");
+  EXPECT_FALSE(t.rows[10].recompute_counted);
+  // An fsdp degree of 0.0 is not sharded, as 0 is.
+  EXPECT_EQ(t.rows[11].cells.at("zero"), "0");
+  EXPECT_EQ(t.rows[11].cells.at("attention"), "unfused");
 }

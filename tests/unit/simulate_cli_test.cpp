@@ -346,15 +346,18 @@ TEST_F(SimulateCli, BatchReadsFsdpStrategiesAndTrainersWords) {
                                "grad-op,llama3-8b,h100-sxm,8,64,bfloat16,full,ShardingStrategy.SHARD_GRAD_OP\n"
                                "none,llama3-8b,h100-sxm,8,64,bf16,full,NO_SHARD\n"
                                "zero-degree,llama3-8b,h100-sxm,8,64,bf16,full,0\n"
-                               "op,llama3-8b,h100-sxm,8,64,bf16,selective (op),FULL_SHARD\n"
-                               "bad,llama3-8b,h100-sxm,8,64,bf16,full,SHARD_EVERYTHING\n");
+                               "op,llama3-8b,h100-sxm,8,64,bf16-true,selective (op),FULL_SHARD\n"
+                               "bad,llama3-8b,h100-sxm,8,64,bf16,full,SHARD_EVERYTHING\n"
+                               "inf,llama3-8b,h100-sxm,8,64,bf16,full,inf\n");
   int status = 0;
   const auto rows = batch(in, "fsdp-out.csv", &status);
   EXPECT_EQ(status, 1);
-  ASSERT_EQ(rows.size(), 9u);
+  ASSERT_EQ(rows.size(), 10u);
   const auto& h = rows[0];
   auto col = [&](const std::string& n) { return std::find(h.begin(), h.end(), n) - h.begin(); };
   for (size_t i = 1; i <= 7; ++i) EXPECT_NE(rows[i][col("status")], "invalid") << rows[i][col("reason")];
+  EXPECT_EQ(rows[9][col("status")], "invalid");
+  EXPECT_THAT(rows[9][col("reason")], HasSubstr("got 'inf'"));
   // Full and hybrid sharding are the degree's ZeRO-3; SHARD_GRAD_OP keeps whole weights (more memory);
   // NO_SHARD and a degree of 0 keep everything whole (most).
   const auto mem = [&](size_t i) { return std::stod(rows[i][col("peak_mem_gib")]); };

@@ -76,13 +76,12 @@ const char* const kBandwidthColumns[] = {"nvlink_GBps", "network_GBps", "island_
 
 // Precisions as logs name them: MXFP8, fp8_cs (current scaling), NVFP4, bfloat16.
 std::string dtype_word(const std::string& w) {
-  if (w.rfind("fp8", 0) == 0 || w.rfind("mxfp8", 0) == 0 || w == "float8") return "fp8";
+  if (w.rfind("fp8", 0) == 0 || w.rfind("mxfp8", 0) == 0 || w.rfind("float8", 0) == 0) return "fp8";
   if (w.rfind("fp4", 0) == 0 || w.rfind("nvfp4", 0) == 0 || w.rfind("mxfp4", 0) == 0) return "fp4";
-  // Mixed precision as trainers name it: Composer's amp_bf16, Lightning's bf16-mixed.
-  for (const char* bf16 : {"bfloat16", "amp_bf16", "bf16-mixed", "bf16_mixed", "bf16-amp", "bf16_amp"})
-    if (w == bf16) return "bf16";
-  for (const char* fp16 : {"float16", "half", "amp_fp16", "fp16-mixed", "16-mixed", "fp16_mixed", "amp"})
-    if (w == fp16) return "fp16";
+  // Mixed precision as trainers name it: Composer's amp_bf16, Lightning's bf16-mixed and bf16-true.
+  if (w.find("bf16") != std::string::npos || w == "bfloat16") return "bf16";
+  if (w.find("fp16") != std::string::npos || w == "float16" || w == "half" || w == "16-mixed" || w == "amp")
+    return "fp16";
   if (w == "float32") return "fp32";
   return w;
 }
@@ -125,7 +124,9 @@ double zero_of_fsdp_cell(const std::string& w, double fallback) {
   if (s == "no_shard") return 0;
   char* end = nullptr;
   const double v = std::strtod(w.c_str(), &end);
-  if (!w.empty() && end == w.c_str() + w.size() && v >= 0 && v == std::floor(v)) return v > 0 ? 3 : fallback;
+  if (!w.empty() && end == w.c_str() + w.size() && std::isfinite(v) && v >= 0 && v == std::floor(v) &&
+      w.find_first_not_of("0123456789.") == std::string::npos)
+    return v > 0 ? 3 : fallback;
   throw std::invalid_argument("column fsdp: expected a sharding degree (0: none) or a ShardingStrategy (FULL_SHARD, "
                               "HYBRID_SHARD, SHARD_GRAD_OP, NO_SHARD), got '" + w + "'");
 }
