@@ -291,10 +291,11 @@ TEST_F(Calibration, FromOneRunTheUnderdeterminedFitSharesItsErrorByDependence) {
 }
 
 TEST_F(Calibration, MixtureOfExpertsRunsMoveTheGroupedGemmsNotTheDenseOnes) {
-  // A machine whose grouped GEMMs (the experts) reach 0.6 of what the model gives them, its dense
+  // A machine whose grouped GEMMs (the experts) reach 0.3 of a dense GEMM's efficiency (the H100
+  // catalogue says 0.55), its dense
   // GEMMs what the catalogue says. Three mixture-of-experts runs of it are slower than modelled;
   // the dense GEMMs' efficiency would explain them as well as the grouped GEMMs', but only the
-  // grouped one is theirs alone: it is fitted, near 0.6, and a dense model's runs on the same
+  // grouped one is theirs alone: it is fitted, near 0.3, and a dense model's runs on the same
   // calibration keep their step times.
   auto timed = [&](const json& model, const json& config, const json& truth) {
     json w = workload(1, truth);
@@ -312,7 +313,7 @@ TEST_F(Calibration, MixtureOfExpertsRunsMoveTheGroupedGemmsNotTheDenseOnes) {
   };
   const json moe = {{"hidden", 2048}, {"layers", 16}, {"heads", 16}, {"vocab", 32000}, {"seq_len", 2048},
                     {"experts", 8}, {"top_k", 2}, {"expert_ffn_hidden", 4096}, {"gated_mlp", true}};
-  const json truth = {{"grouped_gemm_efficiency", 0.6}};
+  const json truth = {{"grouped_gemm_efficiency", 0.3}};
   std::vector<CalibrationRun> moe_runs;
   for (const json& c : {json{{"ep", 8}, {"micro_batch", 1}}, json{{"ep", 4}, {"micro_batch", 2}},
                         json{{"ep", 2}, {"tp", 2}, {"sp", true}, {"micro_batch", 1}}})
@@ -324,7 +325,7 @@ TEST_F(Calibration, MixtureOfExpertsRunsMoveTheGroupedGemmsNotTheDenseOnes) {
   for (const auto& f : result.fitted) {
     if (f.name == "grouped_gemm_efficiency") {
       grouped = true;
-      EXPECT_NEAR(f.value, 0.6, 0.03);
+      EXPECT_NEAR(f.value, 0.3, 0.015);
     } else {
       EXPECT_NEAR(f.value / f.before, 1.0, 0.02) << f.name;
     }

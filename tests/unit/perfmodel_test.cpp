@@ -171,8 +171,10 @@ TEST(Catalogue, ExponentialThroughputComesWithTheAbi15Struct) {
 TEST(Catalogue, GroupedGemmEfficiencyComesWithTheAbi18Struct) {
   cotune_hardware hw{};
   hw.struct_size = sizeof hw;
-  perf::resolve_hardware({{"gpu", "h100"}, {"nodes", 1}}, &hw);
+  perf::resolve_hardware({{"gpu", "b200"}, {"nodes", 1}}, &hw);
   EXPECT_EQ(hw.grouped_gemm_efficiency, 0);  // the catalogue leaves it out: as efficient as dense GEMMs
+  perf::resolve_hardware({{"gpu", "h100"}, {"nodes", 1}}, &hw);
+  EXPECT_DOUBLE_EQ(hw.grouped_gemm_efficiency, 0.55);  // Hopper's grouped GEMMs (gpus.json)
   perf::resolve_hardware({{"gpu", "h100"}, {"nodes", 1}, {"gpu_spec", {{"grouped_gemm_efficiency", 0.7}}}}, &hw);
   EXPECT_DOUBLE_EQ(hw.grouped_gemm_efficiency, 0.7);
   // A 1.7 reader's struct ends before the field: nothing is written past it.
