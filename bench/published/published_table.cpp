@@ -6,11 +6,11 @@
 #include <cotune/core/perfmodel/perfmodel.hpp>
 
 #include <algorithm>
-#include <vector>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <vector>
 
 namespace cotune::core::perf {
 namespace {
@@ -84,19 +84,15 @@ bool negation(const std::string& w) {
 
 // Where the words of `text` mention `phrase` (its words in order, e.g. {"async", "tp"} or
 // {"asynctp"}): `affirmed` when some mention stands without a negation right before it ("no",
-// "w/o", "disabled", ...: "no token-drop"), `negated` when some mention has one. `skip_before` are
-// words allowed between the negation and the phrase ("no torch.compile", "not using compile").
+// "w/o", "disabled", ...: "no token-drop"), `negated` when some mention has one.
 struct Mention {
   bool affirmed = false, negated = false;
 };
-Mention mention(const std::vector<std::string>& words, const std::vector<std::string>& phrase,
-                const std::vector<std::string>& skip_before = {}) {
+Mention mention(const std::vector<std::string>& words, const std::vector<std::string>& phrase) {
   Mention m;
   for (size_t i = 0; i + phrase.size() <= words.size(); ++i) {
     if (!std::equal(phrase.begin(), phrase.end(), words.begin() + long(i))) continue;
-    size_t j = i;
-    while (j > 0 && std::find(skip_before.begin(), skip_before.end(), words[j - 1]) != skip_before.end()) --j;
-    (j > 0 && negation(words[j - 1]) ? m.negated : m.affirmed) = true;
+    (i > 0 && negation(words[i - 1]) ? m.negated : m.affirmed) = true;
   }
   return m;
 }

@@ -9,11 +9,25 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "published/published_runs.hpp"
 #include "published/published_table.hpp"
+
+namespace {
+
+// A published table written as `text` to a scratch file NAME.csv and read as the bench reads it.
+cotune::core::perf::PublishedTable read_table_text(const std::string& name, const std::string& text) {
+  const auto path = std::filesystem::temp_directory_path() / (name + ".csv");
+  std::ofstream(path) << text;
+  const auto t = cotune::core::perf::read_published_table(path.string());
+  std::filesystem::remove(path);
+  return t;
+}
+
+}  // namespace
 
 TEST(PerfAccuracy, PublishedTablesStayWithinBounds) {
   cotune::core::Registry registry;
@@ -66,20 +80,15 @@ TEST(PerfAccuracy, PublishedRecipeTablesStayWithinBounds) {
 // full/none recomputation, and unstated is TorchTitan's default on its rows; GPUs as tables spell
 // them map to the catalogue.
 TEST(PerfAccuracy, PublishedRowsNameTheirKernelsRecomputeAndGpu) {
-  const auto path = std::filesystem::temp_directory_path() / "cotune_published_kernels.csv";
-  {
-    std::ofstream f(path);
-    f << "source_repo,model,hidden,layers,heads,seq_len,global_batch,gpu,gpus,tp,pp,fsdp,recompute,notes,"
-         "tokens_per_s_per_gpu\n"
-         "pytorch/torchtitan,Llama-3.1-8B,4096,32,32,8192,16,H100,8,1,1,8,selective,torch.compile on,6667\n"
-         "pytorch/torchtitan,Llama-3.1-8B,4096,32,32,8192,16,H100,8,1,1,8,selective,,5762\n"
-         "mosaicml/llm-foundry,mpt-7b,4096,32,32,2048,512,a100_80gb,64,1,1,64,True,,3300\n"
-         "NVIDIA/Megatron-LM,gpt-5b,4096,24,32,2048,256,a100-sxm4-80gb,8,1,1,,False,,9000\n"
-         "pytorch/torchtitan,Llama-3.1-8B,4096,32,32,8192,16,H100,8,1,1,8,,,5762\n"
-         "NVIDIA/Megatron-LM,gpt-5b,4096,24,32,2048,256,a100-sxm4-80gb,8,1,1,,,,9000\n";
-  }
-  const auto t = cotune::core::perf::read_published_table(path.string());
-  std::filesystem::remove(path);
+  const auto t = read_table_text("cotune_published_kernels",
+                                 "source_repo,model,hidden,layers,heads,seq_len,global_batch,gpu,gpus,tp,pp,fsdp,recompute,notes,"
+                                 "tokens_per_s_per_gpu\n"
+                                 "pytorch/torchtitan,Llama-3.1-8B,4096,32,32,8192,16,H100,8,1,1,8,selective,torch.compile on,6667\n"
+                                 "pytorch/torchtitan,Llama-3.1-8B,4096,32,32,8192,16,H100,8,1,1,8,selective,,5762\n"
+                                 "mosaicml/llm-foundry,mpt-7b,4096,32,32,2048,512,a100_80gb,64,1,1,64,True,,3300\n"
+                                 "NVIDIA/Megatron-LM,gpt-5b,4096,24,32,2048,256,a100-sxm4-80gb,8,1,1,,False,,9000\n"
+                                 "pytorch/torchtitan,Llama-3.1-8B,4096,32,32,8192,16,H100,8,1,1,8,,,5762\n"
+                                 "NVIDIA/Megatron-LM,gpt-5b,4096,24,32,2048,256,a100-sxm4-80gb,8,1,1,,,,9000\n");
   ASSERT_EQ(t.rows.size(), 6u);
   EXPECT_EQ(t.rows[0].cells.at("kernels"), "compiled");
   EXPECT_EQ(t.rows[1].cells.at("kernels"), "eager");
@@ -106,7 +115,6 @@ TEST(PerfAccuracy, PublishedRowsNameTheirKernelsRecomputeAndGpu) {
 // Notes that mention torch.compile to say it was off are read as eager; the words trainers use for
 // their precision and for op-level checkpointing are the llm space's.
 TEST(PerfAccuracy, PublishedRowsReadNegatedCompileMixedPrecisionAndOpCheckpointing) {
-  const auto path = std::filesystem::temp_directory_path() / "cotune_published_words.csv";
   const std::vector<std::pair<std::string, std::string>> notes = {
       {"no torch.compile", "eager"},
       {"without torch.compile; FSDP2", "eager"},
@@ -127,18 +135,15 @@ TEST(PerfAccuracy, PublishedRowsReadNegatedCompileMixedPrecisionAndOpCheckpointi
       {"torch.compile (off)", "eager"},
       {"compile=0", "eager"},
   };
-  {
-    std::ofstream f(path);
-    f << "source_repo,model,hidden,layers,heads,seq_len,global_batch,gpu,gpus,tp,pp,fsdp,recompute,dtype,notes,"
-         "tokens_per_s_per_gpu\n";
-    for (const auto& [note, kernels] : notes)
-      f << "pytorch/torchtitan,Llama-3.1-8B,4096,32,32,8192,16,H100,8,1,1,8,selective (op),amp_bf16,\"" << note
-        << "\",6000\n";
-    f << "mosaicml/llm-foundry,mpt-7b,4096,32,32,2048,512,a100_80gb,64,1,1,FULL_SHARD,selective_op,bf16-mixed,,3000\n";
-    f << "mosaicml/llm-foundry,mpt-7b,4096,32,32,2048,512,a100_80gb,64,1,1,64,True,float8,,3000\n";
-  }
-  const auto t = cotune::core::perf::read_published_table(path.string());
-  std::filesystem::remove(path);
+  std::ostringstream f;
+  f << "source_repo,model,hidden,layers,heads,seq_len,global_batch,gpu,gpus,tp,pp,fsdp,recompute,dtype,notes,"
+       "tokens_per_s_per_gpu\n";
+  for (const auto& [note, kernels] : notes)
+    f << "pytorch/torchtitan,Llama-3.1-8B,4096,32,32,8192,16,H100,8,1,1,8,selective (op),amp_bf16,\"" << note
+      << "\",6000\n";
+  f << "mosaicml/llm-foundry,mpt-7b,4096,32,32,2048,512,a100_80gb,64,1,1,FULL_SHARD,selective_op,bf16-mixed,,3000\n";
+  f << "mosaicml/llm-foundry,mpt-7b,4096,32,32,2048,512,a100_80gb,64,1,1,64,True,float8,,3000\n";
+  const auto t = read_table_text("cotune_published_words", f.str());
   ASSERT_EQ(t.rows.size(), notes.size() + 2);
   for (size_t i = 0; i < notes.size(); ++i) {
     EXPECT_EQ(t.rows[i].cells.at("kernels"), notes[i].second) << notes[i].first;
@@ -157,26 +162,21 @@ TEST(PerfAccuracy, PublishedRowsReadNegatedCompileMixedPrecisionAndOpCheckpointi
 // the backward) and their TFLOP/s count full recomputation's extra forward (eq. 3); Hopper rows and
 // PyTorch-native trainers on Ampere do not. A model_variant says what the model drops.
 TEST(PerfAccuracy, AmpereMegatronRowsRunAsTheA100PapersDid) {
-  const auto path = std::filesystem::temp_directory_path() / "cotune_published_ampere.csv";
-  {
-    std::ofstream f(path);
-    f << "source_repo,model,model_variant,hidden,layers,heads,seq_len,vocab,global_batch,gpu,gpus,tp,pp,fsdp,recompute,"
-         "experts,tflops_per_gpu\n"
-         "NVIDIA/Megatron-LM,gpt-1.7b,,2304,24,24,2048,51200,512,a100_80gb,32,1,1,,full,,137\n"
-         "NVIDIA/Megatron-LM,gpt-1.7b,,2304,24,24,2048,51200,512,h100,32,2,1,,full,,300\n"
-         "mosaicml/llm-foundry,mpt-1b,,2048,24,16,2048,50368,512,a100_80gb,8,1,1,8,,,150\n"
-         "NVIDIA-NeMo/Megatron-Bridge,DeepSeekV3,w/o MTP,,,,4096,,4096,gb200,256,1,4,,,256,900\n"
-         "NVIDIA-NeMo/Megatron-Bridge,Qwen3_30B_a3B,tokendrop,,,,4096,,512,gb200,8,1,1,,,128,600\n"
-         "pytorch/torchtitan,Llama-3.1-70B,+ torch.compile + AsyncTP,8192,80,64,8192,128256,256,h100,256,8,1,32,,,400\n"
-         "pytorch/torchtitan,Llama-3.1-70B,+ torch.compile,8192,80,64,8192,128256,256,h100,256,8,1,32,,,400\n"
-         "pytorch/torchtitan,Llama-3.1-70B,w/o AsyncTP,8192,80,64,8192,128256,256,h100,256,8,1,32,,,400\n"
-         "NVIDIA-NeMo/Megatron-Bridge,Qwen3_30B_a3B,dropless (no token-drop),,,,4096,,512,gb200,8,1,1,,,128,600\n"
-         "NVIDIA-NeMo/Megatron-Bridge,DeepSeekV3,w/ MTP,,,,4096,,4096,gb200,256,1,4,,,256,900\n"
-         "microsoft/DeepSpeed,gpt-175b,,12288,96,96,2048,51200,1536,a100_80gb,1536,1,1,1536,full,,48\n"
-         "NVIDIA/Megatron-LM,gpt-1.7b,,2304,24,24,2048,51200,512,a100_80gb,32,1,1,0.0,full,,137\n";
-  }
-  const auto t = cotune::core::perf::read_published_table(path.string());
-  std::filesystem::remove(path);
+  const auto t = read_table_text("cotune_published_ampere",
+                                 "source_repo,model,model_variant,hidden,layers,heads,seq_len,vocab,global_batch,gpu,gpus,tp,pp,fsdp,recompute,"
+                                 "experts,tflops_per_gpu\n"
+                                 "NVIDIA/Megatron-LM,gpt-1.7b,,2304,24,24,2048,51200,512,a100_80gb,32,1,1,,full,,137\n"
+                                 "NVIDIA/Megatron-LM,gpt-1.7b,,2304,24,24,2048,51200,512,h100,32,2,1,,full,,300\n"
+                                 "mosaicml/llm-foundry,mpt-1b,,2048,24,16,2048,50368,512,a100_80gb,8,1,1,8,,,150\n"
+                                 "NVIDIA-NeMo/Megatron-Bridge,DeepSeekV3,w/o MTP,,,,4096,,4096,gb200,256,1,4,,,256,900\n"
+                                 "NVIDIA-NeMo/Megatron-Bridge,Qwen3_30B_a3B,tokendrop,,,,4096,,512,gb200,8,1,1,,,128,600\n"
+                                 "pytorch/torchtitan,Llama-3.1-70B,+ torch.compile + AsyncTP,8192,80,64,8192,128256,256,h100,256,8,1,32,,,400\n"
+                                 "pytorch/torchtitan,Llama-3.1-70B,+ torch.compile,8192,80,64,8192,128256,256,h100,256,8,1,32,,,400\n"
+                                 "pytorch/torchtitan,Llama-3.1-70B,w/o AsyncTP,8192,80,64,8192,128256,256,h100,256,8,1,32,,,400\n"
+                                 "NVIDIA-NeMo/Megatron-Bridge,Qwen3_30B_a3B,dropless (no token-drop),,,,4096,,512,gb200,8,1,1,,,128,600\n"
+                                 "NVIDIA-NeMo/Megatron-Bridge,DeepSeekV3,w/ MTP,,,,4096,,4096,gb200,256,1,4,,,256,900\n"
+                                 "microsoft/DeepSpeed,gpt-175b,,12288,96,96,2048,51200,1536,a100_80gb,1536,1,1,1536,full,,48\n"
+                                 "NVIDIA/Megatron-LM,gpt-1.7b,,2304,24,24,2048,51200,512,a100_80gb,32,1,1,0.0,full,,137\n");
   ASSERT_EQ(t.rows.size(), 12u);
   const auto& ampere = t.rows[0].cells;
   EXPECT_EQ(ampere.at("attention"), "unfused");

@@ -86,6 +86,11 @@ class SimulateCli : public ::testing::Test {
   fs::path dir_;
 };
 
+// The index of each named column in a CSV header (its size when absent).
+auto columns_of(const std::vector<std::string>& header) {
+  return [&header](const std::string& name) { return std::find(header.begin(), header.end(), name) - header.begin(); };
+}
+
 const char* kWorkload = R"({"model": {"preset": "llama3-70b"},
   "training": {"global_batch": 1024, "dtype": "bf16"},
   "cluster": {"gpu": "h100-sxm", "nodes": 64, "price_per_gpu_hour": 2.5}})";
@@ -288,8 +293,7 @@ TEST_F(SimulateCli, BatchReadsTheFp8Recipe) {
   const auto rows = batch(in, "fp8-out.csv", &status);
   EXPECT_EQ(status, 1);  // MXFP8 on H100 is refused, and a recipe the dtype contradicts
   ASSERT_EQ(rows.size(), 7u);
-  const auto& h = rows[0];
-  auto col = [&](const std::string& n) { return std::find(h.begin(), h.end(), n) - h.begin(); };
+  const auto col = columns_of(rows[0]);
   for (size_t i : {1, 2, 3, 5}) EXPECT_EQ(rows[i][col("status")], "ok") << rows[i][col("reason")];
   const double mx = std::stod(rows[1][col("step_time_s")]), tensorwise = std::stod(rows[2][col("step_time_s")]);
   EXPECT_GT(mx, 1.03 * tensorwise);
@@ -324,8 +328,7 @@ TEST_F(SimulateCli, BatchReadsTheFp8RecipeOfAPublishedPrecisionNote) {
   const auto rows = batch(in, "detail-out.csv", &status);
   EXPECT_EQ(status, 0);
   ASSERT_EQ(rows.size(), 9u);
-  const auto& h = rows[0];
-  auto col = [&](const std::string& n) { return std::find(h.begin(), h.end(), n) - h.begin(); };
+  const auto col = columns_of(rows[0]);
   const std::vector<std::string> used = {"mxfp8",      "mxfp8",      "tensorwise", "tensorwise",
                                          "blockwise",  "tensorwise", "tensorwise", ""};
   for (size_t i = 1; i < rows.size(); ++i) {
@@ -353,8 +356,7 @@ TEST_F(SimulateCli, BatchReadsFsdpStrategiesAndTrainersWords) {
   const auto rows = batch(in, "fsdp-out.csv", &status);
   EXPECT_EQ(status, 1);
   ASSERT_EQ(rows.size(), 10u);
-  const auto& h = rows[0];
-  auto col = [&](const std::string& n) { return std::find(h.begin(), h.end(), n) - h.begin(); };
+  const auto col = columns_of(rows[0]);
   for (size_t i = 1; i <= 7; ++i) EXPECT_NE(rows[i][col("status")], "invalid") << rows[i][col("reason")];
   EXPECT_EQ(rows[9][col("status")], "invalid");
   EXPECT_THAT(rows[9][col("reason")], HasSubstr("got 'inf'"));
@@ -397,8 +399,7 @@ TEST_F(SimulateCli, BatchReadsAPublishedTablesTaskAndAKorthikantiName) {
   int status = 0;
   const auto rows = batch(in, "tasks-out.csv", &status);
   ASSERT_EQ(rows.size(), 5u);
-  const auto& h = rows[0];
-  auto col = [&](const std::string& n) { return std::find(h.begin(), h.end(), n) - h.begin(); };
+  const auto col = columns_of(rows[0]);
   for (size_t i = 1; i < rows.size(); ++i) ASSERT_EQ(rows[i][col("status")], "ok") << rows[i][col("reason")];
   const double pretrain = std::stod(rows[1][col("step_time_s")]), lora = std::stod(rows[3][col("step_time_s")]);
   EXPECT_EQ(rows[2][col("step_time_s")], rows[1][col("step_time_s")]);
@@ -436,10 +437,9 @@ TEST_F(SimulateCli, BatchWritesOneRowPerInputRow) {
   const auto rows = batch(in, "out.csv", &status);
   EXPECT_EQ(status, 1);  // some rows are not ok
   ASSERT_EQ(rows.size(), 6u);
-  const auto& h = rows[0];
-  auto col = [&](const std::string& n) { return std::find(h.begin(), h.end(), n) - h.begin(); };
-  ASSERT_LT(col("status"), (long)h.size());
-  ASSERT_LT(col("reason"), (long)h.size());
+  const auto col = columns_of(rows[0]);
+  ASSERT_LT(col("status"), (long)rows[0].size());
+  ASSERT_LT(col("reason"), (long)rows[0].size());
   EXPECT_EQ(rows[1][col("name")], "good");
   EXPECT_EQ(rows[1][col("status")], "ok") << rows[1][col("reason")];
   EXPECT_GT(std::stod(rows[1][col("step_time_s")]), 0);

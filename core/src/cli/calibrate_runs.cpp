@@ -53,18 +53,19 @@ CalibrationRuns read_calibration_runs(const core::Registry& registry, const core
   // Runs that finished although the memory estimate says they cannot fit: usually a cell misread or
   // left unstated (recompute, micro_batch, zero or fsdp), whose layout the constants would then be
   // fitted to. They are fitted as read, and said.
-  std::string over_memory, first_note;
+  std::string over_memory;
+  const core::TableRun* first = nullptr;
   size_t over_memory_runs = 0;
   for (const core::TableRun& run : read.runs) {
     if (run.memory_note.empty() || run.status != core::TrialStatus::kOk) continue;
     if (over_memory_runs++ < 10) over_memory += (over_memory.empty() ? "" : ", ") + std::to_string(run.line);
-    if (first_note.empty()) first_note = run.memory_note;
+    if (first == nullptr) first = &run;
   }
-  if (over_memory_runs > 0)
+  if (first != nullptr)
     runs.warnings.push_back(path + ": " + std::to_string(over_memory_runs) + " run(s) measured although, as read, " +
                             "they do not fit in memory (line" + (over_memory_runs > 1 ? "s " : " ") + over_memory +
-                            (over_memory_runs > 10 ? ", ..." : "") + "; line " +
-                            over_memory.substr(0, over_memory.find(',')) + ": " + first_note +
+                            (over_memory_runs > 10 ? ", ..." : "") + "; line " + std::to_string(first->line) + ": " +
+                            first->memory_note +
                             "): a recompute, micro_batch, zero or fsdp cell misread or left unstated fits the "
                             "constants to another layout; they are fitted as read");
   for (const core::TableRun& run : read.runs) {
