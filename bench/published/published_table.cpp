@@ -196,7 +196,7 @@ PublishedRow read_row(const CsvTable& t, const CsvRecord& rec) {
     if (!cell(k).empty()) c[k] = cell(k);
   if (r.moe) {
     if (!cell("experts").empty()) c["experts"] = cell("experts");
-    for (const char* k : {"top_k", "ep", "etp"})
+    for (const char* k : {"top_k", "ep", "etp", "expert_groups", "group_top_k"})
       if (!cell(k).empty()) c[k] = cell(k);
     r.etp_unstated = cell("etp").empty();
     r.ep_unstated = cell("ep").empty();

@@ -207,6 +207,22 @@ TEST_F(LlmModels, BadValuesOfTheNewFieldsNameTheField) {
   EXPECT_THAT(with({{"experts", 8}, {"moe_layer_freq", 0}}), HasSubstr("/model/moe_layer_freq: expected a positive integer"));
   EXPECT_THAT(with({{"experts", 8}, {"shared_expert_ffn_hidden", 64}}),
               HasSubstr("/model/shared_expert_ffn_hidden: set shared_experts too"));
+  // Group-limited routing: both fields, whole groups, and enough experts in the chosen groups.
+  EXPECT_THAT(with({{"expert_groups", 2}, {"group_top_k", 1}}), HasSubstr("/model/expert_groups: only a mixture of experts"));
+  const json moe = {{"experts", 16}, {"top_k", 4}};
+  auto with_moe = [&](const json& extra) {
+    json m = moe;
+    for (auto it = extra.begin(); it != extra.end(); ++it) m[it.key()] = it.value();
+    return with(m);
+  };
+  EXPECT_THAT(with_moe({{"expert_groups", 4}}), HasSubstr("/model/group_top_k: missing (group-limited routing needs"));
+  EXPECT_THAT(with_moe({{"expert_groups", 3}, {"group_top_k", 1}}),
+              HasSubstr("/model/expert_groups: must divide experts (16), got 3"));
+  EXPECT_THAT(with_moe({{"expert_groups", 4}, {"group_top_k", 5}}),
+              HasSubstr("/model/group_top_k: must not exceed expert_groups (4), got 5"));
+  EXPECT_THAT(with_moe({{"expert_groups", 8}, {"group_top_k", 1}}),
+              HasSubstr("/model/group_top_k: the 1 chosen groups hold 2 experts, fewer than top_k (4)"));
+  EXPECT_EQ(with_moe({{"expert_groups", 4}, {"group_top_k", 2}}), "no error");
   EXPECT_THAT(error({{"preset", "llama-9"}}), HasSubstr("/model/preset: unknown preset 'llama-9'"));
   EXPECT_THAT(with({{"activation", "relu"}}),
               HasSubstr("/model/activation: expected \"swiglu\", \"gelu\" or \"squared_relu\", got \"relu\""));
@@ -250,6 +266,10 @@ TEST_F(LlmModels, MegatronBuildsTheModelThePresetDescribes) {
   EXPECT_THAT(l, HasSubstr("  --swiglu\n"));
   EXPECT_THAT(l, HasSubstr("  --normalization RMSNorm\n"));
   EXPECT_THAT(l, HasSubstr("  --rotary-base 500000\n"));
+  const std::string d = render({{"preset", "deepseek-v3"}});  // node-limited routing: 4 of 8 groups
+  EXPECT_THAT(d, HasSubstr("  --moe-router-num-groups 8\n"));
+  EXPECT_THAT(d, HasSubstr("  --moe-router-group-topk 4\n"));
+  EXPECT_THAT(render({{"preset", "qwen3-30b-a3b"}}), Not(HasSubstr("--moe-router-num-groups")));
   const std::string g = render({{"preset", "gpt3-5b"}});
   EXPECT_THAT(g, Not(HasSubstr("--position-embedding-type")));  // learned positions, biases, GeLU
   EXPECT_THAT(g, Not(HasSubstr("--disable-bias-linear")));

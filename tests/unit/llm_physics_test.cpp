@@ -404,6 +404,49 @@ TEST_F(LlmPhysics, FlexDispatcherSendsATokenOncePerGpuAndOncePerNode) {
   EXPECT_DOUBLE_EQ(flex.r.compute_s, alltoall.r.compute_s) << "the experts compute every copy either way";
 }
 
+TEST_F(LlmPhysics, GroupLimitedRoutingSendsATokenToFewerNodes) {
+  // 64 experts in 8 groups, top 4 within the best 2 groups (DeepSeek-V3's node-limited routing, scaled
+  // down), on ep 16 over two H100 nodes with the flex dispatcher. Each node holds 4 whole groups: the
+  // other node is hit when j >= 1 of its groups are chosen (j ~ hypergeometric: 16/28 for one, 6/28
+  // for two) and gets one of the token's 4 experts from the chosen groups' 16:
+  // 16/28 (1 - C(8, 4) / C(16, 4)) + 6/28. Without groups: 1 - C(32, 4) / C(64, 4). Each GPU holds 4
+  // experts of one group, hit when that group is chosen (2/8) and holds one of the 4:
+  // 2/8 (1 - C(12, 4) / C(16, 4)), against 1 - C(60, 4) / C(64, 4).
+  const json routed = {{"layers", 4}, {"hidden", 1024}, {"heads", 8}, {"vocab", 32000}, {"seq_len", 1024},
+                       {"experts", 64}, {"top_k", 4}, {"expert_ffn_hidden", 512}, {"gated_mlp", true}};
+  json grouped = routed;
+  grouped["expert_groups"] = 8;
+  grouped["group_top_k"] = 2;
+  const json training = {{"global_batch", 64}, {"moe_dispatcher", "flex"}};
+  const json config = {{"dp", 16}, {"ep", 16}, {"etp", 1}, {"micro_batch", 1}};
+  const Run plain = simulate(routed, training, "h100-sxm", 16, config);
+  const Run limited = simulate(grouped, training, "h100-sxm", 16, config);
+  auto c = [](double n, double k) {
+    double v = 1;
+    for (int i = 0; i < static_cast<int>(k); ++i) v *= (n - i) / (k - i);
+    return v;
+  };
+  auto dispatch_bytes = [](const Run& run, int32_t level) {
+    double bytes = 0;
+    for (const auto& o : run.labels)
+      if (o.label == "ep_dispatch" && o.level == level) bytes += o.bytes;
+    return bytes;
+  };
+  const double node_hit = 16.0 / 28 * (1 - c(8, 4) / c(16, 4)) + 6.0 / 28;
+  EXPECT_NEAR(dispatch_bytes(limited, COTUNE_NET_CLUSTER) / dispatch_bytes(plain, COTUNE_NET_CLUSTER),
+              node_hit / (1 - c(32, 4) / c(64, 4)), 1e-9);
+  const double gpu_hit = 2.0 / 8 * (1 - c(12, 4) / c(16, 4));
+  EXPECT_NEAR(dispatch_bytes(limited, COTUNE_NET_NODE) / dispatch_bytes(plain, COTUNE_NET_NODE),
+              gpu_hit / (1 - c(60, 4) / c(64, 4)), 1e-9);
+  EXPECT_LT(limited.r.exposed_comm_s[COTUNE_GROUP_EP], plain.r.exposed_comm_s[COTUNE_GROUP_EP]);
+  EXPECT_DOUBLE_EQ(limited.r.compute_s, plain.r.compute_s) << "the experts compute the same tokens";
+  // alltoall sends every copy whatever the groups.
+  json all = training;
+  all["moe_dispatcher"] = "alltoall";
+  EXPECT_DOUBLE_EQ(simulate(grouped, all, "h100-sxm", 16, config).r.step_time_s,
+                   simulate(routed, all, "h100-sxm", 16, config).r.step_time_s);
+}
+
 TEST_F(LlmPhysics, SmallModelsWaitForTheHostThatIssuesTheirKernels) {
   // GPT-350M (hidden 1024) at micro-batch 1 and tp 8 on 8 A100: each layer's kernels run in a few
   // microseconds but each takes the framework host_launch_us to issue; the GPU waits. At

@@ -310,6 +310,26 @@ TEST_F(SimulateCli, BatchReadsTheFp8Recipe) {
   EXPECT_THAT(rows[6][col("reason")], HasSubstr("column fp8_recipe: 'tensorwise' disagrees with the dtype 'mxfp8'"));
 }
 
+// Group-limited routing from a table's columns: DeepSeek-V3's preset routes within 4 of 8 groups, a
+// row may say otherwise (1 group: over all experts), and the flex dispatcher then sends each token
+// to more of the other nodes; groups that do not split the experts evenly are refused.
+TEST_F(SimulateCli, BatchReadsGroupLimitedRouting) {
+  const std::string in = write("groups.csv",
+                               "name,preset,gpu,gpus,global_batch,tp,pp,ep,etp,zero,recompute,expert_groups,group_top_k,moe_dispatcher\n"
+                               "preset,deepseek-v3,h100-sxm,1024,8192,2,8,64,1,1,full,,,flex\n"
+                               "all,deepseek-v3,h100-sxm,1024,8192,2,8,64,1,1,full,1,1,flex\n"
+                               "bad,deepseek-v3,h100-sxm,1024,8192,2,8,64,1,1,full,3,1,flex\n");
+  int status = 0;
+  const auto rows = batch(in, "groups-out.csv", &status);
+  EXPECT_EQ(status, 1);
+  ASSERT_EQ(rows.size(), 4u);
+  const auto col = columns_of(rows[0]);
+  for (size_t i : {1, 2}) EXPECT_EQ(rows[i][col("status")], "ok") << rows[i][col("reason")];
+  EXPECT_LT(std::stod(rows[1][col("step_time_s")]), std::stod(rows[2][col("step_time_s")]));
+  EXPECT_EQ(rows[3][col("status")], "invalid");
+  EXPECT_THAT(rows[3][col("reason")], HasSubstr("expert_groups: must divide experts (256), got 3"));
+}
+
 // A published table names the FP8 recipe in its precision note (dtype_detail): MXFP8 as MXFP8, any
 // other FP8 note as per-tensor scaling; a recipe column or a dtype that names one comes first, and a
 // bf16 row's note says nothing of FP8.

@@ -339,15 +339,41 @@ constexpr uint32_t kGrouped = COTUNE_OP_GROUPED;
 // pipeline, gradient and parameter traffic.
 constexpr int32_t kExpertCommStream = 3;
 
-// The chance that a token's top_k distinct experts, drawn evenly from `experts` spread evenly over
-// `parts` parts (GPUs, NVLink domains), include one of a given part: 1 - C(E - E/parts, k) / C(E, k).
-// Balanced routing: what the auxiliary loss aims at and what benchmarks force.
-double part_hit(double experts, double top_k, double parts) {
-  if (parts <= 1) return 1;
-  const double others = experts - experts / parts;
+// The chance that none of k distinct experts drawn evenly from `pool` is one of `held` of them:
+// C(pool - held, k) / C(pool, k).
+double miss_all(double pool, double held, double k) {
   double miss = 1;
-  for (int i = 0; i < static_cast<int>(top_k) && miss > 0; ++i) miss *= std::max(0.0, others - i) / (experts - i);
-  return 1 - miss;
+  for (int i = 0; i < static_cast<int>(k) && miss > 0; ++i) miss *= std::max(0.0, pool - held - i) / (pool - i);
+  return miss;
+}
+
+// The chance that a token's experts include one of a given part's, the experts spread evenly over
+// `parts` parts (GPUs, NVLink domains) in order. Balanced routing (what the auxiliary loss aims at and
+// what benchmarks force): top_k distinct experts drawn evenly from all, 1 - C(E - E/parts, k) / C(E, k).
+// Group-limited routing draws them from the group_top_k groups chosen evenly among expert_groups:
+// a part that holds whole groups is hit when a chosen one of them gets an expert; a part within a
+// group, when its group is chosen and the part gets one. Parts that cut groups otherwise are timed
+// as without groups.
+double part_hit(const Model& m, double parts) {
+  if (parts <= 1) return 1;
+  const double E = m.experts, k = m.top_k, G = m.expert_groups, chosen = m.group_top_k;
+  if (G <= 1) return 1 - miss_all(E, E / parts, k);
+  const double per_group = E / G, pool = chosen * per_group;
+  if (std::fmod(G, parts) == 0) {
+    // j of the part's G/parts groups are among the chosen (hypergeometric), holding j groups' experts.
+    const double own = G / parts;
+    double hit = 0;
+    for (int j = 1; j <= static_cast<int>(std::min(own, chosen)); ++j) {
+      double p = 1;  // C(own, j) C(G - own, chosen - j) / C(G, chosen)
+      for (int i = 0; i < j; ++i) p *= (own - i) / (j - i);
+      for (int i = 0; i < static_cast<int>(chosen) - j; ++i) p *= (G - own - i) / (chosen - j - i);
+      for (int i = 0; i < static_cast<int>(chosen); ++i) p /= (G - i) / (chosen - i);
+      hit += p * (1 - miss_all(pool, j * per_group, k));
+    }
+    return hit;
+  }
+  if (std::fmod(parts, G) == 0) return chosen / G * (1 - miss_all(pool, E / parts, k));
+  return 1 - miss_all(E, E / parts, k);
 }
 
 // The expert-parallel all-to-all: ranks of one expert-parallel group sit etp apart (Megatron-LM's
@@ -370,9 +396,9 @@ void ep_all_to_all(TraceBuilder& B, const Workload& w, const Config& c, const Mo
   const GroupPlacement p = place_group(c.etp, c.ep, B.hardware());
   const double rpd = p.ranks_per_domain, domains = c.ep / rpd;
   const double token = d.h * kAct;
-  const double gpus_hit = c.ep * part_hit(m.experts, m.top_k, c.ep);
+  const double gpus_hit = c.ep * part_hit(m, c.ep);
   const double wire_intra = e.tokens_in * token * gpus_hit * (rpd - 1) / rpd;
-  const double wire_inter = e.tokens_in * token * (domains - 1) * part_hit(m.experts, m.top_k, domains);
+  const double wire_inter = e.tokens_in * token * (domains - 1) * part_hit(m, domains);
   B.all_to_all(phase, stream, label, COTUNE_GROUP_EP, wire_intra, wire_inter, c.etp, c.ep, n, flags);
 }
 

@@ -16,7 +16,7 @@ namespace {
 constexpr const char* kMlaFields = "q_lora_rank, kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim, v_head_dim";
 constexpr const char* kModelFields =
     "preset, layers, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab, seq_len, experts, top_k, expert_ffn_hidden, "
-    "shared_experts, shared_expert_ffn_hidden, moe_layer_freq, dense_layers_first, capacity_factor, mla, mtp_layers, "
+    "shared_experts, shared_expert_ffn_hidden, expert_groups, group_top_k, moe_layer_freq, dense_layers_first, capacity_factor, mla, mtp_layers, "
     "gated_mlp, tie_embeddings, activation, rope_base";
 
 using nlohmann::json;
@@ -44,7 +44,7 @@ constexpr const char* kPresetsJson = R"json([
  {"preset": "mixtral-8x22b", "layers": 56, "hidden": 6144, "heads": 48, "kv_heads": 8, "ffn_hidden": 16384, "vocab": 32768, "seq_len": 4096, "experts": 8, "top_k": 2, "gated_mlp": true, "rope_base": 1000000},
  {"preset": "qwen3-30b-a3b", "layers": 48, "hidden": 2048, "heads": 32, "kv_heads": 4, "head_dim": 128, "ffn_hidden": 6144, "vocab": 151936, "seq_len": 4096, "experts": 128, "top_k": 8, "expert_ffn_hidden": 768, "gated_mlp": true, "rope_base": 1000000},
  {"preset": "qwen3-235b-a22b", "layers": 94, "hidden": 4096, "heads": 64, "kv_heads": 4, "head_dim": 128, "ffn_hidden": 12288, "vocab": 151936, "seq_len": 4096, "experts": 128, "top_k": 8, "expert_ffn_hidden": 1536, "gated_mlp": true, "rope_base": 1000000},
- {"preset": "deepseek-v3", "layers": 61, "hidden": 7168, "heads": 128, "ffn_hidden": 18432, "vocab": 129280, "seq_len": 4096, "experts": 256, "top_k": 8, "expert_ffn_hidden": 2048, "shared_experts": 1, "shared_expert_ffn_hidden": 2048, "dense_layers_first": 3, "mtp_layers": 1, "gated_mlp": true, "rope_base": 10000,
+ {"preset": "deepseek-v3", "layers": 61, "hidden": 7168, "heads": 128, "ffn_hidden": 18432, "vocab": 129280, "seq_len": 4096, "experts": 256, "top_k": 8, "expert_ffn_hidden": 2048, "shared_experts": 1, "shared_expert_ffn_hidden": 2048, "expert_groups": 8, "group_top_k": 4, "dense_layers_first": 3, "mtp_layers": 1, "gated_mlp": true, "rope_base": 10000,
   "mla": {"q_lora_rank": 1536, "kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128}},
  {"preset": "kimi-k2", "layers": 61, "hidden": 7168, "heads": 64, "ffn_hidden": 18432, "vocab": 163840, "seq_len": 4096, "experts": 384, "top_k": 8, "expert_ffn_hidden": 2048, "shared_experts": 1, "shared_expert_ffn_hidden": 2048, "dense_layers_first": 1, "gated_mlp": true, "rope_base": 10000,
   "mla": {"q_lora_rank": 1536, "kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128}},
@@ -255,6 +255,30 @@ double flops_per_token(const Model& m, double keys) {
   return decoder + 2 * m.hidden * m.vocab + mtp;
 }
 
+// Group-limited routing as Megatron-LM checks it (moe_router_num_groups, moe_router_group_topk):
+// both or neither, whole groups of experts, and enough experts in the chosen groups for top_k.
+void check_expert_groups(Model& m, const json& fields, const std::string& where) {
+  const bool groups = fields.contains("expert_groups"), chosen = fields.contains("group_top_k");
+  if (groups != chosen)
+    throw std::invalid_argument(where + "/" + (groups ? "group_top_k" : "expert_groups") +
+                                ": missing (group-limited routing needs expert_groups and group_top_k)");
+  if (!groups || m.expert_groups == 1) {
+    m.expert_groups = m.group_top_k = 0;  // one group is routing over all experts
+    return;
+  }
+  if (std::fmod(m.experts, m.expert_groups) != 0)
+    throw std::invalid_argument(where + "/expert_groups: must divide experts (" + num(m.experts) + "), got " +
+                                num(m.expert_groups));
+  if (m.group_top_k > m.expert_groups)
+    throw std::invalid_argument(where + "/group_top_k: must not exceed expert_groups (" + num(m.expert_groups) +
+                                "), got " + num(m.group_top_k));
+  if (m.top_k > m.group_top_k * m.experts / m.expert_groups)
+    throw std::invalid_argument(where + "/group_top_k: the " + num(m.group_top_k) + " chosen groups hold " +
+                                num(m.group_top_k * m.experts / m.expert_groups) + " experts, fewer than top_k (" +
+                                num(m.top_k) + ")");
+  if (m.group_top_k == m.expert_groups) m.expert_groups = m.group_top_k = 0;  // every group: no limit
+}
+
 }  // namespace
 
 double Model::forward_flops_per_token() const { return flops_per_token(*this, seq_len / 2); }
@@ -292,6 +316,8 @@ Model parse_model(const json& j, const std::string& where) {
     else if (k == "expert_ffn_hidden") m.expert_ffn_hidden = positive_int(v, at);
     else if (k == "shared_experts") m.shared_experts = whole(v, at);
     else if (k == "shared_expert_ffn_hidden") m.shared_expert_ffn_hidden = positive_int(v, at);
+    else if (k == "expert_groups") m.expert_groups = positive_int(v, at);
+    else if (k == "group_top_k") m.group_top_k = positive_int(v, at);
     else if (k == "moe_layer_freq") m.moe_layer_freq = positive_int(v, at);
     else if (k == "dense_layers_first") m.dense_layers_first = whole(v, at);
     else if (k == "capacity_factor") {
@@ -340,10 +366,12 @@ Model parse_model(const json& j, const std::string& where) {
     if (m.dense_layers_first >= m.layers)
       throw std::invalid_argument(where + "/dense_layers_first: must be below layers (" + num(m.layers) +
                                   "), or the model has no MoE layer");
+    check_expert_groups(m, fields, where);
   } else {
     if (m.top_k != 1)
       throw std::invalid_argument(where + "/top_k: only a mixture of experts (experts > 1) routes to top_k experts");
-    for (const char* f : {"shared_experts", "moe_layer_freq", "dense_layers_first", "capacity_factor"})
+    for (const char* f : {"shared_experts", "moe_layer_freq", "dense_layers_first", "capacity_factor", "expert_groups",
+                          "group_top_k"})
       if (j.contains(f)) throw std::invalid_argument(where + "/" + f + ": only a mixture of experts (experts > 1) has it");
   }
   if (m.shared_experts > 0 && m.shared_expert_ffn_hidden == 0) m.shared_expert_ffn_hidden = m.expert_ffn_hidden;

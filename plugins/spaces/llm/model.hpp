@@ -29,6 +29,10 @@ struct Model {
   double head_dim_given = 0;  // 0: hidden / heads
   double experts = 1, top_k = 1, expert_ffn_hidden = 0;  // experts > 1: mixture of experts
   double shared_experts = 0, shared_expert_ffn_hidden = 0;  // dense experts every token visits
+  // Group-limited routing (DeepSeek-V3: 8 groups, 4 of them): the experts split into expert_groups
+  // equal groups, and each token picks its top_k among the group_top_k groups that score best, so
+  // that its experts sit on few nodes. 0: routing over all experts.
+  double expert_groups = 0, group_top_k = 0;
   double moe_layer_freq = 1;      // every k-th layer (after dense_layers_first) is a MoE layer
   double dense_layers_first = 0;  // the first n layers keep a dense MLP (ffn_hidden)
   double capacity_factor = 0;     // 0: dropless; else tokens per expert are capped (and padded) to it

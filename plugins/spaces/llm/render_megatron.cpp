@@ -79,6 +79,10 @@ void model_args(Args& a, const Model& m) {
     if (m.dense_layers_first > 0 || m.moe_layer_freq != 1)
       a.add("--moe-layer-freq", "'" + render_detail::moe_layer_pattern(m) + "'");
     if (m.shared_experts > 0) a.add("--moe-shared-expert-intermediate-size", m.shared_experts * m.shared_expert_ffn_hidden);
+    if (m.expert_groups > 1) {
+      a.add("--moe-router-num-groups", m.expert_groups);
+      a.add("--moe-router-group-topk", m.group_top_k);
+    }
     if (m.capacity_factor > 0) {
       a.add("--moe-expert-capacity-factor", m.capacity_factor);
       a.add("--moe-pad-expert-input-to-capacity");

@@ -53,6 +53,8 @@ const ModelColumn kModelColumns[] = {
     {"expert_ffn_hidden", "expert_ffn_hidden", Kind::kWhole, false},
     {"shared_experts", "shared_experts", Kind::kWhole, false},
     {"shared_expert_ffn_hidden", "shared_expert_ffn_hidden", Kind::kWhole, false},
+    {"expert_groups", "expert_groups", Kind::kWhole, false},
+    {"group_top_k", "group_top_k", Kind::kWhole, false},
     {"moe_layer_freq", "moe_layer_freq", Kind::kWhole, false},
     {"dense_layers_first", "dense_layers_first", Kind::kWhole, false},
     {"capacity_factor", "capacity_factor", Kind::kNumber, false},

@@ -22,6 +22,8 @@ const std::vector<ColumnSpelling>& megatron_argument_spellings() {
       {"num_experts", "experts"},
       {"moe_router_topk", "top_k"},
       {"moe_ffn_hidden_size", "expert_ffn_hidden"},
+      {"moe_router_num_groups", "expert_groups"},
+      {"moe_router_group_topk", "group_top_k"},
       {"num_layers_in_first_pipeline_stage", "first_stage_layers"},
       {"num_layers_in_last_pipeline_stage", "last_stage_layers"},
       {"overlap_grad_reduce", "overlap_grad_reduce"},
