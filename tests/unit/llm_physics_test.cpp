@@ -43,6 +43,13 @@ class LlmPhysics : public ::testing::Test {
         }
       return count;
     }
+    // The bytes of one instance of each op so labelled on one network level, summed.
+    double bytes_on(const std::string& label, int32_t level) const {
+      double bytes = 0;
+      for (const auto& o : labels)
+        if (o.label == label && o.level == level) bytes += o.bytes;
+      return bytes;
+    }
     // 2mnk x count of the GEMMs flagged COTUNE_OP_RECOMPUTE.
     double recomputed_gemm_flops() const {
       double f = 0;
@@ -387,12 +394,7 @@ TEST_F(LlmPhysics, FlexDispatcherSendsATokenOncePerGpuAndOncePerNode) {
     for (int i = 0; i < 8; ++i) p *= (others - i) / (128 - i);
     return p;
   };
-  auto dispatch_bytes = [](const Run& run, int32_t level) {
-    double bytes = 0;
-    for (const auto& o : run.labels)
-      if (o.label == "ep_dispatch" && o.level == level) bytes += o.bytes;
-    return bytes;
-  };
+  auto dispatch_bytes = [](const Run& run, int32_t level) { return run.bytes_on("ep_dispatch", level); };
   const double across = dispatch_bytes(flex, COTUNE_NET_CLUSTER) / dispatch_bytes(alltoall, COTUNE_NET_CLUSTER);
   EXPECT_NEAR(across, 2 * (1 - miss(64)) / 8, 1e-9);
   // Over NVLink every GPU the token's experts sit on gets it once, on either node (the receiving GPU
@@ -426,12 +428,7 @@ TEST_F(LlmPhysics, GroupLimitedRoutingSendsATokenToFewerNodes) {
     for (int i = 0; i < static_cast<int>(k); ++i) v *= (n - i) / (k - i);
     return v;
   };
-  auto dispatch_bytes = [](const Run& run, int32_t level) {
-    double bytes = 0;
-    for (const auto& o : run.labels)
-      if (o.label == "ep_dispatch" && o.level == level) bytes += o.bytes;
-    return bytes;
-  };
+  auto dispatch_bytes = [](const Run& run, int32_t level) { return run.bytes_on("ep_dispatch", level); };
   const double node_hit = 16.0 / 28 * (1 - c(8, 4) / c(16, 4)) + 6.0 / 28;
   EXPECT_NEAR(dispatch_bytes(limited, COTUNE_NET_CLUSTER) / dispatch_bytes(plain, COTUNE_NET_CLUSTER),
               node_hit / (1 - c(32, 4) / c(64, 4)), 1e-9);
