@@ -297,7 +297,7 @@ Model parse_model(const json& j, const std::string& where) {
   m.name = "custom";
   std::string preset;
   const json fields = merged_fields(j, where, &preset);
-  bool kv_given = false, ffn_given = false;
+  bool kv_given = false, ffn_given = false, top_k_given = false;
   for (auto it = fields.begin(); it != fields.end(); ++it) {
     const std::string& k = it.key();
     const std::string at = where + "/" + k;
@@ -312,7 +312,7 @@ Model parse_model(const json& j, const std::string& where) {
     else if (k == "vocab") m.vocab = positive_int(v, at);
     else if (k == "seq_len") m.seq_len = positive_int(v, at);
     else if (k == "experts") m.experts = positive_int(v, at);
-    else if (k == "top_k") m.top_k = positive_int(v, at);
+    else if (k == "top_k") m.top_k = positive_int(v, at), top_k_given = true;
     else if (k == "expert_ffn_hidden") m.expert_ffn_hidden = positive_int(v, at);
     else if (k == "shared_experts") m.shared_experts = whole(v, at);
     else if (k == "shared_expert_ffn_hidden") m.shared_expert_ffn_hidden = positive_int(v, at);
@@ -361,6 +361,7 @@ Model parse_model(const json& j, const std::string& where) {
     throw std::invalid_argument(where + "/kv_heads: multi-latent attention has one key/value head per query head");
   if (m.moe()) {
     if (m.expert_ffn_hidden == 0) m.expert_ffn_hidden = m.ffn_hidden;
+    if (!top_k_given) m.top_k = 2;  // Megatron-LM's --moe-router-topk default, as a table row reads it
     if (m.top_k > m.experts)
       throw std::invalid_argument(where + "/top_k: must not exceed experts (" + num(m.experts) + ")");
     if (m.dense_layers_first >= m.layers)
