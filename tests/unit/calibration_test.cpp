@@ -513,6 +513,23 @@ TEST_F(Calibration, CommandLineCalibratesAndSimulateAppliesIt) {
   r = run_cli(dir, {"calibrate", "--runs", dir + "/runs.csv", "--fit", "gemm_efficiency_fp8"});
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.err, HasSubstr("gemm_efficiency_fp8 cannot be fitted from these runs"));
+  // More runs than the library's message lists: the whole list stands in for the shortened one, once.
+  std::ofstream many(dir + "/many.csv");
+  many << "preset,gpu,gpus,global_batch,micro_batch,zero,recompute,step_time_s\n";
+  for (int i = 1; i <= 10; ++i) many << "llama3-8b,h100-sxm,8," << 16 * i << ",1,1,full," << 0.5 * i << "\n";
+  many.close();
+  r = run_cli(dir, {"calibrate", "--runs", dir + "/many.csv", "--fit", "gemm_efficiency_fp8"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("no run's step time depends on it (line 2, line 3, line 4, line 5, line 6, line 7, "
+                               "line 8, line 9, line 10, line 11)\n"));
+  EXPECT_THAT(r.err, Not(HasSubstr(" more")));
+  // A held-out error needs two folds at least; 0 asks for none.
+  r = run_cli(dir, {"calibrate", "--runs", dir + "/runs.csv", "--folds", "1"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("calibrate: --folds: expected 0 (no held-out error) or at least 2 folds, got 1"));
+  r = run_cli(dir, {"calibrate", "--runs", dir + "/runs.csv", "--folds", "-3"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("got -3"));
 }
 
 TEST_F(Calibration, CommandLineNamesTheColumnsItDoesNotRead) {
@@ -664,8 +681,8 @@ TEST_F(Calibration, CommandLineSaysWhichRunsDoNotFitAsRead) {
                                       "llama3-8b,h100-sxm,8,128,1,1,full,4.1\n";
   r = run_cli(dir, {"calibrate", "--runs", dir + "/over.csv", "--fit", "gemm_efficiency_max"});
   EXPECT_EQ(r.status, 0) << r.err;
-  EXPECT_THAT(r.err, HasSubstr("over.csv: 1 run(s) measured although, as read, they do not fit in memory (line 3; "
-                               "line 3: out of memory: needs"));
+  EXPECT_THAT(r.err, HasSubstr("over.csv: 1 run(s) measured although, as read, they do not fit in memory (line 3: "
+                               "out of memory: needs"));
   EXPECT_THAT(r.err, HasSubstr("they are fitted as read"));
   EXPECT_THAT(r.out, HasSubstr("\"runs\": 3"));
 }

@@ -117,7 +117,7 @@ void write_rows(const std::string& path, const CalibrationRuns& runs, const std:
 int run_calibrate(int argc, char** argv) {
   std::string runs_path, base, out_path, rows_path, fit, executor_options = "{}", space = core::kDefaultSpace;
   std::vector<std::string> maps;
-  size_t folds = 5;
+  long long folds = 5;
   double prior_sigma = 0.5;
   po::options_description desc(
       "usage: cotune calibrate --runs RUNS.csv [--space S] [--out CAL.json] [--fit NAMES | --all-constants]\n"
@@ -178,6 +178,9 @@ int run_calibrate(int argc, char** argv) {
   if (gpu == !runs_path.empty())
     throw core::UserError("calibrate: give --runs RUNS.csv (measured runs) or --gpu --base NAME (the local GPU)");
   if (!(prior_sigma > 0)) throw core::UserError("calibrate: --prior-sigma must be > 0");
+  if (folds < 0 || folds == 1)
+    throw core::UserError("calibrate: --folds: expected 0 (no held-out error) or at least 2 folds, got " +
+                          std::to_string(folds));
 
   if (gpu) {
     if (base.empty()) throw core::UserError("calibrate: --gpu needs --base NAME (a catalogue GPU, e.g. h100-sxm)");
@@ -209,7 +212,7 @@ int run_calibrate(int argc, char** argv) {
   for (const std::string& w : runs.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
   core::perf::CalibrationOptions options;
   options.fit = split_list(fit);
-  options.folds = folds;
+  options.folds = static_cast<size_t>(folds);
   options.held_out = folds >= 2;
   options.prior_sigma = prior_sigma;
   options.select = vm.count("all-constants") == 0;
@@ -235,9 +238,15 @@ int run_calibrate(int argc, char** argv) {
         return why.find(r.label + ",") != std::string::npos || why.find(r.label + ")") != std::string::npos ||
                why.find(r.label + " ") != std::string::npos;
       });
-      // A list cut short ("... and 8 more") names the first runs only: then all of them follow.
-      const bool all_named = names_runs && why.find(" more") == std::string::npos;
-      refused.emplace_back(name, all_named ? why : why + " (" + lines + ")");
+      // A list cut short ("... and 8 more") names the first runs only: the whole list replaces it
+      // where it is the list of every run, else follows it.
+      std::string first_runs;
+      for (size_t i = 0; i < gpu_runs.size() && i < 8; ++i) first_runs += (i ? ", " : "") + gpu_runs[i].label;
+      const std::string cut = first_runs + " and " + std::to_string(gpu_runs.size() - 8) + " more";
+      std::string reason = why;
+      if (gpu_runs.size() > 8 && reason.find(cut) != std::string::npos) reason.replace(reason.find(cut), cut.size(), lines);
+      const bool all_named = names_runs && reason.find(" more") == std::string::npos;
+      refused.emplace_back(name, all_named ? reason : reason + " (" + lines + ")");
       if (!as_json) std::fprintf(stderr, "%s (%s): not calibrated: %s\n", runs_path.c_str(), name.c_str(),
                                  refused.back().second.c_str());
       continue;

@@ -63,9 +63,10 @@ CalibrationRuns read_calibration_runs(const core::Registry& registry, const core
   }
   if (first != nullptr)
     runs.warnings.push_back(path + ": " + std::to_string(over_memory_runs) + " run(s) measured although, as read, " +
-                            "they do not fit in memory (line" + (over_memory_runs > 1 ? "s " : " ") + over_memory +
-                            (over_memory_runs > 10 ? ", ..." : "") + "; line " + std::to_string(first->line) + ": " +
-                            first->memory_note +
+                            "they do not fit in memory (" +
+                            (over_memory_runs > 1 ? "lines " + over_memory + (over_memory_runs > 10 ? ", ..." : "") + "; "
+                                                  : std::string()) +
+                            "line " + std::to_string(first->line) + ": " + first->memory_note +
                             "): a recompute, micro_batch, zero or fsdp cell misread or left unstated fits the "
                             "constants to another layout; they are fitted as read");
   for (const core::TableRun& run : read.runs) {

@@ -287,6 +287,8 @@ int run_simulate(int argc, char** argv) {
       throw core::UserError("--batch takes its workloads and configurations from the CSV; drop --workload/--config");
     if (!format.empty())
       throw core::UserError("--format: with --batch each row names its framework in a format column (docs/simulate.md)");
+    if (!vm["space-options"].defaulted())
+      throw core::UserError("--space-options: with --batch each row's layout is its own space (its cells); drop it");
     std::ifstream file;
     if (batch_path != "-") {
       file.open(batch_path, std::ios::binary);
@@ -327,6 +329,8 @@ int run_simulate(int argc, char** argv) {
         throw core::UserError("--out '" + out_path + "': cannot write it");
       }
     }
+    if (bad > 0 && !out_path.empty())
+      std::fprintf(stderr, "simulate --batch: %zu row(s) not ok (status and reason in '%s')\n", bad, out_path.c_str());
     return bad == 0 ? 0 : 1;
   }
 

@@ -47,14 +47,15 @@ struct Outcome {
   ExecutionSummary execution;  // the FP8 recipe and tp overlap as they ran
 };
 
-// A space names a bad field by its place in the workload it was given ("workload/training/dtype");
-// in a batch that workload was built from the row's cells, so the cell is named first, as the
-// header spells its column (`spelled`: the schema's name -> the header's).
+// A space names a bad field by its place in the workload or the options it was given
+// ("workload/training/dtype", "space options/zero"); in a batch both were built from the row's
+// cells, so the cell is named first, as the header spells its column (`spelled`: the schema's
+// name -> the header's).
 std::string name_the_cell(const std::string& what, const std::map<std::string, std::string>& cells,
                           const std::map<std::string, std::string>& spelled) {
   for (const auto& [column, value] : cells)
-    for (const char* section : {"model/", "training/", "cluster/"})
-      if (what.find("workload/" + std::string(section) + column + ":") != std::string::npos) {
+    for (const char* section : {"workload/model/", "workload/training/", "workload/cluster/", "space options/"})
+      if (what.find(section + column + ":") != std::string::npos) {
         const auto header = spelled.find(column);
         return "column " + (header == spelled.end() ? column : header->second) + " ('" + value + "'): " + what;
       }
