@@ -201,6 +201,8 @@ TEST(Catalogue, DefinesACustomGpu) {
 TEST(Catalogue, RejectsBadClustersNamingTheField) {
   EXPECT_THAT(error_of({{"gpu", "tpu-v9"}, {"nodes", 1}}), HasSubstr("/cluster/gpu: unknown GPU 'tpu-v9' (the catalogue"));
   EXPECT_THAT(error_of({{"gpu", "gb20"}, {"nodes", 1}}), HasSubstr("unknown GPU 'gb20' (did you mean \"gb200\"?)"));
+  // An alias is a name too: "h100" (the h100-sxm) is one letter away, "h200" two.
+  EXPECT_THAT(error_of({{"gpu", "h100x"}, {"nodes", 1}}), HasSubstr("unknown GPU 'h100x' (did you mean \"h100\"?)"));
   EXPECT_THAT(error_of({{"gpu", "h100"}, {"nodes", 1}, {"gpu_spec", {{"hbm_gb", 80}}}}),
               HasSubstr("gpu_spec/hbm_gb: unknown GPU field (did you mean \"hbm_gib\"?)"));
   EXPECT_THAT(error_of({{"gpu", "h100-sxm"}}), HasSubstr("/cluster/nodes: missing"));

@@ -234,9 +234,13 @@ void resolve_hardware(const json& cluster, cotune_hardware* out, const std::stri
     if (n.empty()) {
       std::string list;
       for (const auto& k : catalogue_gpu_names()) list += (list.empty() ? "" : ", ") + k;
+      // The aliases are names too ("h100x" is one letter from "h100", which is the h100-sxm).
+      std::vector<std::string> names = catalogue_gpu_names();
+      if (catalogue().contains("aliases"))
+        for (auto it = catalogue()["aliases"].begin(); it != catalogue()["aliases"].end(); ++it) names.push_back(it.key());
       throw UserError(where + "/gpu: unknown GPU '" + name.get<std::string>() + "'" +
-                      support::did_you_mean(name.get<std::string>(), catalogue_gpu_names()) + " (the catalogue has " +
-                      list + "; or describe it in gpu_spec)");
+                      support::did_you_mean(name.get<std::string>(), names) + " (the catalogue has " + list +
+                      "; or describe it in gpu_spec)");
     }
     g.name = n;
     apply_gpu_fields(gpus[n], g, "gpus.json/gpus/" + n);
