@@ -56,6 +56,31 @@ TEST_F(LlmSpaceTest, DescribesItsParameters) {
   EXPECT_TRUE(s->can_lower());
 }
 
+TEST_F(LlmSpaceTest, PipelineDegreesIncludeTheNearlyEvenUnevenSplits) {
+  // The even splits, and the powers of two whose heaviest stage has at most a third more layers
+  // than the lightest: DeepSeek-V3's 61 layers on pp 8 (8 and 7 layers) and 16 (4 and 3), not 32
+  // (2 and 1); Llama-3 70B's 80 layers split evenly on every power of two up to 16 and pp 32 would
+  // leave stages of 3 and 2.
+  auto domain = [&](const char* preset, const char* name) {
+    auto s = make({{"model", {{"preset", preset}}}, {"training", {{"global_batch", 8192}}},
+                   {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 128}}}});
+    for (const auto& p : s->params())
+      if (p.name == name) return p.domain();
+    return std::vector<double>{};
+  };
+  EXPECT_EQ(domain("deepseek-v3", "pp"), (std::vector<double>{1, 2, 4, 8, 16, 61}));
+  EXPECT_EQ(domain("llama3-70b", "pp"), (std::vector<double>{1, 2, 4, 5, 8, 10, 16, 20, 40, 80}));
+  EXPECT_EQ(domain("deepseek-v3", "vpp"), (std::vector<double>{1, 2, 4, 8}));
+  EXPECT_EQ(domain("llama3-70b", "vpp"), (std::vector<double>{1, 2, 4, 5, 8}));
+  // Such a layout is timed as the framework builds it (Megatron-LM's pipeline layout).
+  auto s = make({{"model", {{"preset", "deepseek-v3"}}}, {"training", {{"global_batch", 8192}, {"dtype", "fp8"}}},
+                 {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 128}}}});
+  const auto c = config(*s, {{"tp", 2}, {"pp", 8}, {"vpp", 4}, {"ep", 64}, {"dp", 64}, {"zero", 1},
+                             {"recompute", "full"}, {"sp", true}});
+  EXPECT_THAT(s->explain(c.data()), Not(HasSubstr("split")));
+  EXPECT_THAT(s->render(c.data(), COTUNE_RENDER_MEGATRON), HasSubstr("--pipeline-model-parallel-layout"));
+}
+
 TEST_F(LlmSpaceTest, ModelFlopsFollowMegatronEquation) {
   // Megatron-LM with causal attention (as Megatron-LM and NeMo count it now): the attention
   // scores cover half the sequence, 72 B s l h^2 (1 + s/(12h) + V/(12 l h)) per step without

@@ -56,6 +56,20 @@ std::vector<double> divisors(double n, double limit) {
   return v;
 }
 
+// Pipeline degrees: the divisors of the layers, which split them evenly, and the powers of two that
+// split them as evenly as whole layers allow with the heaviest stage at most a third heavier than the
+// lightest (DeepSeek-V3's 61 layers on pp 8 or 16, Qwen3-235B's 94 and Llama-3 405B's 126 on pp 8,
+// as NVIDIA's recipes run them); past that the lightest stages idle a quarter of the step or more.
+std::vector<double> pipeline_degrees(double layers, double limit) {
+  std::vector<double> v = divisors(layers, limit);
+  for (double p : powers_of_two(std::min(layers, limit))) {
+    const bool even = std::fmod(layers, p) == 0;
+    if (!even && 3 * std::ceil(layers / p) <= 4 * std::floor(layers / p)) v.push_back(p);
+  }
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
 std::string num(double v) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.15g", v);
@@ -366,12 +380,17 @@ class LlmSpace {
 
     domains_.resize(kNumParams);
     domains_[kTp] = restrict_numbers(oj, "tp", powers_of_two(std::min(G, 64.0)));
-    domains_[kPp] = restrict_numbers(oj, "pp", divisors(m.layers, G));
+    domains_[kPp] = restrict_numbers(oj, "pp", pipeline_degrees(m.layers, G));
     domains_[kDp] = restrict_numbers(oj, "dp", dp_default);
     domains_[kCp] = restrict_numbers(oj, "cp", powers_of_two(std::min(G, 16.0)));
     domains_[kEp] = restrict_numbers(oj, "ep", ep_default);
     domains_[kMicroBatch] = restrict_numbers(oj, "micro_batch", powers_of_two(std::min(16.0, w_.training.global_batch)));
-    domains_[kVpp] = restrict_numbers(oj, "vpp", divisors(m.layers, 8));
+    // Interleaving: the even chunk counts up to 8, and the powers of two (the layouts above).
+    std::vector<double> vpp = divisors(m.layers, 8);
+    for (double v : powers_of_two(8))
+      if (std::find(vpp.begin(), vpp.end(), v) == vpp.end()) vpp.push_back(v);
+    std::sort(vpp.begin(), vpp.end());
+    domains_[kVpp] = restrict_numbers(oj, "vpp", vpp);
     domains_[kZero] = restrict_numbers(oj, "zero", {0, 1, 2, 3});
     domains_[kGpus] = gpus;
     domains_[kEtp] = restrict_numbers(oj, "etp", {0});
