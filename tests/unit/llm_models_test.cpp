@@ -222,7 +222,17 @@ TEST_F(LlmModels, BadValuesOfTheNewFieldsNameTheField) {
               HasSubstr("/model/group_top_k: must not exceed expert_groups (4), got 5"));
   EXPECT_THAT(with_moe({{"expert_groups", 8}, {"group_top_k", 1}}),
               HasSubstr("/model/group_top_k: the 1 chosen groups hold 2 experts, fewer than top_k (4)"));
+  EXPECT_THAT(with_moe({{"expert_groups", 1}, {"group_top_k", 2}}),
+              HasSubstr("/model/group_top_k: must not exceed expert_groups (1), got 2"));
+  EXPECT_THAT(with_moe({{"top_k", 2}, {"expert_groups", 4}, {"group_top_k", 3}}),
+              HasSubstr("/model/group_top_k: must not exceed top_k (2)"));
   EXPECT_EQ(with_moe({{"expert_groups", 4}, {"group_top_k", 2}}), "no error");
+  EXPECT_EQ(with_moe({{"expert_groups", 1}, {"group_top_k", 1}}), "no error");
+  // A value the preset set is said to be the preset's, with the way to route over all experts.
+  EXPECT_THAT(error({{"preset", "deepseek-v3"}, {"experts", 100}}),
+              HasSubstr("/model/expert_groups: must divide experts (100), got 8 (preset deepseek-v3 sets them; "
+                        "expert_groups 1 and group_top_k 1 route over all experts)"));
+  EXPECT_EQ(error({{"preset", "deepseek-v3"}, {"experts", 100}, {"expert_groups", 1}, {"group_top_k", 1}}), "no error");
   EXPECT_THAT(error({{"preset", "llama-9"}}), HasSubstr("/model/preset: unknown preset 'llama-9'"));
   EXPECT_THAT(with({{"activation", "relu"}}),
               HasSubstr("/model/activation: expected \"swiglu\", \"gelu\" or \"squared_relu\", got \"relu\""));
@@ -270,6 +280,8 @@ TEST_F(LlmModels, MegatronBuildsTheModelThePresetDescribes) {
   EXPECT_THAT(d, HasSubstr("  --moe-router-num-groups 8\n"));
   EXPECT_THAT(d, HasSubstr("  --moe-router-group-topk 4\n"));
   EXPECT_THAT(render({{"preset", "qwen3-30b-a3b"}}), Not(HasSubstr("--moe-router-num-groups")));
+  // Every group chosen is no limit: nothing to pass.
+  EXPECT_THAT(render({{"preset", "deepseek-v3"}, {"group_top_k", 8}}), Not(HasSubstr("--moe-router-num-groups")));
   const std::string g = render({{"preset", "gpt3-5b"}});
   EXPECT_THAT(g, Not(HasSubstr("--position-embedding-type")));  // learned positions, biases, GeLU
   EXPECT_THAT(g, Not(HasSubstr("--disable-bias-linear")));

@@ -408,39 +408,55 @@ TEST_F(LlmPhysics, FlexDispatcherSendsATokenOncePerGpuAndOncePerNode) {
 
 TEST_F(LlmPhysics, GroupLimitedRoutingSendsATokenToFewerNodes) {
   // 64 experts in 8 groups, top 4 within the best 2 groups (DeepSeek-V3's node-limited routing, scaled
-  // down), on ep 16 over two H100 nodes with the flex dispatcher. Each node holds 4 whole groups: the
-  // other node is hit when j >= 1 of its groups are chosen (j ~ hypergeometric: 16/28 for one, 6/28
-  // for two) and gets one of the token's 4 experts from the chosen groups' 16:
-  // 16/28 (1 - C(8, 4) / C(16, 4)) + 6/28. Without groups: 1 - C(32, 4) / C(64, 4). Each GPU holds 4
-  // experts of one group, hit when that group is chosen (2/8) and holds one of the 4:
-  // 2/8 (1 - C(12, 4) / C(16, 4)), against 1 - C(60, 4) / C(64, 4).
+  // down), on ep 16 over two H100 nodes with the flex dispatcher. Each chosen group gives the token
+  // about 4 / 2 = 2 of its experts, at least one. Each node holds 4 whole groups: the other node is
+  // hit unless both chosen groups are this node's, 1 - C(4, 2) / C(8, 2) = 22/28; without groups
+  // 1 - C(32, 4) / C(64, 4). Each GPU holds 4 experts of one group's 8: hit when that group is chosen
+  // (2/8) and one of its 2 experts is the GPU's, 2/8 (1 - C(4, 2) / C(8, 2)); without groups
+  // 1 - C(60, 4) / C(64, 4).
   const json routed = {{"layers", 4}, {"hidden", 1024}, {"heads", 8}, {"vocab", 32000}, {"seq_len", 1024},
                        {"experts", 64}, {"top_k", 4}, {"expert_ffn_hidden", 512}, {"gated_mlp", true}};
-  json grouped = routed;
-  grouped["expert_groups"] = 8;
-  grouped["group_top_k"] = 2;
+  auto with_groups = [&](double groups, double chosen) {
+    json m = routed;
+    m["expert_groups"] = groups;
+    m["group_top_k"] = chosen;
+    return m;
+  };
   const json training = {{"global_batch", 64}, {"moe_dispatcher", "flex"}};
   const json config = {{"dp", 16}, {"ep", 16}, {"etp", 1}, {"micro_batch", 1}};
   const Run plain = simulate(routed, training, "h100-sxm", 16, config);
-  const Run limited = simulate(grouped, training, "h100-sxm", 16, config);
+  const Run limited = simulate(with_groups(8, 2), training, "h100-sxm", 16, config);
   auto c = [](double n, double k) {
     double v = 1;
     for (int i = 0; i < static_cast<int>(k); ++i) v *= (n - i) / (k - i);
     return v;
   };
   auto dispatch_bytes = [](const Run& run, int32_t level) { return run.bytes_on("ep_dispatch", level); };
-  const double node_hit = 16.0 / 28 * (1 - c(8, 4) / c(16, 4)) + 6.0 / 28;
   EXPECT_NEAR(dispatch_bytes(limited, COTUNE_NET_CLUSTER) / dispatch_bytes(plain, COTUNE_NET_CLUSTER),
-              node_hit / (1 - c(32, 4) / c(64, 4)), 1e-9);
-  const double gpu_hit = 2.0 / 8 * (1 - c(12, 4) / c(16, 4));
+              (22.0 / 28) / (1 - c(32, 4) / c(64, 4)), 1e-9);
   EXPECT_NEAR(dispatch_bytes(limited, COTUNE_NET_NODE) / dispatch_bytes(plain, COTUNE_NET_NODE),
-              gpu_hit / (1 - c(60, 4) / c(64, 4)), 1e-9);
+              (2.0 / 8 * 22.0 / 28) / (1 - c(60, 4) / c(64, 4)), 1e-9);
   EXPECT_LT(limited.r.exposed_comm_s[COTUNE_GROUP_EP], plain.r.exposed_comm_s[COTUNE_GROUP_EP]);
   EXPECT_DOUBLE_EQ(limited.r.compute_s, plain.r.compute_s) << "the experts compute the same tokens";
-  // alltoall sends every copy whatever the groups.
+  // 96 experts in 6 groups of 16 on 16 GPUs of 6 experts: the GPUs cut the groups, and are timed as
+  // without groups; each of the two nodes holds 3 whole groups: 1 - C(3, 2) / C(6, 2) = 12/15.
+  json six = routed, six_plain = routed;
+  six["experts"] = six_plain["experts"] = 96;
+  six["expert_groups"] = 6;
+  six["group_top_k"] = 2;
+  const Run cut = simulate(six, training, "h100-sxm", 16, config);
+  const Run cut_plain = simulate(six_plain, training, "h100-sxm", 16, config);
+  EXPECT_DOUBLE_EQ(dispatch_bytes(cut, COTUNE_NET_NODE), dispatch_bytes(cut_plain, COTUNE_NET_NODE));
+  EXPECT_NEAR(dispatch_bytes(cut, COTUNE_NET_CLUSTER) / dispatch_bytes(cut_plain, COTUNE_NET_CLUSTER),
+              (12.0 / 15) / (1 - c(48, 4) / c(96, 4)), 1e-9);
+  // Every group chosen, or one group: routing over all experts; alltoall sends every copy whatever
+  // the groups.
+  for (const auto& [groups, chosen] : {std::pair{8.0, 8.0}, std::pair{1.0, 1.0}})
+    EXPECT_DOUBLE_EQ(simulate(with_groups(groups, chosen), training, "h100-sxm", 16, config).r.step_time_s,
+                     plain.r.step_time_s);
   json all = training;
   all["moe_dispatcher"] = "alltoall";
-  EXPECT_DOUBLE_EQ(simulate(grouped, all, "h100-sxm", 16, config).r.step_time_s,
+  EXPECT_DOUBLE_EQ(simulate(with_groups(8, 2), all, "h100-sxm", 16, config).r.step_time_s,
                    simulate(routed, all, "h100-sxm", 16, config).r.step_time_s);
 }
 

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <limits>
 #include <cstdio>
 #include <cmath>
 #include <fstream>
@@ -213,6 +214,7 @@ int run_calibrate(int argc, char** argv) {
   core::perf::CalibrationOptions options;
   options.fit = split_list(fit);
   options.folds = static_cast<size_t>(folds);
+  options.listed_runs = std::numeric_limits<size_t>::max();  // a refusal names every run at fault
   options.held_out = folds >= 2;
   options.prior_sigma = prior_sigma;
   options.select = vm.count("all-constants") == 0;
@@ -238,15 +240,7 @@ int run_calibrate(int argc, char** argv) {
         return why.find(r.label + ",") != std::string::npos || why.find(r.label + ")") != std::string::npos ||
                why.find(r.label + " ") != std::string::npos;
       });
-      // A list cut short ("... and 8 more") names the first runs only: the whole list replaces it
-      // where it is the list of every run, else follows it.
-      std::string first_runs;
-      for (size_t i = 0; i < gpu_runs.size() && i < 8; ++i) first_runs += (i ? ", " : "") + gpu_runs[i].label;
-      const std::string cut = first_runs + " and " + std::to_string(gpu_runs.size() - 8) + " more";
-      std::string reason = why;
-      if (gpu_runs.size() > 8 && reason.find(cut) != std::string::npos) reason.replace(reason.find(cut), cut.size(), lines);
-      const bool all_named = names_runs && reason.find(" more") == std::string::npos;
-      refused.emplace_back(name, all_named ? reason : reason + " (" + lines + ")");
+      refused.emplace_back(name, names_runs ? why : why + " (" + lines + ")");
       if (!as_json) std::fprintf(stderr, "%s (%s): not calibrated: %s\n", runs_path.c_str(), name.c_str(),
                                  refused.back().second.c_str());
       continue;

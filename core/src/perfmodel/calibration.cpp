@@ -62,10 +62,10 @@ enum ConstantIndex {
   kNetNode, kNetCluster, kNetIsland, kLatNode, kLatCluster, kLatIsland
 };
 
-std::string run_list(const std::vector<CalibrationRun>& runs, const std::vector<size_t>& which) {
+std::string run_list(const std::vector<CalibrationRun>& runs, const std::vector<size_t>& which, size_t most) {
   std::string s;
   for (size_t i = 0; i < which.size(); ++i) {
-    if (i == 8) return s + " and " + std::to_string(which.size() - 8) + " more";
+    if (i == most) return s + " and " + std::to_string(which.size() - most) + " more";
     s += (i ? ", " : "") + runs[which[i]].label;
   }
   return s;
@@ -424,7 +424,7 @@ CalibrationResult calibrate(const std::vector<CalibrationRun>& runs, const Calib
     if (!same) distinct.push_back(i);
   }
   if (distinct.size() < fewest)
-    throw UserError("calibrate: the runs (" + run_list(runs, all) +
+    throw UserError("calibrate: the runs (" + run_list(runs, all, options.listed_runs) +
                     ") time alike in the model (one configuration, or layouts it does not tell apart): their step "
                     "times cannot tell any constant from another");
 
@@ -455,13 +455,13 @@ CalibrationResult calibrate(const std::vector<CalibrationRun>& runs, const Calib
       }
       if (sensitivity[size_t(j)] < kMinSensitivity)
         throw UserError("calibrate: " + name + " cannot be fitted from these runs: no run's step time depends on it (" +
-                        run_list(runs, all) + ")");
+                        run_list(runs, all, options.listed_runs) + ")");
       if (std::find(index.begin(), index.end(), size_t(j)) == index.end()) index.push_back(size_t(j));
     }
     if (index.size() >= distinct.size())
       throw UserError("calibrate: " + std::to_string(index.size()) + " constants need at least " +
                       std::to_string(index.size() + 1) + " distinct runs; these runs have " +
-                      std::to_string(distinct.size()) + " (" + run_list(runs, distinct) + ")");
+                      std::to_string(distinct.size()) + " (" + run_list(runs, distinct, options.listed_runs) + ")");
   } else {
     std::vector<bool> candidate(every.size(), options.candidates.empty());
     for (const std::string& name : options.candidates) {

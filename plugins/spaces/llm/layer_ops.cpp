@@ -350,29 +350,20 @@ double miss_all(double pool, double held, double k) {
 // The chance that a token's experts include one of a given part's, the experts spread evenly over
 // `parts` parts (GPUs, NVLink domains) in order. Balanced routing (what the auxiliary loss aims at and
 // what benchmarks force): top_k distinct experts drawn evenly from all, 1 - C(E - E/parts, k) / C(E, k).
-// Group-limited routing draws them from the group_top_k groups chosen evenly among expert_groups:
-// a part that holds whole groups is hit when a chosen one of them gets an expert; a part within a
-// group, when its group is chosen and the part gets one. Parts that cut groups otherwise are timed
-// as without groups.
+// Group-limited routing picks group_top_k of the expert_groups groups, each by the score of its best
+// top_k / group_top_k experts, and the token's top_k experts among theirs: each chosen group gives
+// it about top_k / group_top_k of them, at least one. A part that holds whole groups is hit when one
+// of them is chosen; a part within a group, when its group is chosen and one of the group's share
+// of experts is the part's. Parts that cut groups otherwise are timed as without groups.
 double part_hit(const Model& m, double parts) {
   if (parts <= 1) return 1;
   const double E = m.experts, k = m.top_k, G = m.expert_groups, chosen = m.group_top_k;
   if (G <= 1) return 1 - miss_all(E, E / parts, k);
-  const double per_group = E / G, pool = chosen * per_group;
-  if (std::fmod(G, parts) == 0) {
-    // j of the part's G/parts groups are among the chosen (hypergeometric), holding j groups' experts.
-    const double own = G / parts;
-    double hit = 0;
-    for (int j = 1; j <= static_cast<int>(std::min(own, chosen)); ++j) {
-      double p = 1;  // C(own, j) C(G - own, chosen - j) / C(G, chosen)
-      for (int i = 0; i < j; ++i) p *= (own - i) / (j - i);
-      for (int i = 0; i < static_cast<int>(chosen) - j; ++i) p *= (G - own - i) / (chosen - j - i);
-      for (int i = 0; i < static_cast<int>(chosen); ++i) p /= (G - i) / (chosen - i);
-      hit += p * (1 - miss_all(pool, j * per_group, k));
-    }
-    return hit;
+  if (std::fmod(G, parts) == 0) return 1 - miss_all(G, G / parts, chosen);  // none of its groups chosen
+  if (std::fmod(parts, G) == 0) {
+    const double per_group = E / G, share = std::max(1.0, std::floor(k / chosen));
+    return chosen / G * (1 - miss_all(per_group, E / parts, share));
   }
-  if (std::fmod(parts, G) == 0) return chosen / G * (1 - miss_all(pool, E / parts, k));
   return 1 - miss_all(E, E / parts, k);
 }
 

@@ -57,8 +57,8 @@ std::vector<double> divisors(double n, double limit) {
 }
 
 // Pipeline degrees: the divisors of the layers, which split them evenly, and the powers of two that
-// split them as evenly as whole layers allow with the heaviest stage at most a third heavier than the
-// lightest (DeepSeek-V3's 61 layers on pp 8 or 16, Qwen3-235B's 94 and Llama-3 405B's 126 on pp 8,
+// split them as evenly as whole layers allow with (at vpp 1) the heaviest stage at most a third
+// heavier than the lightest (DeepSeek-V3's 61 layers on pp 8 or 16, Qwen3-235B's 94 and Llama-3 405B's 126 on pp 8,
 // as NVIDIA's recipes run them); past that the lightest stages idle a quarter of the step or more.
 std::vector<double> pipeline_degrees(double layers, double limit) {
   std::vector<double> v = divisors(layers, limit);

@@ -256,27 +256,36 @@ double flops_per_token(const Model& m, double keys) {
 }
 
 // Group-limited routing as Megatron-LM checks it (moe_router_num_groups, moe_router_group_topk):
-// both or neither, whole groups of experts, and enough experts in the chosen groups for top_k.
-void check_expert_groups(Model& m, const json& fields, const std::string& where) {
+// both or neither, whole groups of experts, and at least one of the token's experts per chosen group
+// (groups are scored by their best top_k / group_top_k experts). `given` is what the user wrote:
+// values a preset set are said to be the preset's.
+void check_expert_groups(Model& m, const json& fields, const json& given, const std::string& where,
+                         const std::string& preset) {
   const bool groups = fields.contains("expert_groups"), chosen = fields.contains("group_top_k");
   if (groups != chosen)
     throw std::invalid_argument(where + "/" + (groups ? "group_top_k" : "expert_groups") +
                                 ": missing (group-limited routing needs expert_groups and group_top_k)");
-  if (!groups || m.expert_groups == 1) {
-    m.expert_groups = m.group_top_k = 0;  // one group is routing over all experts
+  if (!groups) return;
+  const std::string from = given.contains("expert_groups") && given.contains("group_top_k")
+                               ? ""
+                               : " (preset " + preset + " sets them; expert_groups 1 and group_top_k 1 route over all experts)";
+  if (m.group_top_k > m.expert_groups)
+    throw std::invalid_argument(where + "/group_top_k: must not exceed expert_groups (" + num(m.expert_groups) +
+                                "), got " + num(m.group_top_k) + from);
+  if (m.expert_groups == 1 || m.group_top_k == m.expert_groups) {
+    m.expert_groups = m.group_top_k = 0;  // every group chosen: routing over all experts
     return;
   }
   if (std::fmod(m.experts, m.expert_groups) != 0)
     throw std::invalid_argument(where + "/expert_groups: must divide experts (" + num(m.experts) + "), got " +
-                                num(m.expert_groups));
-  if (m.group_top_k > m.expert_groups)
-    throw std::invalid_argument(where + "/group_top_k: must not exceed expert_groups (" + num(m.expert_groups) +
-                                "), got " + num(m.group_top_k));
+                                num(m.expert_groups) + from);
+  if (m.top_k < m.group_top_k)
+    throw std::invalid_argument(where + "/group_top_k: must not exceed top_k (" + num(m.top_k) + "): each chosen group " +
+                                "is scored by its best top_k / group_top_k experts, got " + num(m.group_top_k) + from);
   if (m.top_k > m.group_top_k * m.experts / m.expert_groups)
     throw std::invalid_argument(where + "/group_top_k: the " + num(m.group_top_k) + " chosen groups hold " +
                                 num(m.group_top_k * m.experts / m.expert_groups) + " experts, fewer than top_k (" +
-                                num(m.top_k) + ")");
-  if (m.group_top_k == m.expert_groups) m.expert_groups = m.group_top_k = 0;  // every group: no limit
+                                num(m.top_k) + ")" + from);
 }
 
 }  // namespace
@@ -367,7 +376,7 @@ Model parse_model(const json& j, const std::string& where) {
     if (m.dense_layers_first >= m.layers)
       throw std::invalid_argument(where + "/dense_layers_first: must be below layers (" + num(m.layers) +
                                   "), or the model has no MoE layer");
-    check_expert_groups(m, fields, where);
+    check_expert_groups(m, fields, j, where, preset);
   } else {
     if (m.top_k != 1)
       throw std::invalid_argument(where + "/top_k: only a mixture of experts (experts > 1) routes to top_k experts");

@@ -238,12 +238,11 @@ json model_of(const Cells& r) {
     if (!model.contains("vocab")) model["vocab"] = 51200;
     if (!model.contains("seq_len")) model["seq_len"] = 2048;
   }
-  // A dense model may say experts = 1; a mixture of experts routes to 2 unless told.
+  // A dense model may say experts = 1 (a mixture of experts routes to 2 unless told: the model's
+  // own default).
   if (model.contains("experts") && model["experts"].get<double>() <= 1) {
     model.erase("experts");
     if (model.contains("top_k") && model["top_k"].get<double>() <= 1) model.erase("top_k");
-  } else if (model.contains("experts") && !model.contains("top_k") && !preset) {
-    model["top_k"] = 2;
   }
   return model;
 }

@@ -75,6 +75,8 @@ struct CalibrationOptions {
   bool underdetermined = false;
   // With underdetermined: the fewest distinct runs (runs the model times differently) to fit from.
   size_t underdetermined_fewest = 1;
+  // How many runs a refusal names before "and N more" (the command line names them all).
+  size_t listed_runs = 8;
 };
 
 struct ConstantFit {
