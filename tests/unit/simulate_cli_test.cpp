@@ -278,28 +278,30 @@ TEST_F(SimulateCli, ARefusedBatchLeavesTheOutFileAsItWas) {
 }
 
 // A batch row's layout is its own space: --space-options is refused there. Rows that are not ok
-// are counted on stderr when the result goes to a file, and a cell the space refuses through its
-// options is named as the column it came from. A mixture of experts without top_k routes to two
-// experts in either form.
+// are counted on stderr when the result goes to a file, a cell the space refuses through its
+// options is named as the column it came from, and a field the row lacks as the column to add. A
+// mixture of experts without top_k routes to two experts in either form.
 TEST_F(SimulateCli, BatchSaysWhatWentWrongAndAgreesWithTheSingleForm) {
   const std::string in = write("moe.csv",
-                               "name,hidden,layers,heads,vocab,seq_len,experts,gpu,gpus,global_batch,ep,recompute\n"
-                               "moe,1024,4,8,32000,1024,8,h100-sxm,8,64,8,none\n"
-                               "partial,1024,4,8,32000,1024,8,h100-sxm,8,64,8,partial\n");
+                               "name,hidden,layers,heads,vocab,seq_len,experts,gpu,gpus,global_batch,ep,recompute,expert_groups\n"
+                               "moe,1024,4,8,32000,1024,8,h100-sxm,8,64,8,none,\n"
+                               "partial,1024,4,8,32000,1024,8,h100-sxm,8,64,8,partial,\n"
+                               "groups,1024,4,8,32000,1024,8,h100-sxm,8,64,8,none,4\n");
   const std::string out = (dir_ / "moe-out.csv").string();
   CliRun r = cli("--batch " + in + " --space-options '{\"pp\": [1]}'");
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.out, HasSubstr("--space-options: with --batch each row's layout is its own space"));
   r = cli("--batch " + in + " --out " + out);
   EXPECT_EQ(r.status, 1);
-  EXPECT_THAT(r.out, HasSubstr("simulate --batch: 1 row(s) not ok (status and reason in '" + out + "')"));
+  EXPECT_THAT(r.out, HasSubstr("simulate --batch: 2 row(s) not ok (status and reason in '" + out + "')"));
   std::ifstream f(out);
   std::stringstream text;
   text << f.rdbuf();
   const auto rows = parse_csv(text.str());
-  ASSERT_EQ(rows.size(), 3u);
+  ASSERT_EQ(rows.size(), 4u);
   const auto col = columns_of(rows[0]);
   EXPECT_EQ(rows[1][col("status")], "ok") << rows[1][col("reason")];
+  EXPECT_THAT(rows[3][col("reason")], HasSubstr("column group_top_k (absent): "));
   EXPECT_THAT(rows[2][col("reason")], HasSubstr("column recompute ('partial'): "));
   EXPECT_THAT(rows[2][col("reason")], HasSubstr("space options/recompute: expected none, selective or full, got 'partial'"));
   const std::string w = write("moe.json", R"({"model": {"hidden": 1024, "layers": 4, "heads": 8, "vocab": 32000,

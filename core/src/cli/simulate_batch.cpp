@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <set>
@@ -59,6 +60,13 @@ std::string name_the_cell(const std::string& what, const std::map<std::string, s
         const auto header = spelled.find(column);
         return "column " + (header == spelled.end() ? column : header->second) + " ('" + value + "'): " + what;
       }
+  // A field the row lacks ("workload/model/group_top_k: missing"): the column to add.
+  const size_t at = what.find("workload/model/");
+  const size_t colon = at == std::string::npos ? at : what.find(':', at);
+  if (colon != std::string::npos && what.compare(colon, 9, ": missing") == 0) {
+    const size_t start = at + std::strlen("workload/model/");
+    return "column " + what.substr(start, colon - start) + " (absent): " + what;
+  }
   return what;
 }
 
