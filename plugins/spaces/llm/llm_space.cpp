@@ -56,18 +56,24 @@ std::vector<double> divisors(double n, double limit) {
   return v;
 }
 
+// The values of either list, once each, in order.
+std::vector<double> sorted_union(std::vector<double> a, const std::vector<double>& b) {
+  for (double x : b)
+    if (std::find(a.begin(), a.end(), x) == a.end()) a.push_back(x);
+  std::sort(a.begin(), a.end());
+  return a;
+}
+
 // Pipeline degrees: the divisors of the layers, which split them evenly, and the powers of two that
 // split them as evenly as whole layers allow with (at vpp 1) the heaviest stage at most a third
-// heavier than the lightest (DeepSeek-V3's 61 layers on pp 8 or 16, Qwen3-235B's 94 and Llama-3 405B's 126 on pp 8,
-// as NVIDIA's recipes run them); past that the lightest stages idle a quarter of the step or more.
+// heavier than the lightest (DeepSeek-V3's 61 layers on pp 8 or 16, Qwen3-235B's 94 and Llama-3
+// 405B's 126 on pp 8, as NVIDIA's recipes run them); past that the lightest stages idle a quarter
+// of the step or more.
 std::vector<double> pipeline_degrees(double layers, double limit) {
-  std::vector<double> v = divisors(layers, limit);
-  for (double p : powers_of_two(std::min(layers, limit))) {
-    const bool even = std::fmod(layers, p) == 0;
-    if (!even && 3 * std::ceil(layers / p) <= 4 * std::floor(layers / p)) v.push_back(p);
-  }
-  std::sort(v.begin(), v.end());
-  return v;
+  std::vector<double> nearly_even;
+  for (double p : powers_of_two(std::min(layers, limit)))
+    if (3 * std::ceil(layers / p) <= 4 * std::floor(layers / p)) nearly_even.push_back(p);
+  return sorted_union(divisors(layers, limit), nearly_even);
 }
 
 std::string num(double v) {
@@ -386,11 +392,7 @@ class LlmSpace {
     domains_[kEp] = restrict_numbers(oj, "ep", ep_default);
     domains_[kMicroBatch] = restrict_numbers(oj, "micro_batch", powers_of_two(std::min(16.0, w_.training.global_batch)));
     // Interleaving: the even chunk counts up to 8, and the powers of two (the layouts above).
-    std::vector<double> vpp = divisors(m.layers, 8);
-    for (double v : powers_of_two(8))
-      if (std::find(vpp.begin(), vpp.end(), v) == vpp.end()) vpp.push_back(v);
-    std::sort(vpp.begin(), vpp.end());
-    domains_[kVpp] = restrict_numbers(oj, "vpp", vpp);
+    domains_[kVpp] = restrict_numbers(oj, "vpp", sorted_union(divisors(m.layers, 8), powers_of_two(8)));
     domains_[kZero] = restrict_numbers(oj, "zero", {0, 1, 2, 3});
     domains_[kGpus] = gpus;
     domains_[kEtp] = restrict_numbers(oj, "etp", {0});
