@@ -456,6 +456,59 @@ TEST_F(ReplayExecutorTest, AWorkloadFieldSpelledAsMegatronSpellsItSelectsTheRows
   EXPECT_EQ(m["replay_rows"], 1);
 }
 
+// A GPU written as its marketing name, in the table and in the study, is the catalogue's GPU: the
+// same names a workload's cluster.gpu accepts.
+TEST_F(ReplayExecutorTest, AGpuCellIsReadAsTheCatalogueReadsItsName) {
+  table_ = write("gpus.csv", "tp,pp,dp,cp,ep,micro_batch,vpp,zero,recompute,sp,gpus,gpu,global_batch,step_time_s\n"
+                             "2,1,8,1,1,1,1,1,selective,true,16,H100 SXM5 80GB,256,1.25\n"
+                             "2,1,8,1,1,1,1,1,selective,true,16,NVIDIA A100-SXM4-80GB,256,9.0\n");
+  TrialResult r = run(*executor(), cfg(2, 8, 1, "selective", true));
+  ASSERT_EQ(r.status, COTUNE_STATUS_OK) << r.error;
+  const json m = json::parse(r.metrics_json);
+  EXPECT_DOUBLE_EQ(m["step_time_s"].get<double>(), 1.25) << "the A100 row is another GPU";
+  EXPECT_EQ(m["replay_rows"], 1);
+  // The study lists the row's configuration under the space's name for the GPU.
+  json w = workload(256);
+  w["cluster"]["gpu"] = "H100 SXM5 80GB";
+  const std::string workload_json = w.dump();
+  auto space = registry_.make_space("llm", workload_json);
+  const std::vector<double> rows = executor()->candidates(study_of(workload_json, *space));
+  ASSERT_EQ(rows.size(), space->num_params());
+  EXPECT_EQ(json::parse(space->render(rows.data(), COTUNE_RENDER_JSON))["gpu"], "h100-sxm");
+}
+
+// A column that misspells a parameter ("micro_bach") would leave the rows replayed at the default
+// given for it: refused, naming the column and the mapping that reads it. One that misspells a
+// workload column ("global_bach") matches rows of every batch size: said in the log.
+TEST_F(ReplayExecutorTest, AMisspeltColumnIsNamedNotSilentlyDefaulted) {
+  table_ = write("typo.csv", "tp,pp,dp,cp,ep,micro_bach,vpp,zero,recompute,sp,gpus,gpu,global_batch,step_time_s\n"
+                             "2,1,8,1,1,2,1,1,selective,true,16,h100-sxm,256,1.25\n");
+  EXPECT_THAT(create_error({{"file", table_}, {"defaults", {{"micro_batch", 1}}}}), "");
+  EXPECT_THAT(submit_error(*executor({{"defaults", {{"micro_batch", 1}}}}), cfg(2, 8, 1, "selective", true)),
+              AllOf(HasSubstr("typo.csv"), HasSubstr("'micro_bach' for micro_batch"),
+                    HasSubstr("\"columns\": {\"micro_batch\": \"micro_bach\"}")));
+  EXPECT_THAT(submit_error(*executor(), cfg(2, 8, 1, "selective", true)), HasSubstr("'micro_bach' for micro_batch"));
+  TrialResult r = run(*executor({{"columns", {{"micro_batch", "micro_bach"}}}}), cfg(2, 8, 2, "selective", true));
+  ASSERT_EQ(r.status, COTUNE_STATUS_OK) << r.error;
+
+  table_ = write("typo2.csv", "tp,pp,dp,cp,ep,micro_batch,vpp,zero,recompute,sp,gpus,gpu,global_bach,step_time_s\n"
+                              "2,1,8,1,1,1,1,1,selective,true,16,h100-sxm,256,1.25\n"
+                              "2,1,8,1,1,1,1,1,selective,true,16,h100-sxm,512,2.5\n");
+  std::vector<std::string> logged;
+  cotune::core::set_log_sink([&](int32_t, std::string_view, std::string_view message) { logged.emplace_back(message); });
+  r = run(*executor(), cfg(2, 8, 1, "selective", true));
+  cotune::core::set_log_sink(nullptr);
+  ASSERT_EQ(r.status, COTUNE_STATUS_OK) << r.error;
+  std::string said;
+  for (const std::string& m : logged)
+    if (m.find("global_bach") != std::string::npos && m.find("not read") != std::string::npos) said = m;
+  EXPECT_THAT(said, AllOf(HasSubstr("did you mean \"global_batch\""), HasSubstr("\"columns\": {\"global_batch\": \"global_bach\"}")));
+  // Read under the workload's name, the rows of the other batch size no longer answer.
+  r = run(*executor({{"columns", {{"global_batch", "global_bach"}}}}), cfg(2, 8, 1, "selective", true));
+  ASSERT_EQ(r.status, COTUNE_STATUS_OK) << r.error;
+  EXPECT_DOUBLE_EQ(json::parse(r.metrics_json)["step_time_s"].get<double>(), 1.25);
+}
+
 TEST_F(ReplayExecutorTest, AParameterTheTableDoesNotStateIsLeftToTheSpace) {
   // Megatron-style logs give the GPU count, not the data-parallel degree.
   table_ = write("nodp.csv",

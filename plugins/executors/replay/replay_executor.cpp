@@ -82,7 +82,8 @@ class ReplayExecutor {
     if (index_->workload_rows() == 0 && !table_.rows().empty())
       throw cotune::Error(COTUNE_ERR_INVALID_ARGUMENT,
                           "replay executor: none of the " + std::to_string(table_.rows().size()) + " rows of " +
-                              table_.file() + " is of the study's workload (" + index_->compared() + "); first: " +
+                              table_.file() + " is of the study's workload" +
+                              (index_->compared().empty() ? std::string() : " (" + index_->compared() + ")") + "; first: " +
                               index_->first_mismatch() +
                               " (state what the rows hold in the workload, or choose rows with the option \"where\")");
     const std::vector<bool>& unstated = index_->unstated();

@@ -1,6 +1,7 @@
 #include "replay_index.hpp"
 
 #include <cotune/cotune.hpp>
+#include <cotune/support/likely_meant.hpp>
 
 #include <algorithm>
 #include <cctype>
@@ -33,6 +34,17 @@ const std::set<std::string>& workload_columns() {
   return names;
 }
 
+// Whether a workload column holds numbers: the workload states it as one, or it is a count or size.
+bool numeric_workload_column(const std::string& name, const std::map<std::string, std::optional<json>>& fields) {
+  const auto f = fields.find(name);
+  if (f != fields.end() && f->second) return f->second->is_number();
+  static const std::set<std::string> counts = {
+      "hidden", "layers", "heads", "kv_heads", "ffn_hidden", "vocab", "seq_len", "experts", "top_k", "expert_ffn_hidden",
+      "dense_features", "global_batch", "nodes", "gpus_per_node", "nodes_per_island", "price_per_gpu_hour",
+      "host_gib_per_node", "host_link_GBps"};
+  return counts.count(name) != 0;
+}
+
 std::string canonical_as(ValueKind kind, std::string_view cell, bool* ok) {
   *ok = true;
   switch (kind) {
@@ -47,6 +59,23 @@ std::string canonical_as(ValueKind kind, std::string_view cell, bool* ok) {
   }
   *ok = false;
   return "";
+}
+
+// A GPU as a cell names it ("H100 SXM5 80GB", "A100-SXM4-80GB"): the catalogue's name, as the host
+// reads a workload's cluster.gpu (case, spaces, aliases), so that a row and a study that spell one
+// GPU two ways still meet; the cell as written when the catalogue does not know it.
+std::string catalogue_gpu(std::string_view cell, std::map<std::string, std::string>* known) {
+  const std::string text(trim(cell));
+  auto it = known->find(text);
+  if (it != known->end()) return it->second;
+  std::string name = text;
+  try {
+    const cotune_hardware hw = cotune::resolve_hardware(json{{"gpu", text}, {"nodes", 1}}.dump());
+    if (hw.gpu_name.data != nullptr && hw.gpu_name.len > 0) name.assign(hw.gpu_name.data, hw.gpu_name.len);
+  } catch (const cotune::Error&) {
+    // not a catalogue GPU: compared as written
+  }
+  return known->emplace(text, name).first->second;
 }
 
 const char* kind_name(ValueKind kind) {
@@ -239,6 +268,12 @@ ReplayIndex::ReplayIndex(const RunTable& table, const ReplayOptions& options, st
     std::optional<size_t> fsdp;
   };
   std::vector<Source> sources(params.size());
+  std::map<std::string, std::string> gpu_names;  // as spelt -> the catalogue's
+  // A parameter's cell in canonical form; a gpu cell under the catalogue's name.
+  auto read_cell = [&](const TrialParam& p, std::string_view cell, bool* ok) {
+    std::string v = canonical_as(p.kind, cell, ok);
+    return *ok && p.name == "gpu" && p.kind == ValueKind::kText ? catalogue_gpu(v, &gpu_names) : v;
+  };
   std::set<std::string> param_names;
   unstated_.assign(params.size(), false);
   for (size_t i = 0; i < params.size(); ++i) {
@@ -258,7 +293,7 @@ ReplayIndex::ReplayIndex(const RunTable& table, const ReplayOptions& options, st
     for (const auto& [name, value] : options.defaults) {
       if (name != p.name) continue;
       bool ok = false;
-      std::string v = canonical_as(p.kind, cell_text(value), &ok);
+      std::string v = read_cell(p, cell_text(value), &ok);
       if (!ok) bad("replay executor options/defaults/" + name + ": expected " + kind_name(p.kind) + ", got " + value.dump());
       sources[i].fallback = v;
     }
@@ -268,12 +303,34 @@ ReplayIndex::ReplayIndex(const RunTable& table, const ReplayOptions& options, st
     if (!sources[i].fallback && !sources[i].column && p.only_value) sources[i].fallback = *p.only_value;
     if (p.name == "zero" && !sources[i].column) sources[i].fsdp = table.column("fsdp");
   }
-  std::string missing, example;
-  for (size_t i = 0; i < params.size(); ++i)
-    if (!unstated_[i] && !sources[i].column && !sources[i].fallback && !sources[i].fsdp) {
+  // A column that is no parameter's but most likely misspells one ("micro_bach"): the table states
+  // that parameter after all, and a default would replay its rows at the wrong value.
+  auto misspelt_column_of = [&](const std::string& param) -> std::string {
+    for (size_t c = 0; c < table.columns().size(); ++c) {
+      const std::string& name = table.columns()[c];
+      if (table.is_result_column(c) || param_names.count(name)) continue;
+      const bool longer = name.rfind(param + "_", 0) == 0;  // another field of it (recompute_method)
+      if (!longer && !cotune::support::likely_meant(name, {param}).empty()) return name;
+    }
+    return "";
+  };
+  std::string missing, example, misspelt, mapping;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const bool without = !unstated_[i] && !sources[i].column && !sources[i].fallback && !sources[i].fsdp;
+    const std::string like = sources[i].column ? "" : misspelt_column_of(params[i].name);
+    if (!like.empty() && (without || sources[i].fallback)) {
+      misspelt += (misspelt.empty() ? "'" : ", '") + like + "' for " + params[i].name;
+      mapping += (mapping.empty() ? "" : ", ") + ("\"" + params[i].name + "\": \"" + like + "\"");
+    }
+    if (without) {
       missing += (missing.empty() ? "'" : ", '") + params[i].name + "'";
       example += (example.empty() ? "" : ", ") + ("\"" + params[i].name + "\": ...");
     }
+  }
+  if (!misspelt.empty())
+    bad("replay executor: " + file + " states a parameter under a misspelt name, most likely: " + misspelt +
+        " (a default would replay its rows at another value than they ran); correct the header, or read it with the "
+        "option \"columns\": {" + mapping + "}");
   if (!missing.empty())
     bad("replay executor: " + file + " has no column " + missing + " for the space's parameters of that name (its "
         "columns: " + all_columns + "); add them (a column of the table's own name is read under the parameter's "
@@ -305,6 +362,23 @@ ReplayIndex::ReplayIndex(const RunTable& table, const ReplayOptions& options, st
       compared_ += (compared_.empty() ? "" : ", ") + name + "=" + cell_text(*f->second);
     } else if (f != fields.end() || workload_columns().count(name)) {
       undecided_.push_back(c);
+    } else {
+      // Not read. One that most likely misspells a workload column ("global_bach") leaves rows of
+      // other workloads answering this study's configurations. Not a longer name of one
+      // (model_variant, dtype_detail), nor text where the column holds numbers (notes, nodes).
+      std::vector<std::string> names(workload_columns().begin(), workload_columns().end());
+      for (const auto& field : fields) names.push_back(field.first);
+      const std::string meant = cotune::support::likely_meant(name, names);
+      const bool longer = name.rfind(meant + "_", 0) == 0 || meant.rfind(name + "_", 0) == 0;
+      bool numbers = true;
+      for (const RunRow& row : table.rows())
+        numbers = numbers && (trim(row.cells[c]).empty() || parse_number(row.cells[c]).has_value());
+      if (!meant.empty() && !longer && (numbers || !numeric_workload_column(meant, fields)))
+        cotune::log(COTUNE_LOG_WARN, kComponent,
+                    file + ": column " + name + " is not read" + cotune::support::did_you_mean(name, names) +
+                        ": rows are not compared on it, so runs of another " + meant + " may answer this study; "
+                        "correct the header, or read it with the option \"columns\": {\"" + meant + "\": \"" + name +
+                        "\"}");
     }
   }
 
@@ -334,6 +408,9 @@ ReplayIndex::ReplayIndex(const RunTable& table, const ReplayOptions& options, st
     for (const auto& [c, value] : decided) {
       const std::string& cell = row.cells[c];
       if (trim(cell).empty() || cell_matches(cell, value)) continue;
+      if (table.columns()[c] == "gpu" && value.is_string() &&
+          name_key(catalogue_gpu(cell, &gpu_names)) == name_key(catalogue_gpu(value.get<std::string>(), &gpu_names)))
+        continue;
       out.push_back("column " + table.columns()[c] + ": '" + std::string(trim(cell)) + "' where the workload says " +
                     cell_text(value));
     }
@@ -341,7 +418,7 @@ ReplayIndex::ReplayIndex(const RunTable& table, const ReplayOptions& options, st
       const std::string& cell = row.cells[c];
       bool ok = false;
       if (trim(cell).empty()) continue;
-      const std::string v = canonical_as(params[i].kind, cell, &ok);
+      const std::string v = read_cell(params[i], cell, &ok);
       if (ok && name_key(v) != name_key(*params[i].only_value))
         out.push_back("column " + table.columns()[c] + ": '" + std::string(trim(cell)) + "' where the space's " +
                       params[i].name + " can only be " + *params[i].only_value);
@@ -393,7 +470,7 @@ ReplayIndex::ReplayIndex(const RunTable& table, const ReplayOptions& options, st
         continue;
       }
       bool ok = false;
-      values[i].value = canonical_as(params[i].kind, cell, &ok);
+      values[i].value = read_cell(params[i], cell, &ok);
       if (!ok)
         bad(file + " line " + std::to_string(row.line) + ", column " + params[i].name + ": expected " +
             kind_name(params[i].kind) + " for the parameter " + params[i].name + ", got '" + cell + "'");
