@@ -31,6 +31,7 @@ using cotune::core::perf::CalibrationOptions;
 using cotune::core::perf::CalibrationRun;
 using cotune::core::perf::TraceCopy;
 using nlohmann::json;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -90,7 +91,11 @@ class Calibration : public ::testing::Test {
   // The step time of a layout on a machine whose GEMMs reach 0.5 of peak: the model's own, with that
   // constant.
   double at_half_gemm(double tp, double pp, double mb, double gpus) {
-    auto s = registry_.make_space("llm", workload(std::ceil(gpus / 8), {{"gemm_efficiency_max", 0.5}}).dump(), "{}");
+    return step_time_with(tp, pp, mb, gpus, {{"gemm_efficiency_max", 0.5}});
+  }
+  // ... with these constants (null: the catalogue's).
+  double step_time_with(double tp, double pp, double mb, double gpus, const json& constants) {
+    auto s = registry_.make_space("llm", workload(std::ceil(gpus / 8), constants).dump(), "{}");
     const auto v = s->parse(json{{"tp", tp}, {"pp", pp}, {"micro_batch", mb}, {"sp", tp > 1}, {"zero", 1}, {"gpus", gpus},
                                  {"dp", gpus / (tp * pp)}}.dump());
     cotune_sim_result r{};
@@ -101,12 +106,12 @@ class Calibration : public ::testing::Test {
   // RUNS.csv of six H100 runs of that machine (lines 2-7), header included.
   static constexpr const char* kRunsHeader =
       "hidden,layers,heads,vocab,seq_len,global_batch,gpu,gpus,tp,pp,micro_batch,sp,zero,step_time_s\n";
-  void write_half_gemm_runs(std::ostream& csv) {
+  void write_half_gemm_runs(std::ostream& csv, const json& constants = {{"gemm_efficiency_max", 0.5}}) {
     csv << kRunsHeader;
     for (auto [tp, pp, mb, gpus] : std::vector<std::array<double, 4>>{
              {1, 1, 1, 8}, {2, 1, 2, 8}, {4, 2, 1, 16}, {8, 1, 4, 16}, {2, 2, 1, 32}, {1, 1, 4, 8}})
       csv << "2048,16,16,32000,2048,256,h100-sxm," << gpus << "," << tp << "," << pp << "," << mb << ","
-          << (tp > 1 ? "true" : "false") << ",1," << at_half_gemm(tp, pp, mb, gpus) << "\n";
+          << (tp > 1 ? "true" : "false") << ",1," << step_time_with(tp, pp, mb, gpus, constants) << "\n";
   }
   Registry registry_;
 };
@@ -530,6 +535,28 @@ TEST_F(Calibration, CommandLineCalibratesAndSimulateAppliesIt) {
   r = run_cli(dir, {"calibrate", "--runs", dir + "/runs.csv", "--folds", "-3"});
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.err, HasSubstr("got -3"));
+}
+
+// Runs the catalogue's constants already time exactly: no fit does better, the file sets nothing,
+// and calibrate says that applying it changes no answer rather than inviting its use.
+TEST_F(Calibration, CommandLineSaysWhenTheFileItWritesChangesNothing) {
+  cotune::testing::ScratchDir scratch("calibrate-nothing");
+  const std::string dir = scratch.path();
+  std::ofstream csv(dir + "/runs.csv");
+  write_half_gemm_runs(csv, json());
+  csv.close();
+  CliResult r = run_cli(dir, {"calibrate", "--runs", dir + "/runs.csv", "--out", dir + "/cal.json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, AllOf(HasSubstr("it sets no constant"), HasSubstr("changes no answer")));
+  EXPECT_THAT(r.out, Not(HasSubstr("apply it with")));
+  EXPECT_TRUE(json::parse(std::ifstream(dir + "/cal.json"))["gpus"]["h100-sxm"]["constants"].empty());
+  // A file that does set a constant is offered for use.
+  std::ofstream half(dir + "/half.csv");
+  write_half_gemm_runs(half);
+  half.close();
+  r = run_cli(dir, {"calibrate", "--runs", dir + "/half.csv", "--out", dir + "/cal2.json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, AllOf(HasSubstr("apply it with"), Not(HasSubstr("it sets no constant"))));
 }
 
 TEST_F(Calibration, CommandLineNamesTheColumnsItDoesNotRead) {

@@ -80,7 +80,9 @@ json result_json(const core::perf::CalibrationResult& r) {
   return j;
 }
 
-void write_file(const json& file, const std::string& path) {
+// `fits_nothing`: no GPU type's fit changed a constant (the catalogue's values predicted the runs as
+// well as any fit did): the file is written, and said to change nothing when applied.
+void write_file(const json& file, const std::string& path, bool fits_nothing = false) {
   const std::string text = file.dump(2) + "\n";
   if (path.empty()) {
     std::cout << text;
@@ -88,8 +90,13 @@ void write_file(const json& file, const std::string& path) {
   }
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   if (!(f << text)) throw core::UserError("calibrate: --out '" + path + "': cannot write it");
-  std::printf("\nwrote %s (apply it with simulate --calibration, a study's \"calibration\" or predictor eval "
-              "--calibration)\n", path.c_str());
+  if (fits_nothing)
+    std::printf("\nwrote %s: it sets no constant (no fit predicted these runs, held out, better than the catalogue's "
+                "values), so applying it changes no answer; more runs, or runs that differ in what the constants "
+                "time (sizes, layouts, GPU counts), can tell a constant apart\n", path.c_str());
+  else
+    std::printf("\nwrote %s (apply it with simulate --calibration, a study's \"calibration\" or predictor eval "
+                "--calibration)\n", path.c_str());
 }
 
 // Each run's measured step time beside the model's, with the catalogue's constants and with the
@@ -281,7 +288,10 @@ int run_calibrate(int argc, char** argv) {
               << "\n";
     return status;
   }
-  write_file(file, out_path);
+  const bool fits_nothing = std::none_of(results.begin(), results.end(), [](const core::perf::CalibrationResult& r) {
+    return !r.fitted.empty();
+  });
+  write_file(file, out_path, fits_nothing);
   if (status != 0)
     std::fprintf(stderr, "calibrate: %zu run(s) left out and %zu GPU type(s) not calibrated (above); the file holds "
                          "the rest\n", runs.skipped.size(), refused.size());
