@@ -37,6 +37,7 @@ using cotune::core::TrialResult;
 using nlohmann::json;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 json workload(int global_batch) {
   return {{"model", {{"preset", "llama3-8b"}}},
@@ -342,9 +343,19 @@ TEST_F(ReplayExecutorTest, ARowThatLeavesAParameterEmptyAnswersNothingAndFsdpIsZ
                  "tp,pp,dp,cp,ep,micro_batch,vpp,recompute,sp,gpus,gpu,global_batch,fsdp,tokens_per_s\n"
                  "2,1,8,1,1,1,,selective,true,16,h100-sxm,256,,100\n"
                  "1,1,16,1,1,1,1,selective,false,16,h100-sxm,256,16,300\n"
-                 "2,1,8,1,1,1,1,selective,true,16,h100-sxm,256,,200\n");
+                 "2,1,8,1,1,1,1,selective,true,16,h100-sxm,256,,200\n"
+                 "2,1,8,1,1,1,,,true,16,h100-sxm,256,,400\n");
+  std::vector<std::string> logged;
+  cotune::core::set_log_sink([&](int32_t, std::string_view, std::string_view message) { logged.emplace_back(message); });
   auto ex = executor({{"defaults", {{"zero", 1}}}});
   TrialResult fsdp = run(*ex, cfg(1, 16, 1, "selective", false, 3));
+  cotune::core::set_log_sink(nullptr);
+  // Every column a default would fill is named at once, with its count of rows and first line.
+  std::string said;
+  for (const std::string& m : logged)
+    if (m.find("leave a parameter's cell empty") != std::string::npos) said = m;
+  EXPECT_THAT(said, AllOf(HasSubstr("2 row(s)"), HasSubstr("vpp in 2 (first line 2)"),
+                          HasSubstr("recompute in 1 (first line 5)"), HasSubstr("{\"vpp\": ..., \"recompute\": ...}")));
   ASSERT_EQ(fsdp.status, COTUNE_STATUS_OK) << fsdp.error;
   EXPECT_DOUBLE_EQ(json::parse(fsdp.metrics_json)["tokens_per_s"].get<double>(), 300);
   TrialResult r = run(*ex, cfg(2, 8, 1, "selective", true, 1));
@@ -760,6 +771,22 @@ TEST_F(ReplayStudy, MaxUnavailableStopsAStudyTheTableCannotAnswer) {
   ASSERT_GE(ts.size(), 3u);
   EXPECT_LT(ts.size(), valid_.size());
   for (size_t i = ts.size() - 3; i < ts.size(); ++i) EXPECT_EQ(ts[i].status, core::TrialStatus::kUnavailable);
+}
+
+TEST_F(ReplayStudy, ATableWhoseRowsAnswerNothingSaysSoNotThatTheSpaceRefusesThem) {
+  // Every row of the workload leaves vpp empty: the executor lists no configuration, and the study
+  // says that (its warning names the column), not that the space refused what it listed.
+  const std::string file = dir_ + "/empty.csv";
+  std::ofstream(file) << "tp,pp,dp,cp,ep,micro_batch,vpp,zero,recompute,sp,gpus,gpu,global_batch,tokens_per_s\n"
+                         "2,1,16,1,1,1,,1,selective,false,32,h100-sxm,256,1000\n";
+  json doc = study("empty", {{"trials", 3}});
+  doc["executor"]["options"]["file"] = file;
+  try {
+    run(doc);
+    ADD_FAILURE() << "a table that answers nothing ran";
+  } catch (const core::UserError& e) {
+    EXPECT_THAT(e.what(), AllOf(HasSubstr("answers no configuration of this workload"), Not(HasSubstr("none of them valid"))));
+  }
 }
 
 TEST_F(ReplayStudy, AMeasuredConfigurationTheMemoryEstimateRefusesIsStillSearched) {

@@ -130,6 +130,9 @@ void StudyRun::restrict_to_executor_candidates() {
             "; they are left out of the search");
   const Space::Restriction r = space_->restrict_to(rows, "the executor '" + name + "' has no answer for it");
   const std::string first = r.dropped == 0 ? "" : "; first " + r.first_dropped;
+  if (listed == 0)
+    throw UserError(spec_.file + ": /executor: the executor '" + name + "' answers no configuration of this workload "
+                    "(its warnings above say which of its runs it left out, and why)");
   if (r.kept == 0)
     throw UserError(spec_.file + ": /executor: the executor '" + name + "' answers " + std::to_string(listed) +
                     " configuration(s) of this workload, none of them valid in the space '" + space_->info().name +

@@ -432,7 +432,7 @@ ReplayIndex::ReplayIndex(const RunTable& table, const ReplayOptions& options, st
 
   std::vector<TrialParam> values = params;
   size_t unstated_rows = 0;  // rows of the workload left out: a parameter's cell is empty
-  std::string first_unstated;
+  std::vector<std::pair<size_t, size_t>> empty_cells(params.size());  // per parameter: rows, first line
   // Per undecided column: canonical value -> (as first spelt, its line).
   std::vector<std::map<std::string, std::pair<std::string, size_t>>> open_values(undecided_.size());
   for (size_t r = 0; r < rows.size(); ++r) {
@@ -447,7 +447,10 @@ ReplayIndex::ReplayIndex(const RunTable& table, const ReplayOptions& options, st
     }
     ++workload_rows_;
     bool stated = true;
-    for (size_t i = 0; i < params.size() && stated; ++i) {
+    for (size_t i = 0; i < params.size(); ++i) {
+      // A row that left one parameter's cell empty is only searched for more empty cells, so that
+      // the warning names every column the option "defaults" should fill.
+      if (!stated && (unstated_[i] || sources[i].fsdp || !sources[i].column || sources[i].fallback)) continue;
       if (unstated_[i]) {
         values[i].value.clear();
         continue;
@@ -461,14 +464,15 @@ ReplayIndex::ReplayIndex(const RunTable& table, const ReplayOptions& options, st
       const std::string cell = s.column ? row.cells[*s.column] : std::string();
       if (trim(cell).empty()) {
         if (!s.fallback) {  // the row does not say: it answers no configuration
-          if (unstated_rows++ == 0)
-            first_unstated = "line " + std::to_string(row.line) + ", column " + table.columns()[*s.column];
+          if (empty_cells[i].first++ == 0) empty_cells[i].second = row.line;
+          if (stated) ++unstated_rows;
           stated = false;
           continue;
         }
         values[i].value = *s.fallback;
         continue;
       }
+      if (!stated) continue;
       bool ok = false;
       values[i].value = read_cell(params[i], cell, &ok);
       if (!ok)
@@ -482,11 +486,19 @@ ReplayIndex::ReplayIndex(const RunTable& table, const ReplayOptions& options, st
       if (!cell.empty()) open_values[u].emplace(canonical(cell), std::pair{std::string(cell), row.line});
     }
   }
-  if (unstated_rows > 0)
+  if (unstated_rows > 0) {
+    std::string which, example;
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (empty_cells[i].first == 0) continue;
+      which += (which.empty() ? "" : "; ") + table.columns()[*sources[i].column] + " in " +
+               std::to_string(empty_cells[i].first) + " (first line " + std::to_string(empty_cells[i].second) + ")";
+      example += (example.empty() ? "" : ", ") + ("\"" + params[i].name + "\": ...");
+    }
     cotune::log(COTUNE_LOG_WARN, kComponent,
-                file + ": " + std::to_string(unstated_rows) + " row(s) of this workload leave a parameter's cell empty, "
-                    "first " + first_unstated + "; they answer no configuration (give the value such a cell stands "
-                    "for with the option \"defaults\")");
+                file + ": " + std::to_string(unstated_rows) + " row(s) of this workload leave a parameter's cell empty: " +
+                    which + "; they answer no configuration (give the value such a cell stands for with the option "
+                    "\"defaults\": {" + example + "})");
+  }
   // Rows that differ in a workload column are runs of different workloads (another sequence length,
   // another model, another dtype): a study must not compare them as layouts of one.
   for (size_t u = 0; u < undecided_.size(); ++u) {
