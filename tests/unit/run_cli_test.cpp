@@ -320,6 +320,7 @@ TEST_F(RunCli, SaysWhatTheTrialsMeasuredOfTheMachine) {
     EXPECT_NEAR(c["catalogue"].get<double>(), 0.68, 1e-9) << c.dump();
     EXPECT_LE(c["low"].get<double>(), c["fitted"].get<double>());
     EXPECT_GE(c["high"].get<double>(), c["fitted"].get<double>());
+    EXPECT_EQ(c["at_limit"], false) << c.dump();
   }
   EXPECT_TRUE(gemm) << fit.dump();
 
@@ -337,6 +338,14 @@ TEST_F(RunCli, SaysWhatTheTrialsMeasuredOfTheMachine) {
   EXPECT_NE(summary.find("-o again-runs.csv && cotune calibrate --runs again-runs.csv --out again-calibration.json", at),
             std::string::npos)
       << summary;
+  // Trials slower than any GEMM efficiency in its range explains: the fit stops at the end of the
+  // range, and the summary says so, as calibrate --runs does.
+  doc["name"] = "extreme";
+  doc["executor"]["options"] = {{"noise", 0}, {"hardware", {{"gemm_efficiency_max", 0.02}, {"memory_efficiency", 0.02}}}};
+  std::ofstream(path) << doc.dump(2);
+  ASSERT_EQ(run({"run", path, "--store", dir_ + "/extreme.db"}), 0) << err();
+  EXPECT_NE(out().find("stopped at the end of its range"), std::string::npos) << out();
+  doc["executor"]["options"] = {{"noise", 0}, {"hardware", {{"gemm_efficiency_max", 0.45}}}};
   // One trial cannot tell constants apart, and the summary says why.
   doc["name"] = "single";
   doc["budget"] = {{"trials", 1}};

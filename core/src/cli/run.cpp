@@ -189,9 +189,11 @@ void print_machine(const RunResult& result, const std::string& export_history_co
       std::printf("  %s, %s: step-time error %.1f %% with %s%s:\n", gpu.c_str(), runs.c_str(),
                   100 * fit.mape_before, start.c_str(), held_out);
       for (const MachineFit::Constant& c : fit.constants)
-        std::printf("    %-28s %10s  (one sigma %s to %s; %s %s)\n", c.name.c_str(), compact_number(c.fitted).c_str(),
+        std::printf("    %-28s %10s  (one sigma %s to %s; %s %s)%s\n", c.name.c_str(), compact_number(c.fitted).c_str(),
                     compact_number(c.low).c_str(), compact_number(c.high).c_str(), was.c_str(),
-                    compact_number(c.catalogue).c_str());
+                    compact_number(c.catalogue).c_str(),
+                    c.at_limit ? "; stopped at the end of its range: the runs ask more of it than the model can give"
+                               : "");
     }
   }
   // Files named after the study: a team's own runs.csv (a replay table) is not written over.
@@ -292,7 +294,8 @@ void print_json(const StudySpec& spec, const RunResult& result, const std::strin
     nlohmann::json constants = nlohmann::json::array();
     for (const MachineFit::Constant& c : fit.constants)
       constants.push_back(
-          {{"name", c.name}, {"catalogue", c.catalogue}, {"fitted", c.fitted}, {"low", c.low}, {"high", c.high}});
+          {{"name", c.name}, {"catalogue", c.catalogue}, {"fitted", c.fitted}, {"low", c.low}, {"high", c.high},
+           {"at_limit", c.at_limit}});
     machine[gpu] = {{"trials", fit.trials},
                     {"sampled", fit.sampled},
                     {"refused", fit.refused.empty() ? nlohmann::json() : nlohmann::json(fit.refused)},

@@ -72,7 +72,7 @@ std::map<std::string, MachineFit> StudyRun::machine_fit() const {
         const perf::CalibrationResult fit = perf::calibrate(runs, perf::CalibrationOptions{});
         m.mape_before = fit.before.mape;
         m.held_out_mape = fit.folds > 0 ? fit.held_out.mape : kNaN;
-        for (const perf::ConstantFit& c : fit.fitted) m.constants.push_back({c.name, c.before, c.value, c.low, c.high});
+        for (const perf::ConstantFit& c : fit.fitted) m.constants.push_back({c.name, c.before, c.value, c.low, c.high, c.at_limit});
       } catch (const UserError& e) {
         // too few or too alike to determine a constant: the summary says so
         const std::string prefix = "calibrate: ";

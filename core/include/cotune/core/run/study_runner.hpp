@@ -74,6 +74,7 @@ struct MachineFit {
   struct Constant {
     std::string name;
     double catalogue = 0, fitted = 0, low = 0, high = 0;
+    bool at_limit = false;  // the fit stopped at the end of the constant's range
   };
   // The measured runs of that GPU type it was fitted on: the study's trials and the store's earlier
   // runs of the same workload, what the predictor learns from.
