@@ -574,6 +574,18 @@ TEST_F(Calibration, CommandLineNamesTheColumnsItDoesNotRead) {
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_THAT(r.err, HasSubstr("typo.csv: columns not read (neither a column of the llm space's table schema nor a "
                                "recognised metric): micro_bach (did you mean \"micro_batch\"?)"));
+  // The counts the replay executor answers with (export-history writes them) are no parameter.
+  std::string replayed = runs.str();
+  replayed.replace(replayed.find("step_time_s\n"), 12, "replay_rows,step_time_s\n");
+  for (size_t at = replayed.find('\n') + 1, next; (next = replayed.find('\n', at)) != std::string::npos; at = next + 1) {
+    const size_t comma = replayed.rfind(',', next);
+    replayed.insert(comma + 1, "2,");
+    next += 2;
+  }
+  std::ofstream(dir + "/replayed.csv") << replayed;
+  r = run_cli(dir, {"calibrate", "--runs", dir + "/replayed.csv", "--fit", "gemm_efficiency_max"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.err, Not(HasSubstr("columns not read")));
   std::ofstream(dir + "/batch.csv") << "hidden,layers,heads,vocab,seq_len,global_batch,gpu,gpus,tp,micro_bach,run_name\n"
                                        "2048,16,16,32000,2048,256,h100-sxm,8,2,4,first\n";
   r = run_cli(dir, {"simulate", "--batch", dir + "/batch.csv"});

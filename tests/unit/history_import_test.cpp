@@ -21,6 +21,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -292,6 +293,14 @@ TEST_F(HistoryImport, MappedColumnsAndUnits) {
   EXPECT_EQ(runs.runs[1].workload_key, a.workload_key);  // same model and cluster: one workload
   EXPECT_EQ(a.workload_key, workload_key(a.workload, "llm"));
   EXPECT_EQ(a.space->key(a.config.data()), "tp=2;pp=1;dp=4;cp=1;ep=1;micro_batch=1;vpp=1;zero=0;recompute=none;sp=false;gpus=8;gpu=h100-sxm");
+  // Published tables write the per cent as mfu_pct.
+  std::string pct = kMapped;
+  pct.replace(pct.find("mfu_percent"), std::strlen("mfu_percent"), "mfu_pct");
+  const TableRuns published =
+      read_table_runs(table_of(pct), {{"tensor parallelism", "tp"}, {"iteration time (ms)", "step_time_ms"}}, registry(), schema());
+  ASSERT_EQ(published.runs.size(), 2u);
+  EXPECT_DOUBLE_EQ(published.runs[0].metrics["mfu"].get<double>(), 0.4);
+  EXPECT_FALSE(published.runs[0].metrics.contains("mfu_pct"));
 }
 
 TEST_F(HistoryImport, MegatronArgumentNamesAndStatusWordsAsTeamsWriteThem) {

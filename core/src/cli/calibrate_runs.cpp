@@ -39,11 +39,13 @@ CalibrationRuns read_calibration_runs(const core::Registry& registry, const core
   const core::TableRuns read = core::read_table_runs(table, mapping, registry, schema);
   CalibrationRuns runs;
   runs.warnings = read.warnings;
-  if (!read.unread_numeric_columns.empty()) {
-    // Calibration keeps no extra metrics: a misspelt parameter column would leave the parameter at
-    // its default and fit the constants to the wrong layout, unseen.
-    std::string names;
-    for (const std::string& n : read.unread_numeric_columns) names += (names.empty() ? "" : ", ") + n;
+  // Calibration keeps no extra metrics: a misspelt parameter column would leave the parameter at
+  // its default and fit the constants to the wrong layout, unseen. The counts the replay executor
+  // adds to what it answers (export-history writes them) are no parameter of anything.
+  std::string names;
+  for (const std::string& n : read.unread_numeric_columns)
+    if (n != "replay_rows" && n != "replay_failed_rows") names += (names.empty() ? "" : ", ") + n;
+  if (!names.empty()) {
     runs.warnings.push_back(path + ": columns not read (neither a column of the " + schema.space() +
                             " space's table schema nor a recognised metric): " + names +
                             " (a misspelt parameter column leaves the parameter at its default; --map 'COLUMN=NAME' "

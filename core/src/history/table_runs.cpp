@@ -39,6 +39,7 @@ const std::vector<MetricName>& metric_table() {
       {"tflops", {"tflops_per_gpu", 1, PerGpu::kDivide}},
       {"mfu", {"mfu", 1, PerGpu::kNone}},
       {"mfu_percent", {"mfu", 1e-2, PerGpu::kNone}},
+      {"mfu_pct", {"mfu", 1e-2, PerGpu::kNone}},  // as published tables write it
       {"peak_mem_gib", {"peak_mem_gib", 1, PerGpu::kNone}},
       {"peak_mem_mib", {"peak_mem_gib", 1.0 / 1024, PerGpu::kNone}},
       {"peak_mem_gb", {"peak_mem_gib", 1e9 / 1073741824.0, PerGpu::kNone}},
