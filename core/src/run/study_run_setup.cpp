@@ -146,7 +146,7 @@ void StudyRun::restrict_to_executor_candidates() {
       "the executor '" + name + "' answers " + std::to_string(r.kept) + " configuration(s) of this workload that the "
           "space accepts" + over_memory +
           (r.dropped > 0 ? " (of " + std::to_string(listed) + " listed; " + std::to_string(r.dropped) +
-                               " the space refuses" + first + "; the space's options set a parameter's values)"
+                               " the space refuses" + first + ")"
                          : "") +
           "; the search proposes only those");
 }
