@@ -5,16 +5,23 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cotune/core/io/output_file.hpp>
+
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 using nlohmann::json;
@@ -275,6 +282,52 @@ TEST_F(SimulateCli, ARefusedBatchLeavesTheOutFileAsItWas) {
   const std::string fresh = (dir_ / "fresh.csv").string();
   EXPECT_EQ(cli("--batch " + measured + " --out " + fresh).status, 2);
   EXPECT_FALSE(std::filesystem::exists(fresh));
+}
+
+// A pipe or a device as --out (a FIFO another program reads, /dev/null) is written into. Renamed
+// over, it became a regular file (run as root, /dev/null itself), and a refused batch removed it.
+TEST_F(SimulateCli, AnOutThatIsAPipeOrADeviceIsWrittenIntoNotReplaced) {
+  EXPECT_TRUE(cotune::core::writes_in_place("/dev/null"));
+  EXPECT_FALSE(cotune::core::writes_in_place(dir_.string()));
+  EXPECT_FALSE(cotune::core::writes_in_place((dir_ / "absent.csv").string()));
+  const std::string fifo = (dir_ / "pipe").string();
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_TRUE(cotune::core::writes_in_place(fifo));
+  // Holds the pipe open for reading from before the command starts (so its open for writing does
+  // not wait) and reads what it writes until it has exited: never waits on a pipe the command
+  // replaced or did not open.
+  auto read_while = [&](const std::string& args, std::string* got) {
+    got->clear();
+    const int fd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+    std::atomic<bool> done{false};
+    std::thread reader([&] {
+      char buf[4096];
+      for (;;) {
+        const ssize_t n = fd < 0 ? 0 : ::read(fd, buf, sizeof buf);
+        if (n > 0) got->append(buf, size_t(n));
+        else if (n == 0 && done) break;
+        else std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    });
+    CliRun r = cli(args);
+    done = true;
+    reader.join();
+    if (fd >= 0) ::close(fd);
+    return r;
+  };
+  const std::string in = write("in.csv", "preset,gpu,gpus,global_batch,tp,recompute\nllama3-8b,h100-sxm,8,64,2,full\n");
+  std::string got;
+  CliRun r = read_while("--batch " + in + " --out " + fifo, &got);
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_THAT(got, HasSubstr("step_time_s"));
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  EXPECT_FALSE(fs::exists(fifo + ".partial"));
+  // A refused batch leaves the pipe where it was.
+  const std::string measured = write("measured.csv", "preset,gpu,gpus,global_batch,status,step_time_s\n"
+                                                     "llama3-8b,h100-sxm,8,64,ok,1.0\n");
+  r = read_while("--batch " + measured + " --out " + fifo, &got);
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_TRUE(fs::is_fifo(fifo));
 }
 
 // A batch row's layout is its own space: --space-options is refused there. Rows that are not ok

@@ -1,6 +1,7 @@
 // `cotune export STUDY [--format FRAMEWORK[@VERSION]] [--trial N | --recommended | --best] [--out FILE]`:
 // one configuration of a study in the launch format of a framework version (docs/exports.md).
 #include <cotune/core/errors.hpp>
+#include <cotune/core/io/output_file.hpp>
 #include <cotune/core/store/store.hpp>
 #include <cotune/core/run/study_report.hpp>
 #include <cotune/core/run/study_setup.hpp>
@@ -75,6 +76,12 @@ void write_atomically(const std::string& path, const std::string& text) {
   fs::path target(path);
   if (fs::is_symlink(target, ec)) target = fs::weakly_canonical(target, ec);
   if (fs::is_directory(target, ec)) throw UserError("--out " + path + ": is a directory (expected a file name)");
+  if (writes_in_place(path)) {  // a device or a FIFO (/dev/stdout): written into, never replaced
+    std::ofstream f(path, std::ios::binary);
+    if (!(f << text) || !f.flush())
+      throw UserError("--out " + path + ": write failed: " + std::generic_category().message(errno));
+    return;
+  }
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   if (!fs::is_directory(dir, ec)) throw UserError("--out " + path + ": the directory " + dir.string() + " does not exist");
   const fs::path tmp = dir / (target.filename().string() + ".tmp");

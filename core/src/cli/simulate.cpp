@@ -2,6 +2,7 @@
 // prints the breakdown (or JSON), or checks a CSV of configurations in one go (--batch).
 #include <cotune/core/perfmodel/calibration.hpp>
 #include <cotune/core/errors.hpp>
+#include <cotune/core/io/output_file.hpp>
 #include <cotune/core/studyfile/json_document.hpp>
 #include <cotune/core/perfmodel/perfmodel.hpp>
 #include <cotune/core/registry.hpp>
@@ -296,8 +297,10 @@ int run_simulate(int argc, char** argv) {
     }
     std::istream& in = batch_path == "-" ? std::cin : file;
     // --out is written beside itself and renamed once the batch is done: a refused input leaves no
-    // empty file behind, and an earlier file at the path stays as it was.
-    const std::string partial = out_path + ".partial";
+    // empty file behind, and an earlier file at the path stays as it was. A device or a FIFO
+    // (/dev/null) is written into: renamed over, it would be replaced by a regular file.
+    const bool in_place = !out_path.empty() && core::writes_in_place(out_path);
+    const std::string partial = in_place ? out_path : out_path + ".partial";
     std::ofstream outfile;
     if (!out_path.empty()) {
       outfile.open(partial, std::ios::binary | std::ios::trunc);
@@ -318,13 +321,13 @@ int run_simulate(int argc, char** argv) {
     } catch (...) {
       if (!out_path.empty()) {
         outfile.close();
-        std::remove(partial.c_str());
+        if (!in_place) std::remove(partial.c_str());
       }
       throw;
     }
     if (!out_path.empty()) {
       outfile.close();
-      if (std::rename(partial.c_str(), out_path.c_str()) != 0) {
+      if (!in_place && std::rename(partial.c_str(), out_path.c_str()) != 0) {
         std::remove(partial.c_str());
         throw core::UserError("--out '" + out_path + "': cannot write it");
       }

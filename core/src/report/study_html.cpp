@@ -1,5 +1,6 @@
 // Assembles the study report from its sections, and the index of a store's studies.
 #include <cotune/core/errors.hpp>
+#include <cotune/core/io/output_file.hpp>
 #include <cotune/core/report/html.hpp>
 #include <cotune/core/report/study_html.hpp>
 #include <cotune/core/report/study_json.hpp>
@@ -67,6 +68,12 @@ std::string study_report_html(Store& store, const std::string& name, const HtmlR
 void write_study_report(Store& store, const std::string& name, const std::string& path,
                         const HtmlReportOptions& options) {
   std::string html = study_report_html(store, name, options);
+  if (writes_in_place(path)) {  // a device or a FIFO: written into, never replaced
+    std::ofstream out(path, std::ios::binary);
+    if (!out.write(html.data(), static_cast<std::streamsize>(html.size())) || !out.flush())
+      throw UserError(path + ": cannot write the report (write failed)");
+    return;
+  }
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
