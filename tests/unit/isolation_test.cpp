@@ -262,6 +262,20 @@ TEST_F(IsolationCli, AnExecutorThatAbortsFailsItsTrialsInFlightAndTheStudyGoesOn
   EXPECT_EQ(store.find_study("crashy")->status, StudyStatus::kFinished);
 }
 
+TEST_F(IsolationCli, AnExecutorThatAbortsInEveryPollStopsTheStudyAsAnyRepeatedFailure) {
+  // Each trial's failure names the executor process's pid, a new one each time: the failures are
+  // still alike, and the study stops after three rather than spend its budget on them.
+  const json aborting = {{"executor", {{"name", "testecho"}, {"options", {{"abort_poll", true}}}, {"isolation", "process"}}},
+                         {"parallel", 1},
+                         {"budget", {{"trials", 20}}}};
+  EXPECT_EQ(run({"run", write_study("always", aborting), "--store", store_}), 1) << err();
+  EXPECT_NE(err().find("3 trials in a row failed alike"), std::string::npos) << err();
+  const std::vector<TrialRecord> ts = trials("always");
+  ASSERT_EQ(ts.size(), 3u);
+  EXPECT_NE(ts[0].error.value_or("").find("pid"), std::string::npos) << ts[0].error.value_or("");
+  EXPECT_NE(ts[0].error, ts[1].error) << "each names its own process";
+}
+
 TEST_F(IsolationCli, AnUnknownIsolationIsRefusedNamingTheField) {
   const std::string path = write_study("bad", {{"searcher", {{"name", "random"}, {"isolation", "thread"}}}});
   EXPECT_EQ(run({"run", path, "--store", store_}), 2);

@@ -478,6 +478,27 @@ TEST_F(RunCli, MetricsTheStoreCannotHoldFailTheTrialAndAStudyWithoutAnswerExitsO
   EXPECT_EQ(run({"run", write_study("good", 2, 1, "random"), "--store", store_}), 0) << err();
 }
 
+TEST_F(RunCli, AStatusNoAbiDefinesFailsTheTrialNotTheRun) {
+  // A plugin's poll answers status 42: each such trial fails, naming the executor and the status;
+  // before, the whole run stopped with the trials left interrupted.
+  const std::string path = write_echo_study("status42", 4, 1, {{"status", 42}});
+  EXPECT_EQ(run({"run", path, "--store", store_}), 1) << err();
+  const std::vector<TrialRecord> ts = trials("status42");
+  ASSERT_EQ(ts.size(), 3u) << "three alike failures stop the study";
+  for (const TrialRecord& t : ts) {
+    EXPECT_EQ(t.status, TrialStatus::kFailed) << to_string(t.status);
+    EXPECT_NE(t.error.value_or("").find("the executor 'testecho' reported an unknown trial status 42"), std::string::npos)
+        << t.error.value_or("");
+  }
+  // A metric under another name: the trial says what it did report.
+  const std::string renamed = write_echo_study("renamed", 1, 1, {{"metrics_text", R"({"tokens_s": 5})"}});
+  EXPECT_EQ(run({"run", renamed, "--store", store_}), 1) << err();
+  ASSERT_EQ(trials("renamed").size(), 1u);
+  const std::string why = trials("renamed").front().error.value_or("");
+  EXPECT_NE(why.find("the objective metric 'tokens_per_s' was not reported (the trial reported: tokens_s)"),
+            std::string::npos) << why;
+}
+
 TEST_F(RunCli, APluginCallPastItsDeadlineStopsTheStudyNamingThePluginAndTheCall) {
   std::string path = write_study("late", 4, 2, "random");
   json doc = json::parse(read_file(path));

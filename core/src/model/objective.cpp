@@ -29,7 +29,15 @@ std::string number(double v) {
 // Why `name` has no value in `metrics`: absent, or present as something other than a finite number.
 std::string unreported(const nlohmann::json& metrics, const std::string& name) {
   auto it = metrics.is_object() ? metrics.find(name) : metrics.end();
-  if (!metrics.is_object() || it == metrics.end()) return "was not reported";
+  if (!metrics.is_object() || it == metrics.end()) {
+    // What was reported instead: a metric under another name ("step_s") is the likely cause.
+    std::string names;
+    if (metrics.is_object())
+      for (auto m = metrics.begin(); m != metrics.end() && names.size() < 200; ++m)
+        names += (names.empty() ? "" : ", ") + m.key();
+    return "was not reported" + (names.empty() ? std::string(" (the trial reported no metric)")
+                                               : " (the trial reported: " + names + ")");
+  }
   return "was reported as " + it->dump().substr(0, 80) + ", not a finite number";
 }
 }  // namespace

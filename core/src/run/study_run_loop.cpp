@@ -12,6 +12,9 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <optional>
+#include <regex>
+#include <string>
 #include <thread>
 
 #include "run/searcher_state.hpp"
@@ -46,10 +49,11 @@ double unix_now() {
   return duration<double>(system_clock::now().time_since_epoch()).count();
 }
 
-TrialStatus trial_status(int32_t status) {
-  auto s = trial_status_from_string(status_name(status));
-  if (!s) throw std::runtime_error("executor reported an unknown trial status " + std::to_string(status));
-  return *s;
+// A failure's message as the same-failure rule compares it: a crashed process's pid differs from
+// trial to trial ("its process (pid 23267) was killed by SIGSEGV"), the failure does not.
+std::string failure_kind(const std::string& error) {
+  static const std::regex pid(R"(\bpid \d+)");
+  return std::regex_replace(error, pid, "pid");
 }
 
 }  // namespace
@@ -333,15 +337,24 @@ size_t StudyRun::poll_round() {
 
 Observation StudyRun::commit(RunningTrial& r, const TrialResult& result) {
   TrialOutcome o;
-  o.status = trial_status(result.status);
   if (!result.metrics_json.empty()) o.metrics_json = result.metrics_json;
   if (!result.error.empty()) o.error = result.error;
   if (!result.log_path.empty()) o.log_path = result.log_path;
-
   Observation obs;
   obs.seq = r.seq;
   obs.config = r.config;
   obs.status = result.status;
+  // A status the ABI does not define fails this trial, not the run.
+  if (const std::optional<TrialStatus> s = trial_status_from_string(status_name(result.status))) {
+    o.status = *s;
+  } else {
+    o.status = TrialStatus::kFailed;
+    obs.status = COTUNE_STATUS_FAILED;
+    const std::string why = "the executor '" + executor_->info().name + "' reported an unknown trial status " +
+                            std::to_string(result.status) + " (the ABI's are COTUNE_STATUS_OK, FAILED, OOM, TIMEOUT, "
+                            "CANCELLED and UNAVAILABLE, cotune.h)";
+    o.error = o.error ? why + "; its error: " + *o.error : why;
+  }
   obs.score = std::numeric_limits<double>::quiet_NaN();
   std::optional<Evaluation> eval;
   std::string unreported;  // an objective metric the trial's metrics lack
@@ -406,7 +419,7 @@ Observation StudyRun::commit(RunningTrial& r, const TrialResult& result) {
                   (o.error ? ". The last trial: " + *o.error : std::string());
   if (o.status == TrialStatus::kOk) any_ok_this_run_ = true;
   if (o.status == TrialStatus::kFailed && o.error && !any_ok_this_run_) {
-    same_failure_ = *o.error == last_failure_ ? same_failure_ + 1 : 1;
+    same_failure_ = failure_kind(*o.error) == failure_kind(last_failure_) ? same_failure_ + 1 : 1;
     last_failure_ = *o.error;
   } else {
     same_failure_ = 0;
