@@ -499,6 +499,21 @@ TEST_F(RunCli, AStatusNoAbiDefinesFailsTheTrialNotTheRun) {
             std::string::npos) << why;
 }
 
+TEST_F(RunCli, TrialsThatFailedInAnotherStudyAreNoHistory) {
+  // An executor under development fails three trials (status 3: COTUNE_STATUS_FAILED); a later study of the same workload neither
+  // counts them as earlier runs nor leaves their configurations out of its search.
+  const std::string broken = write_echo_study("broken", 3, 1, {{"status", 3}});
+  EXPECT_EQ(run({"run", broken, "--store", store_}), 1) << err();
+  ASSERT_EQ(trials("broken").size(), 3u);
+  const std::string later = write_echo_study("later", 2, 1, json::object());
+  ASSERT_EQ(run({"run", later, "--store", store_}), 0) << err();
+  EXPECT_EQ(err().find("earlier runs of this workload"), std::string::npos) << err();
+  // A measured trial of another study is history.
+  const std::string third = write_echo_study("third", 1, 1, json::object());
+  ASSERT_EQ(run({"run", third, "--store", store_}), 0) << err();
+  EXPECT_NE(err().find("history: 2 earlier runs of this workload seed the predictor"), std::string::npos) << err();
+}
+
 TEST_F(RunCli, APluginCallPastItsDeadlineStopsTheStudyNamingThePluginAndTheCall) {
   std::string path = write_study("late", 4, 2, "random");
   json doc = json::parse(read_file(path));
