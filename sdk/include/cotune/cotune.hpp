@@ -100,7 +100,8 @@ inline std::string json_string_array(const std::vector<std::string>& names) {
   std::string out = "[";
   for (size_t i = 0; i < names.size(); ++i) {
     out += i == 0 ? "\"" : ",\"";
-    for (unsigned char c : names[i]) {
+    for (const char ch : names[i]) {
+      const auto c = static_cast<unsigned char>(ch);
       if (c == '"' || c == '\\') {
         out += '\\';
         out += static_cast<char>(c);

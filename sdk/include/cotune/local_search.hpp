@@ -102,8 +102,8 @@ inline std::vector<ScoredConfig> scored_samples(const SearchContext& context, ui
   context.score(rows.data(), got, score.data());
   for (size_t i = 0; i < got; ++i)
     if (ok[i] != 0 && std::isfinite(score[i]))
-      out.push_back({std::vector<double>(rows.begin() + static_cast<std::ptrdiff_t>(i * d),
-                                         rows.begin() + static_cast<std::ptrdiff_t>((i + 1) * d)),
+      out.push_back({std::vector<double>(rows.data() + static_cast<std::ptrdiff_t>(i * d),
+                                         rows.data() + static_cast<std::ptrdiff_t>((i + 1) * d)),
                      score[i]});
   return out;
 }
@@ -132,7 +132,7 @@ class HillClimber {
       context_.check_valid(rows.data(), n, ok.data());
       std::vector<double> valid;
       for (size_t i = 0; i < n; ++i)
-        if (ok[i]) valid.insert(valid.end(), rows.begin() + i * d, rows.begin() + (i + 1) * d);
+        if (ok[i]) valid.insert(valid.end(), rows.data() + i * d, rows.data() + (i + 1) * d);
       const size_t m = valid.size() / d;
       if (m == 0) break;
       std::vector<double> score(m);
@@ -140,11 +140,11 @@ class HillClimber {
       size_t best = m;
       for (size_t i = 0; i < m; ++i) {
         if (!std::isfinite(score[i])) continue;
-        visited->push_back({std::vector<double>(valid.begin() + i * d, valid.begin() + (i + 1) * d), score[i]});
+        visited->push_back({std::vector<double>(valid.data() + i * d, valid.data() + (i + 1) * d), score[i]});
         if (score[i] > at.score && (best == m || score[i] > score[best])) best = i;
       }
       if (best == m) break;  // a local optimum
-      at = {std::vector<double>(valid.begin() + best * d, valid.begin() + (best + 1) * d), score[best]};
+      at = {std::vector<double>(valid.data() + best * d, valid.data() + (best + 1) * d), score[best]};
     }
     return at;
   }
@@ -219,7 +219,7 @@ void draw_unseen_valid(const SearchContext& context, size_t dims, size_t want, R
     const size_t before = taken;
     for (size_t i = 0; i < got && taken < want; ++i) {
       if (!ok[i] || seen[i]) continue;
-      std::vector<double> row(drawn.begin() + i * dims, drawn.begin() + (i + 1) * dims);
+      std::vector<double> row(drawn.data() + i * dims, drawn.data() + (i + 1) * dims);
       if (!batch->insert(row).second) continue;
       picked->insert(picked->end(), row.begin(), row.end());
       ++taken;
