@@ -499,6 +499,21 @@ TEST_F(RunCli, AStatusNoAbiDefinesFailsTheTrialNotTheRun) {
             std::string::npos) << why;
 }
 
+TEST_F(RunCli, APluginThatFailsToStartIsNamedWithTheStudyFileField) {
+  // A plugin whose constructor throws a std::exception (a bug, not bad options): exit 1, said with
+  // the study file and the field it was made from, as bad options are (those exit 2).
+  const std::string path = write_study("nostart", 2, 1, "random");
+  json doc = json::parse(read_file(path));
+  doc["predictor"] = {{"name", "throwing"}, {"options", {{"throw-in-create", true}}}};
+  doc["plugin_paths"] = {COTUNE_BINARY_DIR "/lib/cotune/abi-fixtures"};
+  std::ofstream(path) << doc.dump(2);
+  EXPECT_EQ(run({"run", path, "--store", store_}), 1) << err();
+  EXPECT_NE(err().find("nostart.json: /predictor/options: the plugin failed to start with these options: "
+                       "org.cotune.test.throwing: create refused: asked to"),
+            std::string::npos)
+      << err();
+}
+
 TEST_F(RunCli, TrialsThatFailedInAnotherStudyAreNoHistory) {
   // An executor under development fails three trials (status 3: COTUNE_STATUS_FAILED); a later study of the same workload neither
   // counts them as earlier runs nor leaves their configurations out of its search.

@@ -207,7 +207,11 @@ auto made_from_options(const StudySpec& spec, const std::string& field, Make mak
   try {
     return make();
   } catch (const PluginError& e) {
-    if (e.code() != COTUNE_ERR_INVALID_ARGUMENT) throw;
+    // Bad options are the study file's (exit 2); anything else is the plugin's own failure (a bug,
+    // a missing resource), still said where it was made from.
+    if (e.code() != COTUNE_ERR_INVALID_ARGUMENT)
+      throw PluginError(e.code(), spec.file + ": " + field + ": the plugin failed to start with these options: " +
+                                      e.what());
     throw UserError(spec.file + ": " + field + ": " + e.what());
   }
 }
