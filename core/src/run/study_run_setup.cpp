@@ -536,23 +536,22 @@ void StudyRun::restore_history() {
     if (status == TrialStatus::kOk) add_training(config.data(), metrics);
     ++used;
   };
-  // Measured elsewhere: ok, out of memory or past its time limit. A failure in another study or an
-  // imported log is not, and is not taken: it is as often the job's, the executor's or the
+  // Other studies' trials that ran to an answer: ok, out of memory or past its time limit. One
+  // that failed is not taken: a failure there is as often the job's, the executor's or the
   // cluster's as the configuration's, and taking it would take the configuration out of every later
-  // study's search (an executor under development fails whatever it is given).
+  // study's search (an executor under development fails whatever it is given). Runs a team imports
+  // from its logs are its own account of what ran, failures included: all are taken.
   const std::vector<TrialStatus> measured = {TrialStatus::kOk, TrialStatus::kOom, TrialStatus::kTimeout};
   for (const TrialRecord& t : store_->trials_of_workload(key, spec_.space.name, study_.id, measured))
     take(t.config_json, t.status, t.metrics_json.value_or("{}"));
-  for (const HistoryRow& h : store_->history_for(key, spec_.space.name))
-    if (h.status != TrialStatus::kFailed) take(h.config_json, h.status, h.metrics_json);
+  for (const HistoryRow& h : store_->history_for(key, spec_.space.name)) take(h.config_json, h.status, h.metrics_json);
   // Runs imported from logs and CSV files spell the workload's defaults as the schema's reader does.
   // (A space run in its own process is not called in the host: only its own key then.)
   const std::string alt = spec_.space.isolation == Isolation::kNone
                               ? imported_workload_key(registry_, spec_.workload, spec_.space.name)
                               : std::string();
   if (!alt.empty())
-    for (const HistoryRow& h : store_->history_for(alt, spec_.space.name))
-      if (h.status != TrialStatus::kFailed) take(h.config_json, h.status, h.metrics_json);
+    for (const HistoryRow& h : store_->history_for(alt, spec_.space.name)) take(h.config_json, h.status, h.metrics_json);
   if (used > 0) progress_.note("history: " + std::to_string(used) + " earlier runs of this workload seed the predictor");
   if (unreadable > 0)
     log(COTUNE_LOG_WARN, "study",
