@@ -790,6 +790,17 @@ TEST_F(RunCli, PluginsCheckExercisesASearcher) {
   EXPECT_EQ(run({"plugins", "check", repeat}), 1) << out();
   EXPECT_NE(out().find("FAILED: propose returned a configuration already proposed"), std::string::npos) << out();
   EXPECT_NE(out().find(": unusable"), std::string::npos) << out();
+  // cotune run drops what such a searcher proposes again, and says so once a run.
+  const std::string path = write_study("repeats", 5, 1, "testrepeat");
+  json doc = json::parse(read_file(path));
+  doc["plugin_paths"] = {COTUNE_BINARY_DIR "/lib/cotune/test-plugins"};
+  std::ofstream(path) << doc.dump(2);
+  run({"run", path, "--store", store_});
+  const std::string said = err();
+  const size_t first = said.find("the searcher 'testrepeat' proposed a configuration already measured or proposed");
+  EXPECT_NE(first, std::string::npos) << said;
+  EXPECT_NE(said.find("cotune plugins check refuses one that does not"), std::string::npos) << said;
+  EXPECT_EQ(said.find("the searcher 'testrepeat' proposed", first + 1), std::string::npos) << "said once:\n" << said;
 }
 
 TEST_F(RunCli, PluginsCheckCreatesAnExecutorWithTheOptionsGiven) {

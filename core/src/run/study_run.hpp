@@ -201,6 +201,7 @@ class StudyRun {
   bool done_ = false;      // the budget or a stopping rule ended the study
   bool cancelled_all_ = false;
   int empty_rounds_ = 0;         // proposal rounds that brought nothing new, in a row
+  bool said_seen_proposed_ = false;  // the searcher proposed a configuration already seen: said once
   int failed_submissions_ = 0;   // in a row
   int unreported_objective_ = 0;  // ok trials in a row whose metrics lack an objective metric
   // The constraints when the model expects no configuration to meet them (a bound most likely

@@ -156,7 +156,13 @@ std::vector<RunningTrial> StudyRun::propose(size_t n) {
     const double* config = out.data() + i * p;
     std::string key = space_->key(config);
     if (seen_.count(key)) {
-      log(COTUNE_LOG_DEBUG, "study", "the searcher proposed a configuration already seen; dropped: " + key);
+      // The bundled searchers ask the context which configurations it has seen; one that does not
+      // spends proposals (plugins check refuses it). Said once a run, for the searcher's author.
+      log(said_seen_proposed_ ? COTUNE_LOG_DEBUG : COTUNE_LOG_WARN, "study",
+          "the searcher '" + searcher_->info().name + "' proposed a configuration already measured or proposed; "
+          "dropped: " + key + (said_seen_proposed_ ? "" : " (a searcher should leave out what the context's seen() "
+          "reports; cotune plugins check refuses one that does not; said once a run)"));
+      said_seen_proposed_ = true;
       continue;
     }
     if (!space_->valid(config)) {
