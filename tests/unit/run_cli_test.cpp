@@ -817,6 +817,28 @@ TEST_F(RunCli, PluginsCheckCreatesAnExecutorWithTheOptionsGiven) {
   EXPECT_NE(out().find("missing.csv"), std::string::npos) << out();
 }
 
+TEST_F(RunCli, PluginsCheckSubmitsOneTrialToAnExecutorWithSubmit) {
+  // --submit: the executor runs one trial of a built-in space to its end, and an answer no host can
+  // use fails the check, rather than a study's trials.
+  const std::string echo = COTUNE_BINARY_DIR "/lib/cotune/test-plugins/libcotune-executor-testecho.so";
+  ASSERT_EQ(run({"plugins", "check", echo, "--submit"}), 0) << out() << err();
+  EXPECT_NE(out().find("submit/poll ok: one trial of the built-in space ({\"a\": "), std::string::npos) << out();
+  EXPECT_NE(out().find("ended ok in "), std::string::npos) << out();
+  EXPECT_NE(out().find("metrics: config, tokens_per_s"), std::string::npos) << out();
+  EXPECT_EQ(run({"plugins", "check", echo, "--submit", "--options", R"({"status": 42})"}), 1) << out();
+  EXPECT_NE(out().find("FAILED: poll answered status 42, which no ABI defines"), std::string::npos) << out();
+  EXPECT_EQ(run({"plugins", "check", echo, "--submit", "--options", R"({"metrics_text": "oops"})"}), 1) << out();
+  EXPECT_NE(out().find("FAILED: poll answered metrics that are not a JSON object: oops"), std::string::npos) << out();
+  EXPECT_EQ(run({"plugins", "check", echo, "--submit", "--submit-timeout", "0.3", "--options", R"({"delay_ms": 30000})"}),
+            1)
+      << out();
+  EXPECT_NE(out().find("did not end within 0.3 s; it was cancelled"), std::string::npos) << out();
+  // Without --submit nothing is submitted; an executor that needs step traces is not submitted to.
+  ASSERT_EQ(run({"plugins", "check", echo, "--options", R"({"status": 42})"}), 0) << out();
+  ASSERT_EQ(run({"plugins", "check", std::string(COTUNE_PLUGIN_DIR) + "/libcotune-executor-sim.so", "--submit"}), 0) << out();
+  EXPECT_NE(out().find("submit skipped: the executor needs step traces"), std::string::npos) << out();
+}
+
 TEST_F(RunCli, PluginsCheckExercisesASpaceOnAWorkload) {
   std::ofstream(dir_ + "/w.json") << R"({"model": {"preset": "llama3-8b"}, "training": {"global_batch": 256},
                                          "cluster": {"gpu": "h100-sxm", "nodes": 2}})";

@@ -104,7 +104,9 @@ int exercise_space(const Space& space) {
 // `options`: the JSON options to create predictors and executors with (check --options); without
 // them, an error object from create is taken as "options needed". `workload`: a workload to create
 // spaces with and exercise them on (check --workload).
-int exercise(const Registry& reg, const std::optional<std::string>& options, const std::optional<std::string>& workload) {
+// `submit_timeout_s` > 0 (check --submit): each executor also runs one trial (exercise_executor).
+int exercise(const Registry& reg, const std::optional<std::string>& options, const std::optional<std::string>& workload,
+             double submit_timeout_s) {
   int failures = 0;
   for (const ComponentRef& c : reg.components()) {
     std::printf("%s %s (%s %s, ABI %s)\n", kind_name(c.info.kind), c.info.id.c_str(), c.info.name.c_str(),
@@ -147,6 +149,14 @@ int exercise(const Registry& reg, const std::optional<std::string>& options, con
         case COTUNE_KIND_EXECUTOR: {
           Executor e(c, options.value_or("{}"));
           std::printf("  create/destroy ok, capacity %d\n", e.capacity());
+          if (submit_timeout_s > 0) {
+            try {
+              std::printf("  %s\n", exercise_executor(c, options.value_or("{}"), submit_timeout_s).c_str());
+            } catch (const UserError& e) {
+              std::printf("  FAILED: %s\n", e.what());
+              ++failures;
+            }
+          }
           break;
         }
         case COTUNE_KIND_SEARCHER:
@@ -181,7 +191,11 @@ int run(int argc, char** argv) {
       "options", po::value<std::string>(), "with check: JSON options to create its components with "
       "(a refusal then fails the check)")(
       "workload", po::value<std::string>(), "with check: a workload JSON file to create its spaces with; each is then "
-      "exercised on 64 sampled configurations (valid, read back from their JSON, lowered)");
+      "exercised on 64 sampled configurations (valid, read back from their JSON, lowered)")(
+      "submit", "with check: each executor also runs one trial of a built-in space to its end, and its answer is "
+      "checked (a status the ABI defines, metrics a JSON object)")(
+      "submit-timeout", po::value<double>()->default_value(60), "with --submit: seconds the trial may take before it "
+      "is cancelled and the check fails");
   po::options_description hidden;
   hidden.add_options()("args", po::value(&positional));
   po::options_description all;
@@ -203,7 +217,7 @@ int run(int argc, char** argv) {
   }
   Registry reg;
   if (!positional.empty()) {
-    if (positional[0] != "check" || positional.size() != 2) throw UserError("usage: cotune plugins check LIB [--options JSON] [--workload W.json]");
+    if (positional[0] != "check" || positional.size() != 2) throw UserError("usage: cotune plugins check LIB [--options JSON] [--workload W.json] [--submit]");
     if (!reg.load_file(positional[1])) {
       std::fprintf(stderr, "%s: unusable: %s\n", positional[1].c_str(), reg.problems().back().reason.c_str());
       return 1;
@@ -211,7 +225,9 @@ int run(int argc, char** argv) {
     std::optional<std::string> options, workload;
     if (vm.count("options")) options = vm["options"].as<std::string>();
     if (vm.count("workload")) workload = read_json_file(vm["workload"].as<std::string>()).dump();
-    const int failures = exercise(reg, options, workload);
+    const double submit_timeout = vm["submit-timeout"].as<double>();
+    if (vm.count("submit") && !(submit_timeout > 0)) throw UserError("--submit-timeout: expected seconds > 0");
+    const int failures = exercise(reg, options, workload, vm.count("submit") ? submit_timeout : 0);
     std::printf("%s: %s\n", positional[1].c_str(), failures == 0 ? "ok" : "unusable");
     return failures == 0 ? 0 : 1;
   }

@@ -7,8 +7,16 @@
 
 #include <cotune/cotune.hpp>
 
+#include <nlohmann/json.hpp>
+
+#include <stdlib.h>
+
+#include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
 #include <limits>
+#include <memory>
 #include <random>
 #include <set>
 #include <string>
@@ -50,8 +58,9 @@ class ProbeSpace {
   }
   std::string render(const double* c, int32_t format) {
     if (format != COTUNE_RENDER_JSON) throw ::cotune::Error(COTUNE_ERR_UNSUPPORTED, "only JSON");
-    return "{\"a\": " + std::to_string(int(c[0])) + ", \"b\": " + std::to_string(int(c[1])) + ", \"c\": " +
-           std::to_string(int(c[2])) + "}";
+    static const char* const choices[] = {"x", "y", "z", "w"};  // c's labels, as add_categorical gives them
+    return "{\"a\": " + std::to_string(int(c[0])) + ", \"b\": " + std::to_string(int(c[1])) + ", \"c\": \"" +
+           choices[int(c[2]) & 3] + "\"}";
   }
 
  private:
@@ -140,6 +149,67 @@ std::string exercise_searcher(const core::ComponentRef& searcher) {
   }
   return "propose/observe ok on a built-in space of 3 parameters: " + std::to_string(proposed) +
          " configurations in 3 rounds, every one valid and new";
+}
+
+std::string exercise_executor(const core::ComponentRef& executor, const std::string& options_json, double timeout_s) {
+  core::Executor ex(executor, options_json);
+  if (ex.needs_trace())
+    return "submit skipped: the executor needs step traces, which the built-in space does not lower (a study on "
+           "the llm space exercises it)";
+  core::Space space(probe_space_ref(), "{}", "{}");
+  std::vector<double> config(space.num_params());
+  if (space.sample(1, 1, config.data()) != 1) throw core::UserError("the built-in space sampled no configuration");
+  const std::string config_json = space.render(config.data(), COTUNE_RENDER_JSON);
+  char dir_template[] = "/tmp/cotune-check-XXXXXX";
+  if (::mkdtemp(dir_template) == nullptr) throw core::UserError("cannot create a working directory under /tmp");
+  const std::string workdir = dir_template, trial_id = "check/1", workload = "{}";
+  struct RemoveDir {
+    std::string path;
+    ~RemoveDir() {
+      std::error_code ignored;
+      std::filesystem::remove_all(path, ignored);
+    }
+  } cleanup{workdir};
+  cotune_trial t = core::empty_trial();
+  t.trial_id = {trial_id.data(), trial_id.size()};
+  t.config_json = {config_json.data(), config_json.size()};
+  t.workload_json = {workload.data(), workload.size()};
+  t.workdir = {workdir.data(), workdir.size()};
+  t.params = space.raw_params();
+  t.num_params = space.num_params();
+  t.config = config.data();
+  const auto start = std::chrono::steady_clock::now();
+  std::unique_ptr<core::Executor::Job> job = ex.submit(t);
+  if (!job) throw core::UserError("submit returned no job");
+  core::TrialResult r;
+  for (;;) {
+    r = job->poll(200);
+    if (r.finished()) break;
+    if (std::chrono::steady_clock::now() - start > std::chrono::duration<double>(timeout_s)) {
+      job->cancel();
+      char limit[32];
+      std::snprintf(limit, sizeof limit, "%g", timeout_s);
+      throw core::UserError("the trial (" + config_json + ") did not end within " + limit +
+                            " s; it was cancelled (--submit-timeout gives it longer)");
+    }
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::string status = core::status_name(r.status);  // "unknown" for a status no ABI defines
+  if (core::status_from_name(status) < 0)
+    throw core::UserError("poll answered status " + std::to_string(r.status) + ", which no ABI defines (COTUNE_STATUS_OK, "
+                          "FAILED, OOM, TIMEOUT, CANCELLED or UNAVAILABLE, cotune.h)");
+  std::string names;
+  if (!r.metrics_json.empty()) {
+    const nlohmann::json m = nlohmann::json::parse(r.metrics_json, nullptr, false);
+    if (m.is_discarded() || !m.is_object())
+      throw core::UserError("poll answered metrics that are not a JSON object: " + r.metrics_json.substr(0, 200));
+    for (auto it = m.begin(); it != m.end(); ++it) names += (names.empty() ? "" : ", ") + it.key();
+  }
+  if (r.status == COTUNE_STATUS_OK && names.empty()) throw core::UserError("poll answered ok without metrics");
+  char took[32];
+  std::snprintf(took, sizeof took, "%.2f s", seconds);
+  return "submit/poll ok: one trial of the built-in space (" + config_json + ") ended " + status + " in " + took +
+         (names.empty() ? std::string() : ", metrics: " + names) + (r.error.empty() ? "" : "; its error: " + r.error);
 }
 
 }  // namespace cotune::cli

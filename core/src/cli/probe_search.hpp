@@ -14,6 +14,14 @@ namespace cotune::cli {
 // configuration or one it proposed before; PluginError from the searcher itself.
 std::string exercise_searcher(const core::ComponentRef& searcher);
 
+// What `plugins check --submit` does with an executor: submits one trial of that space (a sampled
+// valid configuration, a working directory of its own) and polls it to its end within
+// `timeout_s`, cancelling it past that. One line saying what it answered; throws UserError when the
+// answer is one no host can use (a status no ABI defines, metrics that are not a JSON object, no
+// end in time), PluginError from the executor itself. An executor that needs step traces is not
+// submitted to (the space lowers none): the line says so.
+std::string exercise_executor(const core::ComponentRef& executor, const std::string& options_json, double timeout_s);
+
 }  // namespace cotune::cli
 
 #endif  // COTUNE_CLI_PROBE_SEARCH_HPP_
