@@ -501,6 +501,21 @@ TEST_F(ReplayExecutorTest, AMisspeltColumnIsNamedNotSilentlyDefaulted) {
   EXPECT_THAT(submit_error(*executor(), cfg(2, 8, 1, "selective", true)), HasSubstr("'micro_bach' for micro_batch"));
   TrialResult r = run(*executor({{"columns", {{"micro_batch", "micro_bach"}}}}), cfg(2, 8, 2, "selective", true));
   ASSERT_EQ(r.status, COTUNE_STATUS_OK) << r.error;
+  // A short name matches only itself in another case; cells that hold the default harm nothing.
+  table_ = write("case.csv", "tp,pp,dp,cp,ep,micro_batch,VPP,zero,recompute,sp,gpus,gpu,global_batch,step_time_s\n"
+                             "2,1,8,1,1,1,2,1,selective,true,16,h100-sxm,256,1.25\n");
+  EXPECT_THAT(submit_error(*executor({{"defaults", {{"vpp", 1}}}}), cfg(2, 8, 1, "selective", true)),
+              HasSubstr("'VPP' for vpp"));
+  table_ = write("same.csv", "tp,pp,dp,cp,ep,micro_bach,vpp,zero,recompute,sp,gpus,gpu,global_batch,step_time_s\n"
+                             "2,1,8,1,1,1,1,1,selective,true,16,h100-sxm,256,1.25\n");
+  EXPECT_EQ(run(*executor({{"defaults", {{"micro_batch", 1}}}}), cfg(2, 8, 1, "selective", true)).status, COTUNE_STATUS_OK);
+  // Other quantities one edit from a short name (mtp, np, cpu), or a longer field of a parameter
+  // (recompute_method), are not taken for one.
+  table_ = write("others.csv", "tp,pp,dp,cp,ep,micro_batch,zero,recompute,sp,gpus,gpu,global_batch,mtp,np,cpu,"
+                               "recompute_method,step_time_s\n"
+                               "2,1,8,1,1,1,1,selective,true,16,h100-sxm,256,1,4,64,uniform,1.25\n");
+  r = run(*executor({{"defaults", {{"vpp", 1}}}}), cfg(2, 8, 1, "selective", true));
+  EXPECT_EQ(r.status, COTUNE_STATUS_OK) << r.error;
 
   table_ = write("typo2.csv", "tp,pp,dp,cp,ep,micro_batch,vpp,zero,recompute,sp,gpus,gpu,global_bach,step_time_s\n"
                               "2,1,8,1,1,1,1,1,selective,true,16,h100-sxm,256,1.25\n"

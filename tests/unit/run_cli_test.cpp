@@ -833,6 +833,15 @@ TEST_F(RunCli, PluginsCheckSubmitsOneTrialToAnExecutorWithSubmit) {
             1)
       << out();
   EXPECT_NE(out().find("did not end within 0.3 s; it was cancelled"), std::string::npos) << out();
+  // An error object from submit is an answer the host handles: the replay executor's table knows
+  // nothing of the built-in space.
+  std::ofstream(dir_ + "/runs.csv") << "tp,step_time_s\n1,2.5\n";
+  ASSERT_EQ(run({"plugins", "check", std::string(COTUNE_PLUGIN_DIR) + "/libcotune-executor-replay.so", "--submit",
+                 "--options", json({{"file", dir_ + "/runs.csv"}}).dump()}),
+            0)
+      << out();
+  EXPECT_NE(out().find("submit answered an error object (the study's trial would be unavailable)"), std::string::npos)
+      << out();
   // Without --submit nothing is submitted; an executor that needs step traces is not submitted to.
   ASSERT_EQ(run({"plugins", "check", echo, "--options", R"({"status": 42})"}), 0) << out();
   ASSERT_EQ(run({"plugins", "check", std::string(COTUNE_PLUGIN_DIR) + "/libcotune-executor-sim.so", "--submit"}), 0) << out();

@@ -147,13 +147,13 @@ int exercise(const Registry& reg, const std::optional<std::string>& options, con
           break;
         }
         case COTUNE_KIND_EXECUTOR: {
-          Executor e(c, options.value_or("{}"));
-          std::printf("  create/destroy ok, capacity %d\n", e.capacity());
+          Executor ex(c, options.value_or("{}"));
+          std::printf("  create/destroy ok, capacity %d\n", ex.capacity());
           if (submit_timeout_s > 0) {
             try {
-              std::printf("  %s\n", exercise_executor(c, options.value_or("{}"), submit_timeout_s).c_str());
-            } catch (const UserError& e) {
-              std::printf("  FAILED: %s\n", e.what());
+              std::printf("  %s\n", exercise_executor(ex, submit_timeout_s).c_str());
+            } catch (const UserError& bad) {
+              std::printf("  FAILED: %s\n", bad.what());
               ++failures;
             }
           }

@@ -151,8 +151,7 @@ std::string exercise_searcher(const core::ComponentRef& searcher) {
          " configurations in 3 rounds, every one valid and new";
 }
 
-std::string exercise_executor(const core::ComponentRef& executor, const std::string& options_json, double timeout_s) {
-  core::Executor ex(executor, options_json);
+std::string exercise_executor(core::Executor& ex, double timeout_s) {
   if (ex.needs_trace())
     return "submit skipped: the executor needs step traces, which the built-in space does not lower (a study on "
            "the llm space exercises it)";
@@ -179,11 +178,20 @@ std::string exercise_executor(const core::ComponentRef& executor, const std::str
   t.num_params = space.num_params();
   t.config = config.data();
   const auto start = std::chrono::steady_clock::now();
-  std::unique_ptr<core::Executor::Job> job = ex.submit(t);
+  std::unique_ptr<core::Executor::Job> job;
+  try {
+    job = ex.submit(t);
+  } catch (const core::PluginError& e) {
+    return std::string("submit answered an error object (the study's trial would be unavailable): ") + e.what();
+  }
   if (!job) throw core::UserError("submit returned no job");
   core::TrialResult r;
   for (;;) {
-    r = job->poll(200);
+    try {
+      r = job->poll(200);
+    } catch (const core::PluginError& e) {
+      return std::string("poll answered an error object (the study's trial would fail): ") + e.what();
+    }
     if (r.finished()) break;
     if (std::chrono::steady_clock::now() - start > std::chrono::duration<double>(timeout_s)) {
       job->cancel();

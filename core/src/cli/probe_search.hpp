@@ -18,9 +18,10 @@ std::string exercise_searcher(const core::ComponentRef& searcher);
 // valid configuration, a working directory of its own) and polls it to its end within
 // `timeout_s`, cancelling it past that. One line saying what it answered; throws UserError when the
 // answer is one no host can use (a status no ABI defines, metrics that are not a JSON object, no
-// end in time), PluginError from the executor itself. An executor that needs step traces is not
-// submitted to (the space lowers none): the line says so.
-std::string exercise_executor(const core::ComponentRef& executor, const std::string& options_json, double timeout_s);
+// end in time). An error object from submit or poll is an answer the host handles (the trial is
+// unavailable or failed): the line says so. An executor that needs step traces is not submitted to
+// (the space lowers none): the line says so.
+std::string exercise_executor(core::Executor& executor, double timeout_s);
 
 }  // namespace cotune::cli
 

@@ -132,7 +132,7 @@ void StudyRun::restrict_to_executor_candidates() {
   const std::string first = r.dropped == 0 ? "" : "; first " + r.first_dropped;
   if (listed == 0)
     throw UserError(spec_.file + ": /executor: the executor '" + name + "' answers no configuration of this workload "
-                    "(its warnings above say which of its runs it left out, and why)");
+                    "(where it left runs out, its warnings above say which and why)");
   if (r.kept == 0)
     throw UserError(spec_.file + ": /executor: the executor '" + name + "' answers " + std::to_string(listed) +
                     " configuration(s) of this workload, none of them valid in the space '" + space_->info().name +

@@ -263,6 +263,7 @@ ReplayIndex::ReplayIndex(const RunTable& table, const ReplayOptions& options, st
   struct Source {
     std::optional<size_t> column;
     std::optional<std::string> fallback;  // canonical
+    bool from_defaults = false;           // the fallback is the option "defaults"' value
     // zero without a column of its own: a published table's fsdp column (> 0: ZeRO-3; else the
     // fallback, or 0 as `cotune import` reads it).
     std::optional<size_t> fsdp;
@@ -296,6 +297,7 @@ ReplayIndex::ReplayIndex(const RunTable& table, const ReplayOptions& options, st
       std::string v = read_cell(p, cell_text(value), &ok);
       if (!ok) bad("replay executor options/defaults/" + name + ": expected " + kind_name(p.kind) + ", got " + value.dump());
       sources[i].fallback = v;
+      sources[i].from_defaults = true;
     }
     // A parameter the space added later: an absent column or an empty cell holds runs at its default.
     if (!sources[i].fallback && p.optional_default) sources[i].fallback = *p.optional_default;
@@ -303,22 +305,43 @@ ReplayIndex::ReplayIndex(const RunTable& table, const ReplayOptions& options, st
     if (!sources[i].fallback && !sources[i].column && p.only_value) sources[i].fallback = *p.only_value;
     if (p.name == "zero" && !sources[i].column) sources[i].fsdp = table.column("fsdp");
   }
-  // A column that is no parameter's but most likely misspells one ("micro_bach"): the table states
-  // that parameter after all, and a default would replay its rows at the wrong value.
-  auto misspelt_column_of = [&](const std::string& param) -> std::string {
+  // A column that is no parameter's but most likely misspells one ("micro_bach", "VPP"): the table
+  // states that parameter after all. Refused where the parameter's value would otherwise come from
+  // the option "defaults" (or from nowhere) and the column's cells read as the parameter's values
+  // and differ from that default: the rows would replay at values they did not run. Names under five
+  // letters (tp, vpp, etp) match only in another case or spelling of themselves: one edit from them
+  // is another word (mtp, np). Workload columns, fsdp, task and the columns "where" filters on are
+  // no candidates.
+  std::set<std::string> taken(workload_columns().begin(), workload_columns().end());
+  taken.insert({"fsdp", "task"});
+  for (const auto& w : options.where) taken.insert(w.first);
+  auto misspelt_column_of = [&](size_t i) -> std::string {
+    const TrialParam& p = params[i];
     for (size_t c = 0; c < table.columns().size(); ++c) {
       const std::string& name = table.columns()[c];
-      if (table.is_result_column(c) || param_names.count(name)) continue;
-      const bool longer = name.rfind(param + "_", 0) == 0;  // another field of it (recompute_method)
-      if (!longer && !cotune::support::likely_meant(name, {param}).empty()) return name;
+      if (table.is_result_column(c) || param_names.count(name) || taken.count(name)) continue;
+      const bool alike = p.name.size() < 5 ? name_key(name) == name_key(p.name)
+                                           : name.rfind(p.name + "_", 0) != 0 &&  // another field of it
+                                                 !cotune::support::likely_meant(name, {p.name}).empty();
+      if (!alike) continue;
+      bool reads = true, differs = false;
+      for (const RunRow& row : table.rows()) {
+        if (trim(row.cells[c]).empty()) continue;
+        bool ok = false;
+        const std::string v = read_cell(p, row.cells[c], &ok);
+        reads = reads && ok;
+        differs = differs || !sources[i].fallback || name_key(v) != name_key(*sources[i].fallback);
+      }
+      if (reads && differs) return name;
     }
     return "";
   };
   std::string missing, example, misspelt, mapping;
   for (size_t i = 0; i < params.size(); ++i) {
     const bool without = !unstated_[i] && !sources[i].column && !sources[i].fallback && !sources[i].fsdp;
-    const std::string like = sources[i].column ? "" : misspelt_column_of(params[i].name);
-    if (!like.empty() && (without || sources[i].fallback)) {
+    const bool defaulted = !sources[i].column && !sources[i].fsdp && sources[i].from_defaults;
+    const std::string like = without || defaulted ? misspelt_column_of(i) : "";
+    if (!like.empty()) {
       misspelt += (misspelt.empty() ? "'" : ", '") + like + "' for " + params[i].name;
       mapping += (mapping.empty() ? "" : ", ") + ("\"" + params[i].name + "\": \"" + like + "\"");
     }
@@ -329,8 +352,9 @@ ReplayIndex::ReplayIndex(const RunTable& table, const ReplayOptions& options, st
   }
   if (!misspelt.empty())
     bad("replay executor: " + file + " states a parameter under a misspelt name, most likely: " + misspelt +
-        " (a default would replay its rows at another value than they ran); correct the header, or read it with the "
-        "option \"columns\": {" + mapping + "}");
+        " (its cells hold values of the parameter other than the default, at which the rows would replay); "
+        "correct the header, or read it with the option \"columns\": {" + mapping + "}; a column that is "
+        "another quantity is left out of the table, or renamed");
   if (!missing.empty())
     bad("replay executor: " + file + " has no column " + missing + " for the space's parameters of that name (its "
         "columns: " + all_columns + "); add them (a column of the table's own name is read under the parameter's "
