@@ -502,16 +502,16 @@ TEST_F(RunCli, AStatusNoAbiDefinesFailsTheTrialNotTheRun) {
 TEST_F(RunCli, APluginThatFailsToStartIsNamedWithTheStudyFileField) {
   // A plugin whose constructor throws a std::exception (a bug, not bad options): exit 1, said with
   // the study file and the field it was made from, as bad options are (those exit 2).
-  const std::string path = write_study("nostart", 2, 1, "random");
-  json doc = json::parse(read_file(path));
-  doc["predictor"] = {{"name", "throwing"}, {"options", {{"throw-in-create", true}}}};
-  doc["plugin_paths"] = {COTUNE_BINARY_DIR "/lib/cotune/abi-fixtures"};
-  std::ofstream(path) << doc.dump(2);
+  const std::string path = write_echo_study("nostart", 2, 1, {{"throw_in_create", true}});
   EXPECT_EQ(run({"run", path, "--store", store_}), 1) << err();
-  EXPECT_NE(err().find("nostart.json: /predictor/options: the plugin failed to start with these options: "
-                       "org.cotune.test.throwing: create refused: asked to"),
+  EXPECT_NE(err().find("nostart.json: /executor/options: the plugin failed to start with these options: "
+                       "org.cotune.test.executor.testecho: create refused: asked to"),
             std::string::npos)
       << err();
+  // Options it refuses are the study file's: exit 2, said the same way.
+  const std::string typo = write_echo_study("typo", 2, 1, {{"throw_in_creat", true}});
+  EXPECT_EQ(run({"run", typo, "--store", store_}), 2) << err();
+  EXPECT_NE(err().find("typo.json: /executor/options: "), std::string::npos) << err();
 }
 
 TEST_F(RunCli, TrialsThatFailedInAnotherStudyAreNoHistory) {
