@@ -377,6 +377,8 @@ ReplayIndex::ReplayIndex(const RunTable& table, const ReplayOptions& options, st
       fields.emplace("model", workload["model"]["preset"]);
   }
   std::vector<std::pair<size_t, json>> decided;
+  std::vector<std::string> workload_names(workload_columns().begin(), workload_columns().end());
+  for (const auto& field : fields) workload_names.push_back(field.first);
   for (size_t c = 0; c < table.columns().size(); ++c) {
     const std::string& name = table.columns()[c];
     if (table.is_result_column(c) || param_names.count(name)) continue;
@@ -390,16 +392,14 @@ ReplayIndex::ReplayIndex(const RunTable& table, const ReplayOptions& options, st
       // Not read. One that most likely misspells a workload column ("global_bach") leaves rows of
       // other workloads answering this study's configurations. Not a longer name of one
       // (model_variant, dtype_detail), nor text where the column holds numbers (notes, nodes).
-      std::vector<std::string> names(workload_columns().begin(), workload_columns().end());
-      for (const auto& field : fields) names.push_back(field.first);
-      const std::string meant = cotune::support::likely_meant(name, names);
+      const std::string meant = cotune::support::likely_meant(name, workload_names);
       const bool longer = name.rfind(meant + "_", 0) == 0 || meant.rfind(name + "_", 0) == 0;
       bool numbers = true;
       for (const RunRow& row : table.rows())
         numbers = numbers && (trim(row.cells[c]).empty() || parse_number(row.cells[c]).has_value());
       if (!meant.empty() && !longer && (numbers || !numeric_workload_column(meant, fields)))
         cotune::log(COTUNE_LOG_WARN, kComponent,
-                    file + ": column " + name + " is not read" + cotune::support::did_you_mean(name, names) +
+                    file + ": column " + name + " is not read" + cotune::support::did_you_mean(name, workload_names) +
                         ": rows are not compared on it, so runs of another " + meant + " may answer this study; "
                         "correct the header, or read it with the option \"columns\": {\"" + meant + "\": \"" + name +
                         "\"}");
@@ -470,11 +470,20 @@ ReplayIndex::ReplayIndex(const RunTable& table, const ReplayOptions& options, st
       continue;
     }
     ++workload_rows_;
+    // A row that leaves a parameter's cell empty, with no default for it, answers no configuration:
+    // every such cell is counted, so that the warning names each column "defaults" should fill.
     bool stated = true;
     for (size_t i = 0; i < params.size(); ++i) {
-      // A row that left one parameter's cell empty is only searched for more empty cells, so that
-      // the warning names every column the option "defaults" should fill.
-      if (!stated && (unstated_[i] || sources[i].fsdp || !sources[i].column || sources[i].fallback)) continue;
+      const Source& s = sources[i];
+      if (unstated_[i] || s.fsdp || !s.column || s.fallback || !trim(row.cells[*s.column]).empty()) continue;
+      if (empty_cells[i].first++ == 0) empty_cells[i].second = row.line;
+      stated = false;
+    }
+    if (!stated) {
+      ++unstated_rows;
+      continue;
+    }
+    for (size_t i = 0; i < params.size(); ++i) {
       if (unstated_[i]) {
         values[i].value.clear();
         continue;
@@ -486,24 +495,16 @@ ReplayIndex::ReplayIndex(const RunTable& table, const ReplayOptions& options, st
         continue;
       }
       const std::string cell = s.column ? row.cells[*s.column] : std::string();
-      if (trim(cell).empty()) {
-        if (!s.fallback) {  // the row does not say: it answers no configuration
-          if (empty_cells[i].first++ == 0) empty_cells[i].second = row.line;
-          if (stated) ++unstated_rows;
-          stated = false;
-          continue;
-        }
+      if (trim(cell).empty()) {  // with a default: the pass above left out the rows without one
         values[i].value = *s.fallback;
         continue;
       }
-      if (!stated) continue;
       bool ok = false;
       values[i].value = read_cell(params[i], cell, &ok);
       if (!ok)
         bad(file + " line " + std::to_string(row.line) + ", column " + params[i].name + ": expected " +
             kind_name(params[i].kind) + " for the parameter " + params[i].name + ", got '" + cell + "'");
     }
-    if (!stated) continue;
     rows_[key(values)].push_back(r);
     for (size_t u = 0; u < undecided_.size(); ++u) {
       const std::string_view cell = trim(row.cells[undecided_[u]]);
