@@ -1,6 +1,7 @@
 // The SDK's headers as a plugin author's strict build sees them: this file includes each and is
-// compiled with -Wconversion -Wsign-conversion -Wshadow -pedantic -Werror (tests/abi/CMakeLists.txt),
-// so that a header that warns there fails cotune's own build first.
+// compiled with -Wconversion -Wsign-conversion -Wshadow -pedantic -Wold-style-cast
+// -Wzero-as-null-pointer-constant -Werror (tests/abi/CMakeLists.txt), so that a header that warns
+// there fails cotune's own build first. The ABI's macros are expanded below, as a plugin expands them.
 #include <cotune/cotune.h>
 #include <cotune/cotune.hpp>
 #include <cotune/local_search.hpp>
@@ -10,3 +11,9 @@
 #include <cotune/support/state_blob.hpp>
 #include <cotune/support/training_data.hpp>
 #include <cotune/support/trial_files.hpp>
+
+namespace {
+[[maybe_unused]] size_t known_size(const cotune_op* op) {
+  return COTUNE_HAS_FIELD(op, kernels) ? COTUNE_STRUCT_SIZE(cotune_op, kernels) : 0;
+}
+}  // namespace

@@ -43,20 +43,32 @@ extern "C" {
 #define COTUNE_ABI_MAJOR 1
 #define COTUNE_ABI_MINOR 9
 
-/* Size of a struct up to and including `last_field`: what a writer stores in struct_size. */
+/* Size of a struct up to and including `last_field`: what a writer stores in struct_size.
+ * COTUNE_HAS_FIELD: nonzero when the struct behind `p` was written by someone who knew `field`.
+ * COTUNE_ASSERT_LAST_FIELD: a compile-time check that `last_field` is the last field of `type`
+ * (only tail padding may follow it; the golden layout test in tests/abi checks offsets exactly).
+ * C++ gets the same macros in C++ casts, so that -Wold-style-cast and
+ * -Wzero-as-null-pointer-constant builds of a plugin stay quiet. */
+#ifdef __cplusplus
+#define COTUNE_STRUCT_SIZE(type, last_field) \
+  (offsetof(type, last_field) + sizeof(static_cast<type*>(nullptr)->last_field))
+#define COTUNE_HAS_FIELD(p, field)                                                                  \
+  ((p) != nullptr && static_cast<size_t>(reinterpret_cast<const char*>(&(p)->field) -               \
+                                         reinterpret_cast<const char*>(p)) + sizeof((p)->field) <= \
+                         (p)->struct_size)
+#define COTUNE_ASSERT_LAST_FIELD(type, last_field) \
+  static_assert(sizeof(type) - COTUNE_STRUCT_SIZE(type, last_field) < sizeof(void*), #last_field " ends " #type)
+#else
 #define COTUNE_STRUCT_SIZE(type, last_field) \
   (offsetof(type, last_field) + sizeof(((type*)0)->last_field))
-
-/* Nonzero when the struct behind `p` was written by someone who knew `field`. */
 #define COTUNE_HAS_FIELD(p, field)                                                       \
   ((p) != NULL && (size_t)((const char*)&(p)->field - (const char*)(p)) + sizeof((p)->field) <= \
                       (p)->struct_size)
-
-/* Compile-time check (C99 has no _Static_assert) that `last_field` is the last field of `type`:
- * only tail padding may follow it. The golden layout test in tests/abi checks offsets exactly. */
+/* C99 has no _Static_assert: a negative array size fails the build instead. */
 #define COTUNE_ASSERT_LAST_FIELD(type, last_field)                                        \
   typedef char cotune_last_field_check_##type[(sizeof(type) - COTUNE_STRUCT_SIZE(type, last_field) < \
                                                sizeof(void*)) ? 1 : -1]
+#endif
 
 #if defined(_WIN32)
 #define COTUNE_EXPORT __declspec(dllexport)

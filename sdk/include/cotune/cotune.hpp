@@ -183,9 +183,9 @@ cotune_error* guarded(F&& f) noexcept {
 
 // Detection of optional members.
 template <class, class = void> struct has_lower : std::false_type {};
-template <class T> struct has_lower<T, std::void_t<decltype(std::declval<T&>().lower((const double*)nullptr))>> : std::true_type {};
+template <class T> struct has_lower<T, std::void_t<decltype(std::declval<T&>().lower(static_cast<const double*>(nullptr)))>> : std::true_type {};
 template <class, class = void> struct has_parse : std::false_type {};
-template <class T> struct has_parse<T, std::void_t<decltype(std::declval<T&>().parse(std::string_view(), (double*)nullptr))>> : std::true_type {};
+template <class T> struct has_parse<T, std::void_t<decltype(std::declval<T&>().parse(std::string_view(), static_cast<double*>(nullptr)))>> : std::true_type {};
 template <class, class = void> struct has_set_target : std::false_type {};
 template <class T> struct has_set_target<T, std::void_t<decltype(std::declval<T&>().set_target(std::string_view()))>> : std::true_type {};
 template <class, class = void> struct has_save : std::false_type {};
