@@ -51,7 +51,7 @@ extern "C" {
  * -Wzero-as-null-pointer-constant builds of a plugin stay quiet. */
 #ifdef __cplusplus
 #define COTUNE_STRUCT_SIZE(type, last_field) \
-  (offsetof(type, last_field) + sizeof(static_cast<type*>(nullptr)->last_field))
+  (offsetof(type, last_field) + sizeof(static_cast<type*>(nullptr)->last_field)) /* NOLINT(bugprone-macro-parentheses): a type in a cast */
 #define COTUNE_HAS_FIELD(p, field)                                                                  \
   ((p) != nullptr && static_cast<size_t>(reinterpret_cast<const char*>(&(p)->field) -               \
                                          reinterpret_cast<const char*>(p)) + sizeof((p)->field) <= \
