@@ -803,6 +803,47 @@ TEST_F(RunCli, PluginsCheckExercisesASearcher) {
   EXPECT_EQ(said.find("the searcher 'testrepeat' proposed", first + 1), std::string::npos) << "said once:\n" << said;
 }
 
+// plugins check with a workload exercises what a study calls on a space: a well-formed space
+// passes; one whose features, parameters or workload a study would trip over is unusable, and the
+// check names the defect.
+TEST_F(RunCli, PluginsCheckRefusesASpaceAStudyWouldTripOver) {
+  const std::string lib = COTUNE_BINARY_DIR "/lib/cotune/test-plugins/libcotune-space-testgrid.so";
+  const std::string workload = dir_ + "/workload.json";
+  std::ofstream(workload) << "{}";
+  ASSERT_EQ(run({"plugins", "check", lib, "--workload", workload}), 0) << out() << err();
+  EXPECT_NE(out().find("featurize(64 configurations) into 6 features: ok"), std::string::npos) << out();
+  const std::vector<std::pair<std::string, std::string>> defects = {
+      {"features", "featurize(64 configurations) into 7 features: FAILED: value 7 of configuration 1 was not written"},
+      {"duplicate_name", "FAILED: parameter 6 has the name of parameter 1 ('a')"},
+      {"default", "FAILED: parameter 5 'e' has the default 0, outside its domain"},
+      {"nothing_valid", "FAILED: sample() gave no configuration"}};
+  for (const auto& [defect, said] : defects) {
+    EXPECT_EQ(run({"plugins", "check", lib, "--workload", workload, "--options", "{\"defect\": \"" + defect + "\"}"}), 1)
+        << defect << "\n" << out();
+    EXPECT_NE(out().find(said), std::string::npos) << defect << "\n" << out();
+    EXPECT_NE(out().find(": unusable"), std::string::npos) << out();
+  }
+  // Options that are not JSON are refused as such, before any plugin reads them.
+  EXPECT_EQ(run({"plugins", "check", lib, "--workload", workload, "--options", "defect=features"}), 2) << out() << err();
+  EXPECT_NE(err().find("--options: expected a JSON object, got 'defect=features'"), std::string::npos) << err();
+}
+
+// A space that needs a workload field the study file lacks (cotune::json_number's NOT_FOUND) is a
+// bad study file: exit 2, naming the file, /workload and the field.
+TEST_F(RunCli, AWorkloadFieldTheSpaceNeedsIsNamedWithTheStudyFile) {
+  const std::string path = write_study("needs", 2, 1, "random");
+  json doc = json::parse(read_file(path));
+  doc["space"] = {{"name", "testgrid"}, {"options", {{"needs", "/global_batch_size"}}}};
+  doc["executor"] = {{"name", "testecho"}, {"options", json::object()}};
+  doc["objective"] = {{"metric", "objective"}, {"direction", "maximize"}};
+  doc.erase("format");
+  doc["plugin_paths"] = {COTUNE_BINARY_DIR "/lib/cotune/test-plugins"};
+  std::ofstream(path) << doc.dump(2);
+  EXPECT_EQ(run({"run", path, "--store", store_}), 2) << err();
+  EXPECT_NE(err().find(path + ": /workload or /space/options: the space 'testgrid' refused them:"), std::string::npos) << err();
+  EXPECT_NE(err().find("/global_batch_size"), std::string::npos) << err();
+}
+
 TEST_F(RunCli, PluginsCheckCreatesAnExecutorWithTheOptionsGiven) {
   // The replay executor needs its table: without options its refusal is a usable answer; with
   // them it is created, and a refusal of the options given fails the check.

@@ -10,8 +10,10 @@
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -54,19 +56,90 @@ void list_json(const Registry& reg) {
 // reported but is not a failure of the library.
 const char* kProbeWorkload = "{}";
 
+// A space's self-description: names that parse() and render() can tell apart, and defaults inside
+// their domains (a parameter absent from a configuration's JSON takes its default).
+int check_params(const Space& space) {
+  int failures = 0;
+  std::map<std::string, size_t> seen;
+  for (size_t i = 0; i < space.num_params(); ++i) {
+    const Param& q = space.params()[i];
+    std::string problem;
+    if (q.name.empty()) problem = "has no name";
+    else if (auto [at, fresh] = seen.emplace(q.name, i); !fresh)
+      problem = "has the name of parameter " + std::to_string(at->second + 1) + " ('" + q.name + "')";
+    else if (!q.contains(q.default_value))
+      problem = "'" + q.name + "' has the default " + q.format(q.default_value) + ", outside its domain";
+    if (problem.empty()) continue;
+    std::printf("  FAILED: parameter %zu %s\n", i + 1, problem.c_str());
+    ++failures;
+  }
+  return failures;
+}
+
+// featurize() on `n` configurations writes exactly n x feature_names() values: a sentinel before the
+// call finds a value not written, a guard after the buffer a value written past it. The line is
+// printed first, so that a crash inside the call is seen to be there.
+int check_featurize(const Space& space, const double* configs, size_t n) {
+  const size_t f = space.feature_names().size();
+  std::printf("  featurize(%zu configurations) into %zu features: ", n, f);
+  std::fflush(stdout);
+  constexpr size_t kGuard = 64;
+  constexpr double kUnwritten = -7.25e301;
+  std::vector<double> out(n * f + kGuard, kUnwritten);
+  space.featurize(configs, n, out.data());
+  const auto first_unwritten = std::find(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(n * f), kUnwritten);
+  const bool overran = std::any_of(out.begin() + static_cast<std::ptrdiff_t>(n * f), out.end(),
+                                   [](double v) { return v != kUnwritten; });
+  if (first_unwritten == out.begin() + static_cast<std::ptrdiff_t>(n * f) && !overran) {
+    std::printf("ok\n");
+    return 0;
+  }
+  std::printf("FAILED: ");
+  if (overran)
+    std::printf("it wrote past the %zu values its %zu feature names ask for\n", n * f, f);
+  else
+    std::printf("value %zu of configuration %zu was not written (%zu feature names, fewer values a row?)\n",
+                static_cast<size_t>(first_unwritten - out.begin()) % std::max<size_t>(f, 1) + 1,
+                static_cast<size_t>(first_unwritten - out.begin()) / std::max<size_t>(f, 1) + 1, f);
+  return 1;
+}
+
+// parse() of "{}": every parameter absent, so every one takes its default (cotune.h).
+int check_parse_defaults(const Space& space) {
+  std::vector<double> defaults;
+  for (const Param& q : space.params()) defaults.push_back(q.default_value);
+  try {
+    const std::vector<double> parsed = space.parse("{}");
+    if (parsed.size() == defaults.size() && space.key(parsed.data()) == space.key(defaults.data())) return 0;
+    std::printf("  FAILED: parse({}) gave %s, not the defaults %s (parameters absent from the JSON take their "
+                "defaults)\n", parsed.size() == defaults.size() ? space.key(parsed.data()).c_str() : "another number of values",
+                space.key(defaults.data()).c_str());
+  } catch (const std::exception& e) {
+    std::printf("  FAILED: parse({}) refused it: %s (parameters absent from the JSON take their defaults)\n", e.what());
+  }
+  return 1;
+}
+
 // A space created for a real workload: what searchers and the host rely on, on a sample of its
-// configurations. Every sampled configuration is valid (check and explain agree), its JSON
-// rendering reads back to itself, and it lowers to a step trace when the space lowers. Returns the
-// failures, each printed.
+// configurations. Its parameters are well formed; the workload has valid configurations; every
+// sampled one is valid (check and explain agree), its JSON rendering reads back to itself, it
+// featurizes into as many values as the space names features, and it lowers to a step trace when
+// the space lowers. Returns the failures, each printed.
 int exercise_space(const Space& space) {
   constexpr size_t kSampled = 64;
   const size_t p = space.num_params();
+  int failures = check_params(space);
   std::vector<double> configs(kSampled * p);
   const size_t n = space.sample(1, kSampled, configs.data());
   std::printf("  with the workload: %zu parameters, sample(64) gave %zu configurations\n", p, n);
-  int failures = 0;
+  if (n == 0) {
+    std::printf("  FAILED: sample() gave no configuration: a study of this workload would have nothing to run\n");
+    ++failures;
+  }
+  failures += check_parse_defaults(space);
+  int sampled_failures = 0;
   auto fail = [&](size_t i, const std::string& what) {
-    if (failures++ < 5) std::printf("  FAILED: sampled configuration %zu %s: %s\n", i + 1, space.key(&configs[i * p]).c_str(), what.c_str());
+    if (sampled_failures++ < 5) std::printf("  FAILED: sampled configuration %zu %s: %s\n", i + 1, space.key(&configs[i * p]).c_str(), what.c_str());
   };
   std::vector<int32_t> valid(n);
   if (n > 0) space.check(configs.data(), n, valid.data());
@@ -80,7 +153,13 @@ int exercise_space(const Space& space) {
         continue;
       }
       const std::string rendered = space.render(c, COTUNE_RENDER_JSON);
-      const std::vector<double> back = space.parse(rendered);
+      std::vector<double> back;
+      try {
+        back = space.parse(rendered);
+      } catch (const std::exception& e) {
+        fail(i, "its JSON rendering " + rendered + " does not read back: " + e.what());
+        continue;
+      }
       if (space.key(back.data()) != space.key(c)) {  // the key formats values: a float's last digits aside
         fail(i, "its JSON rendering " + rendered + " reads back as another configuration");
         continue;
@@ -93,10 +172,12 @@ int exercise_space(const Space& space) {
       fail(i, e.what());
     }
   }
-  if (failures > 5) std::printf("  ... and %d more\n", failures - 5);
-  if (failures == 0)
+  if (sampled_failures > 5) std::printf("  ... and %d more\n", sampled_failures - 5);
+  if (sampled_failures == 0 && n > 0)
     std::printf("  every sampled configuration is valid and reads back from its JSON%s\n",
                 space.can_lower() ? (", and lowered to a step trace (" + std::to_string(lowered) + ")").c_str() : "");
+  failures += sampled_failures;
+  if (n > 0) failures += check_featurize(space, configs.data(), n);
   return failures;
 }
 
@@ -128,6 +209,7 @@ int exercise(const Registry& reg, const std::optional<std::string>& options, con
           } catch (const PluginError& e) {
             // A space needs a real workload; a clean error object is the correct answer to "{}".
             std::printf("  create answered an error object (as expected without a workload): %s\n", e.what());
+            if (options) std::printf("  its --options were not checked: a space is created with them only with --workload\n");
           }
           if (auto schema = TableSchema::find(reg, c.info.id)) {
             // A table schema (ABI 1.4): its description, and a clean refusal of a row without cells.
@@ -223,7 +305,11 @@ int run(int argc, char** argv) {
       return 1;
     }
     std::optional<std::string> options, workload;
-    if (vm.count("options")) options = vm["options"].as<std::string>();
+    if (vm.count("options")) {
+      options = vm["options"].as<std::string>();
+      const nlohmann::json parsed = nlohmann::json::parse(*options, nullptr, false);
+      if (!parsed.is_object()) throw UserError("--options: expected a JSON object, got '" + *options + "'");
+    }
     if (vm.count("workload")) workload = read_json_file(vm["workload"].as<std::string>()).dump();
     const double submit_timeout = vm["submit-timeout"].as<double>();
     if (vm.count("submit") && !(submit_timeout > 0)) throw UserError("--submit-timeout: expected seconds > 0");

@@ -40,14 +40,16 @@ std::unique_ptr<Space> make_study_space(const Registry& registry, const StudySpe
     space = registry.make_space(spec.space.name, spec.workload.dump(), spec.space.options.dump(), spec.space.isolation);
   } catch (const PluginError& e) {
     // The space names the field inside the workload or its options; say which file that was. A
-    // plugin's own exception on an option it did not expect (INTERNAL from cotune.hpp) is the same
-    // bad input; a process that cannot start or a crash is not (exit 1).
+    // field it needs and does not find (NOT_FOUND, as cotune::json_number answers) and a plugin's
+    // own exception on an option it did not expect (INTERNAL from cotune.hpp) are the same bad
+    // input; a process that cannot start or a crash is not (exit 1).
     if (e.code() != COTUNE_ERR_INVALID_ARGUMENT && e.code() != COTUNE_ERR_FAILED_PRECONDITION &&
-        !(e.code() == COTUNE_ERR_INTERNAL && spec.space.isolation == Isolation::kNone))
+        e.code() != COTUNE_ERR_NOT_FOUND && !(e.code() == COTUNE_ERR_INTERNAL && spec.space.isolation == Isolation::kNone))
       throw;
     std::string where = spec.workload_file.empty() ? "/workload" : "/workload (" + spec.workload_file + ")";
     throw UserError(spec.file + ": " + where + " or /space/options: the space '" + spec.space.name +
-                    (e.code() == COTUNE_ERR_INVALID_ARGUMENT ? "' refused them: " : "' failed on them: ") + e.what());
+                    (e.code() == COTUNE_ERR_INVALID_ARGUMENT || e.code() == COTUNE_ERR_NOT_FOUND ? "' refused them: "
+                                                                                                 : "' failed on them: ") + e.what());
   }
   set_launch_target(*space, spec.launch_target(), spec.file + ": /format");
   return space;
