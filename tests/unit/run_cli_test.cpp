@@ -844,6 +844,25 @@ TEST_F(RunCli, AWorkloadFieldTheSpaceNeedsIsNamedWithTheStudyFile) {
   EXPECT_NE(err().find("/global_batch_size"), std::string::npos) << err();
 }
 
+// A space that does not lower has no analytic prior: the run says so, and show and the report say
+// the prior the study file asks for is not used, rather than naming it as if it were.
+TEST_F(RunCli, ShowSaysAPriorTheSpaceCannotGiveIsNotUsed) {
+  const std::string path = write_study("nolower", 2, 1, "random");
+  json doc = json::parse(read_file(path));
+  doc["space"] = "testgrid";
+  doc["executor"] = {{"name", "testecho"}, {"options", json::object()}};
+  doc["predictor"] = {{"name", "krr"}, {"prior", "analytic"}};
+  doc.erase("format");
+  doc["plugin_paths"] = {COTUNE_BINARY_DIR "/lib/cotune/test-plugins"};
+  std::ofstream(path) << doc.dump(2);
+  ASSERT_EQ(run({"run", path, "--store", store_}), 0) << err();
+  const std::string why = "not used: the space 'testgrid' does not lower configurations to step traces";
+  ASSERT_EQ(run({"show", "nolower", "--store", store_}), 0) << err();
+  EXPECT_NE(out().find("predictor krr (prior analytic, " + why + ")"), std::string::npos) << out();
+  ASSERT_EQ(run({"report", "nolower", "--store", store_, "--out", dir_ + "/r.html"}), 0) << err();
+  EXPECT_NE(read_file(dir_ + "/r.html").find("krr (prior analytic, not used: the space "), std::string::npos);
+}
+
 TEST_F(RunCli, PluginsCheckCreatesAnExecutorWithTheOptionsGiven) {
   // The replay executor needs its table: without options its refusal is a usable answer; with
   // them it is created, and a refusal of the options given fails the check.

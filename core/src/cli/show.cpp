@@ -4,6 +4,7 @@
 #include <cotune/core/errors.hpp>
 #include <cotune/core/history/history_io.hpp>
 #include <cotune/core/model/objective.hpp>
+#include <cotune/core/model/surrogate.hpp>
 #include <cotune/core/report/study_json.hpp>
 #include <cotune/core/store/store.hpp>
 #include <cotune/core/run/study_report.hpp>
@@ -87,7 +88,7 @@ void show_study(Store& store, const std::string& name, std::int64_t limit) {
               spec.description.empty() ? "" : ": ", spec.description.c_str());
   if (study->status == StudyStatus::kRunning && !being_run) print_interrupted_run(store, *study);
   std::printf("space %s, predictor %s (prior %s), searcher %s, executor %s, parallel %lld\n", spec.space.name.c_str(),
-              spec.predictor.name.c_str(), std::string(to_string(spec.predictor.prior)).c_str(),
+              spec.predictor.name.c_str(), prior_text(spec.predictor.prior, space.get()).c_str(),
               spec.searcher.name.c_str(), spec.executor.name.c_str(), static_cast<long long>(spec.parallel));
   std::printf("store %s\n", store.path().c_str());  // a URL's password is redacted
   std::printf("workload key %s (its runs as CSV: cotune export-history --workload-key %s)\n",

@@ -68,12 +68,23 @@ bool roofline_terms_of(const Space& space, const double* config, double* out) {
   }
 }
 
+std::string prior_unusable_with(Prior prior, const Space& space) {
+  if (prior != Prior::kNone && !space.can_lower())
+    return "the space '" + space.info().name + "' does not lower configurations to step traces";
+  return "";
+}
+
+std::string prior_text(Prior prior, const Space* space) {
+  const std::string note = space != nullptr ? prior_unusable_with(prior, *space) : "";
+  return std::string(to_string(prior)) + (note.empty() ? "" : ", not used: " + note);
+}
+
 Surrogate::Surrogate(const Space& space, Predictor& predictor, std::string metric, Prior prior,
                      const double* probe)
     : space_(space), predictor_(predictor), metric_(std::move(metric)) {
   bool usable_prior = false;
-  if (prior != Prior::kNone && !space.can_lower()) {
-    prior_note_ = "the space '" + space.info().name + "' does not lower configurations to step traces";
+  if (std::string why = prior_unusable_with(prior, space); !why.empty()) {
+    prior_note_ = std::move(why);
   } else if (prior == Prior::kAnalytic) {
     usable_prior = true;
     if (probe != nullptr) {

@@ -1,5 +1,6 @@
 // The report's tables: the study's facts, the best configurations, the failures and every trial.
 #include <cotune/core/model/objective.hpp>
+#include <cotune/core/model/surrogate.hpp>
 #include <cotune/core/report/html.hpp>
 #include <cotune/core/run/study_report.hpp>
 #include <cotune/core/run/study_setup.hpp>
@@ -81,7 +82,7 @@ std::string study_facts_html(const ReportContext& c) {
   h += fact("objective", escape(objectives_text(s)));
   h += fact("budget used", escape(budget_text(c)));
   h += fact("trials", escape(status_counts_text(counts, c.being_run)));
-  h += fact("predictor", escape(s.predictor.name + " (prior " + std::string(to_string(s.predictor.prior)) + ")"));
+  h += fact("predictor", escape(s.predictor.name + " (prior " + prior_text(s.predictor.prior, c.space.get()) + ")"));
   h += fact("searcher", escape(s.searcher.name));
   h += fact("executors", escape(executors_text) + ", " + std::to_string(s.parallel) + " in parallel");
   nlohmann::json env = nlohmann::json::parse(c.study.environment_json, nullptr, false);

@@ -44,6 +44,13 @@ std::string surrogate_predictor_options(const std::string& study_options_json, c
 // it cannot be lowered (an invalid configuration may not).
 bool roofline_terms_of(const Space& space, const double* config, double* out);
 
+// Why `prior` cannot be used with `space` whatever the trials ("" when it may be): a space that
+// does not lower configurations has no estimate. What the prior says of `show` and the report.
+std::string prior_unusable_with(Prior prior, const Space& space);
+
+// The study's prior as `show` and the report print it: "analytic", or "analytic, not used: why".
+std::string prior_text(Prior prior, const Space* space);
+
 class Surrogate {
  public:
   // `prior`: the analytic prior is used when the space lowers and the model knows `metric`; the
