@@ -863,6 +863,25 @@ TEST_F(RunCli, ShowSaysAPriorTheSpaceCannotGiveIsNotUsed) {
   EXPECT_NE(read_file(dir_ + "/r.html").find("krr (prior analytic, not used: the space "), std::string::npos);
 }
 
+// A plugin name nothing answers to is the study file's mistake: its field, the closest name and the
+// names there are.
+TEST_F(RunCli, AMisspeltPluginNameIsNamedWithItsFieldAndTheClosestName) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"space", "/space: no space plugin named 'lmm' (did you mean \"llm\"?) (available: "},
+      {"searcher", "/searcher: no searcher plugin named 'reinforc' (did you mean \"reinforce\"?) (available: "},
+      {"executor", "/executor: no executor plugin named 'simm' (did you mean \"sim\"?) (available: "}};
+  for (const auto& [field, said] : cases) {
+    const std::string path = write_study("misspelt-" + field, 2, 1);
+    json doc = json::parse(read_file(path));
+    if (field == "space") doc["space"] = "lmm";
+    if (field == "searcher") doc["searcher"] = "reinforc";
+    if (field == "executor") doc["executor"]["name"] = "simm";
+    std::ofstream(path) << doc.dump(2);
+    EXPECT_EQ(run({"run", path, "--store", store_}), 2) << field << "\n" << err();
+    EXPECT_NE(err().find(path + ": " + said), std::string::npos) << err();
+  }
+}
+
 TEST_F(RunCli, PluginsCheckCreatesAnExecutorWithTheOptionsGiven) {
   // The replay executor needs its table: without options its refusal is a usable answer; with
   // them it is created, and a refusal of the options given fails the check.

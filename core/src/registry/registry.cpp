@@ -1,12 +1,15 @@
 #include <cotune/core/errors.hpp>
 #include <cotune/core/abi/log.hpp>
 #include <cotune/core/registry.hpp>
+#include <cotune/support/likely_meant.hpp>
 
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <boost/filesystem.hpp>
 
 #include <algorithm>
 #include <cstdlib>
+#include <string>
+#include <vector>
 
 #include "loader/plugin_library.hpp"
 
@@ -98,9 +101,14 @@ const ComponentRef* Registry::try_find(int32_t kind, std::string_view name) cons
 const ComponentRef& Registry::find(int32_t kind, std::string_view name) const {
   if (const ComponentRef* c = try_find(kind, name)) return *c;
   std::string available;
+  std::vector<std::string> names;
   for (const ComponentRef& c : components_)
-    if (c.info.kind == kind) available += (available.empty() ? "" : ", ") + c.info.name;
-  std::string msg = std::string("no ") + kind_name(kind) + " plugin named '" + std::string(name) + "'";
+    if (c.info.kind == kind) {
+      available += (available.empty() ? "" : ", ") + c.info.name;
+      names.push_back(c.info.name);
+    }
+  std::string msg = std::string("no ") + kind_name(kind) + " plugin named '" + std::string(name) + "'" +
+                    support::did_you_mean(name, names);
   msg += available.empty() ? std::string(" (none is loaded)") : " (available: " + available + ")";
   for (const LoadProblem& p : problems_) msg += "\n  refused " + p.file + ": " + p.reason;
   throw UserError(msg);

@@ -221,6 +221,9 @@ auto made_from_options(const StudySpec& spec, const std::string& field, Make mak
 void StudyRun::load_components() {
   load_study_plugins(registry_, spec_);
   space_ = make_study_space(registry_, spec_);
+  require_component(registry_, spec_, COTUNE_KIND_EXECUTOR, spec_.executor.name, "/executor");
+  require_component(registry_, spec_, COTUNE_KIND_PREDICTOR, spec_.predictor.name, "/predictor");
+  require_component(registry_, spec_, COTUNE_KIND_SEARCHER, spec_.searcher.name, "/searcher");
   executor_ = made_from_options(spec_, "/executor/options", [&] {
     return registry_.make_executor(spec_.executor.name, spec_.executor.options.dump(), spec_.executor.isolation);
   });

@@ -34,7 +34,18 @@ void load_study_plugins(Registry& registry, const StudySpec& spec) {
   }
 }
 
+void require_component(const Registry& registry, const StudySpec& spec, int32_t kind, const std::string& name,
+                       const std::string& field) {
+  if (registry.try_find(kind, name) != nullptr) return;
+  try {
+    (void)registry.find(kind, name);
+  } catch (const UserError& e) {
+    throw UserError(spec.file + ": " + field + ": " + e.what());
+  }
+}
+
 std::unique_ptr<Space> make_study_space(const Registry& registry, const StudySpec& spec) {
+  require_component(registry, spec, COTUNE_KIND_SPACE, spec.space.name, "/space");
   std::unique_ptr<Space> space;
   try {
     space = registry.make_space(spec.space.name, spec.workload.dump(), spec.space.options.dump(), spec.space.isolation);

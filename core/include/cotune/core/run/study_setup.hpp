@@ -19,6 +19,10 @@ namespace cotune::core {
 void load_study_plugins(Registry& registry, const StudySpec& spec);
 
 // The study's space over its workload, targeting the study's launch format (set_launch_target).
+// Fails with the study file and `field` ("/searcher") when no plugin of `kind` is named `name`.
+void require_component(const Registry& registry, const StudySpec& spec, int32_t kind, const std::string& name,
+                       const std::string& field);
+
 std::unique_ptr<Space> make_study_space(const Registry& registry, const StudySpec& spec);
 
 // Space::set_target(target) unless target is empty; a target the space does not know is a UserError
