@@ -512,6 +512,14 @@ TEST_F(RunCli, APluginThatFailsToStartIsNamedWithTheStudyFileField) {
   const std::string typo = write_echo_study("typo", 2, 1, {{"throw_in_creat", true}});
   EXPECT_EQ(run({"run", typo, "--store", store_}), 2) << err();
   EXPECT_NE(err().find("typo.json: /executor/options: "), std::string::npos) << err();
+  // So is a command they name that does not exist (the process executor's NOT_FOUND).
+  const std::string nocmd = write_study("nocmd", 2, 1, "random");
+  json doc = json::parse(read_file(nocmd));
+  doc["executor"] = {{"name", "process"}, {"options", {{"command", {"no-such-program-cotune"}}}}};
+  std::ofstream(nocmd) << doc.dump(2);
+  EXPECT_EQ(run({"run", nocmd, "--store", store_}), 2) << err();
+  EXPECT_NE(err().find("nocmd.json: /executor/options: org.cotune.executor.process: process executor: command[0] 'no-such-program-cotune' is not in PATH"),
+            std::string::npos) << err();
 }
 
 TEST_F(RunCli, TrialsThatFailedInAnotherStudyAreNoHistory) {

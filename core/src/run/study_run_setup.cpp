@@ -207,9 +207,10 @@ auto made_from_options(const StudySpec& spec, const std::string& field, Make mak
   try {
     return make();
   } catch (const PluginError& e) {
-    // Bad options are the study file's (exit 2); anything else is the plugin's own failure (a bug,
-    // a missing resource), still said where it was made from.
-    if (e.code() != COTUNE_ERR_INVALID_ARGUMENT)
+    // Bad options are the study file's (exit 2), a thing they name that does not exist (a command
+    // not on PATH, a table file: NOT_FOUND) too; anything else is the plugin's own failure (a bug,
+    // a resource it could not get), still said where it was made from.
+    if (e.code() != COTUNE_ERR_INVALID_ARGUMENT && e.code() != COTUNE_ERR_NOT_FOUND)
       throw PluginError(e.code(), spec.file + ": " + field + ": the plugin failed to start with these options: " +
                                       e.what());
     throw UserError(spec.file + ": " + field + ": " + e.what());
