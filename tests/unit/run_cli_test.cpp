@@ -834,6 +834,11 @@ TEST_F(RunCli, PluginsCheckRefusesASpaceAStudyWouldTripOver) {
   // Options that are not JSON are refused as such, before any plugin reads them.
   EXPECT_EQ(run({"plugins", "check", lib, "--workload", workload, "--options", "defect=features"}), 2) << out() << err();
   EXPECT_NE(err().find("--options: expected a JSON object, got 'defect=features'"), std::string::npos) << err();
+  // A library no plugin directory would find by its name passes, and is told so.
+  fs::copy_file(lib, dir_ + "/grid.so");
+  EXPECT_EQ(run({"plugins", "check", dir_ + "/grid.so"}), 0) << out();
+  EXPECT_NE(out().find("note: a plugin directory is searched for libcotune-*.so files only: as 'grid.so'"),
+            std::string::npos) << out();
 }
 
 // A space that needs a workload field the study file lacks (cotune::json_number's NOT_FOUND) is a

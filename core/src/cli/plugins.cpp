@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -314,6 +315,13 @@ int run(int argc, char** argv) {
     const double submit_timeout = vm["submit-timeout"].as<double>();
     if (vm.count("submit") && !(submit_timeout > 0)) throw UserError("--submit-timeout: expected seconds > 0");
     const int failures = exercise(reg, options, workload, vm.count("submit") ? submit_timeout : 0);
+    // A plugin directory is searched for libcotune-*.so alone (Registry::load_directories): a
+    // library named otherwise loads when named itself, but no search path finds it.
+    const std::filesystem::path lib(positional[1]);
+    if (lib.filename().string().rfind("libcotune-", 0) != 0 || lib.extension() != ".so")
+      std::printf("note: a plugin directory is searched for libcotune-*.so files only: as '%s' it loads when a "
+                  "study's plugin_paths names the file itself, not from a directory\n",
+                  lib.filename().string().c_str());
     std::printf("%s: %s\n", positional[1].c_str(), failures == 0 ? "ok" : "unusable");
     return failures == 0 ? 0 : 1;
   }
