@@ -118,10 +118,10 @@ TEST(Catalogue, ResolvesA100Selene) {
   EXPECT_EQ(hw.price_per_gpu_hour, 0);
 }
 
-// The memory the driver exposes, not the marketed GB read as decimal: nvidia-smi totals 81,559 MiB
+// The memory the driver reports, not the marketed GB read as decimal: nvidia-smi totals 81,559 MiB
 // on an H100, 143,771 on an H200, 183,359 on a B200 and 189,471 on a GB200 (their 80GB, 141GB,
 // 180GB and 186GB).
-TEST(Catalogue, GpuMemoryIsWhatCudaReports) {
+TEST(Catalogue, GpuMemoryIsTheDriversTotal) {
   const double mib = 1048576.0;
   EXPECT_NEAR(resolve({{"gpu", "h100-sxm"}, {"nodes", 1}}).hbm_bytes, 81559 * mib, 0.1 * 1073741824.0);
   EXPECT_NEAR(resolve({{"gpu", "h200"}, {"nodes", 1}}).hbm_bytes, 143771 * mib, 0.1 * 1073741824.0);

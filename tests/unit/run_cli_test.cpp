@@ -824,7 +824,9 @@ TEST_F(RunCli, PluginsCheckRefusesASpaceAStudyWouldTripOver) {
       {"features", "featurize(64 configurations) into 7 features: FAILED: value 7 of configuration 1 was not written"},
       {"duplicate_name", "FAILED: parameter 6 has the name of parameter 1 ('a')"},
       {"default", "FAILED: parameter 5 'e' has the default 0, outside its domain"},
-      {"nothing_valid", "FAILED: sample() gave no configuration"}};
+      {"nothing_valid", "FAILED: sample() gave no configuration"},
+      {"features_overrun", "into 6 features: FAILED: it wrote past the 384 values its 6 feature names ask for"},
+      {"featurize_error", "into 6 features: FAILED: featurize answered an error: "}};
   for (const auto& [defect, said] : defects) {
     EXPECT_EQ(run({"plugins", "check", lib, "--workload", workload, "--options", "{\"defect\": \"" + defect + "\"}"}), 1)
         << defect << "\n" << out();
@@ -882,13 +884,15 @@ TEST_F(RunCli, AMisspeltPluginNameIsNamedWithItsFieldAndTheClosestName) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"space", "/space: no space plugin named 'lmm' (did you mean \"llm\"?) (available: "},
       {"searcher", "/searcher: no searcher plugin named 'reinforc' (did you mean \"reinforce\"?) (available: "},
-      {"executor", "/executor: no executor plugin named 'simm' (did you mean \"sim\"?) (available: "}};
+      {"executor", "/executor: no executor plugin named 'simm' (did you mean \"sim\"?) (available: "},
+      {"predictor", "/predictor: no predictor plugin named 'krrr' (did you mean \"krr\"?) (available: "}};
   for (const auto& [field, said] : cases) {
     const std::string path = write_study("misspelt-" + field, 2, 1);
     json doc = json::parse(read_file(path));
     if (field == "space") doc["space"] = "lmm";
     if (field == "searcher") doc["searcher"] = "reinforc";
     if (field == "executor") doc["executor"]["name"] = "simm";
+    if (field == "predictor") doc["predictor"] = "krrr";
     std::ofstream(path) << doc.dump(2);
     EXPECT_EQ(run({"run", path, "--store", store_}), 2) << field << "\n" << err();
     EXPECT_NE(err().find(path + ": " + said), std::string::npos) << err();

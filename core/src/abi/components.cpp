@@ -102,8 +102,8 @@ std::vector<double> Param::domain() const {
 std::string Param::format(double value) const {
   switch (type) {
     case COTUNE_PARAM_CATEGORICAL: {
-      const auto i = static_cast<long long>(value);
-      if (value >= 0 && i < static_cast<long long>(choices.size()) && double(i) == value) return choices[size_t(i)];
+      // Range first: casting NaN or a value past long long's range is undefined.
+      if (value >= 0 && value < double(choices.size()) && std::floor(value) == value) return choices[size_t(value)];
       return "#" + format_number(value);
     }
     case COTUNE_PARAM_BOOL: return value != 0 ? "true" : "false";

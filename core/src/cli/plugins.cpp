@@ -87,7 +87,12 @@ int check_featurize(const Space& space, const double* configs, size_t n) {
   constexpr size_t kGuard = 64;
   constexpr double kUnwritten = -7.25e301;
   std::vector<double> out(n * f + kGuard, kUnwritten);
-  space.featurize(configs, n, out.data());
+  try {
+    space.featurize(configs, n, out.data());
+  } catch (const std::exception& e) {
+    std::printf("FAILED: featurize answered an error: %s\n", e.what());
+    return 1;
+  }
   const auto first_unwritten = std::find(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(n * f), kUnwritten);
   const bool overran = std::any_of(out.begin() + static_cast<std::ptrdiff_t>(n * f), out.end(),
                                    [](double v) { return v != kUnwritten; });
@@ -111,10 +116,9 @@ int check_parse_defaults(const Space& space) {
   for (const Param& q : space.params()) defaults.push_back(q.default_value);
   try {
     const std::vector<double> parsed = space.parse("{}");
-    if (parsed.size() == defaults.size() && space.key(parsed.data()) == space.key(defaults.data())) return 0;
+    if (space.key(parsed.data()) == space.key(defaults.data())) return 0;  // Space::parse gives every value
     std::printf("  FAILED: parse({}) gave %s, not the defaults %s (parameters absent from the JSON take their "
-                "defaults)\n", parsed.size() == defaults.size() ? space.key(parsed.data()).c_str() : "another number of values",
-                space.key(defaults.data()).c_str());
+                "defaults)\n", space.key(parsed.data()).c_str(), space.key(defaults.data()).c_str());
   } catch (const std::exception& e) {
     std::printf("  FAILED: parse({}) refused it: %s (parameters absent from the JSON take their defaults)\n", e.what());
   }
@@ -131,7 +135,13 @@ int exercise_space(const Space& space) {
   const size_t p = space.num_params();
   int failures = check_params(space);
   std::vector<double> configs(kSampled * p);
-  const size_t n = space.sample(1, kSampled, configs.data());
+  size_t n = 0;
+  try {
+    n = space.sample(1, kSampled, configs.data());
+  } catch (const std::exception& e) {
+    std::printf("  FAILED: sample(64) answered an error: %s\n", e.what());
+    return failures + 1;
+  }
   std::printf("  with the workload: %zu parameters, sample(64) gave %zu configurations\n", p, n);
   if (n == 0) {
     std::printf("  FAILED: sample() gave no configuration: a study of this workload would have nothing to run\n");
@@ -143,7 +153,12 @@ int exercise_space(const Space& space) {
     if (sampled_failures++ < 5) std::printf("  FAILED: sampled configuration %zu %s: %s\n", i + 1, space.key(&configs[i * p]).c_str(), what.c_str());
   };
   std::vector<int32_t> valid(n);
-  if (n > 0) space.check(configs.data(), n, valid.data());
+  try {
+    if (n > 0) space.check(configs.data(), n, valid.data());
+  } catch (const std::exception& e) {
+    std::printf("  FAILED: check() of the sampled configurations answered an error: %s\n", e.what());
+    return failures + 1;
+  }
   size_t lowered = 0;
   for (size_t i = 0; i < n; ++i) {
     const double* c = &configs[i * p];
@@ -210,8 +225,9 @@ int exercise(const Registry& reg, const std::optional<std::string>& options, con
           } catch (const PluginError& e) {
             // A space needs a real workload; a clean error object is the correct answer to "{}".
             std::printf("  create answered an error object (as expected without a workload): %s\n", e.what());
-            if (options) std::printf("  its --options were not checked: a space is created with them only with --workload\n");
           }
+          if (!workload && options)
+            std::printf("  its --options were not checked: a space is created with them only with --workload\n");
           if (auto schema = TableSchema::find(reg, c.info.id)) {
             // A table schema (ABI 1.4): its description, and a clean refusal of a row without cells.
             std::printf("  table schema: %zu columns, %zu of them the configuration's\n", schema->columns().size(),
@@ -274,7 +290,8 @@ int run(int argc, char** argv) {
       "options", po::value<std::string>(), "with check: JSON options to create its components with "
       "(a refusal then fails the check)")(
       "workload", po::value<std::string>(), "with check: a workload JSON file to create its spaces with; each is then "
-      "exercised on 64 sampled configurations (valid, read back from their JSON, lowered)")(
+      "exercised: distinct parameter names, defaults in their domains, parse({}) gives the defaults, and 64 sampled "
+      "configurations valid, read back from their JSON, featurized into as many values as it names features, lowered")(
       "submit", "with check: each executor also runs one trial of a built-in space to its end, and its answer is "
       "checked (a status the ABI defines, metrics a JSON object)")(
       "submit-timeout", po::value<double>()->default_value(60), "with --submit: seconds the trial may take before it "

@@ -47,9 +47,9 @@ extern "C" {
  * COTUNE_HAS_FIELD: nonzero when the struct behind `p` was written by someone who knew `field`.
  * COTUNE_ASSERT_LAST_FIELD: a compile-time check that `last_field` is the last field of `type`
  * (only tail padding may follow it; the golden layout test in tests/abi checks offsets exactly).
- * C++ gets the same macros in C++ casts, so that -Wold-style-cast and
+ * C++11 and later get the same macros in C++ casts, so that -Wold-style-cast and
  * -Wzero-as-null-pointer-constant builds of a plugin stay quiet. */
-#ifdef __cplusplus
+#if defined(__cplusplus) && __cplusplus >= 201103L
 #define COTUNE_STRUCT_SIZE(type, last_field) \
   (offsetof(type, last_field) + sizeof(static_cast<type*>(nullptr)->last_field)) /* NOLINT(bugprone-macro-parentheses): a type in a cast */
 #define COTUNE_HAS_FIELD(p, field)                                                                  \
@@ -57,7 +57,8 @@ extern "C" {
                                          reinterpret_cast<const char*>(p)) + sizeof((p)->field) <= \
                          (p)->struct_size)
 #define COTUNE_ASSERT_LAST_FIELD(type, last_field) \
-  static_assert(sizeof(type) - COTUNE_STRUCT_SIZE(type, last_field) < sizeof(void*), #last_field " ends " #type)
+  static_assert(sizeof(type) - COTUNE_STRUCT_SIZE(type, last_field) < sizeof(void*),              \
+                "COTUNE_ASSERT_LAST_FIELD: " #last_field " is not the last field of " #type)
 #else
 #define COTUNE_STRUCT_SIZE(type, last_field) \
   (offsetof(type, last_field) + sizeof(((type*)0)->last_field))

@@ -45,7 +45,7 @@ std::string surrogate_predictor_options(const std::string& study_options_json, c
 bool roofline_terms_of(const Space& space, const double* config, double* out);
 
 // Why `prior` cannot be used with `space` whatever the trials ("" when it may be): a space that
-// does not lower configurations has no estimate. What the prior says of `show` and the report.
+// does not lower configurations has no estimate. Used by `show` and the report.
 std::string prior_unusable_with(Prior prior, const Space& space);
 
 // The study's prior as `show` and the report print it: "analytic", or "analytic, not used: why".

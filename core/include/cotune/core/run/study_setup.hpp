@@ -18,11 +18,11 @@ namespace cotune::core {
 // plugins or one plugin library; a path that does not exist is a UserError naming it).
 void load_study_plugins(Registry& registry, const StudySpec& spec);
 
-// The study's space over its workload, targeting the study's launch format (set_launch_target).
 // Fails with the study file and `field` ("/searcher") when no plugin of `kind` is named `name`.
 void require_component(const Registry& registry, const StudySpec& spec, int32_t kind, const std::string& name,
                        const std::string& field);
 
+// The study's space over its workload, targeting the study's launch format (set_launch_target).
 std::unique_ptr<Space> make_study_space(const Registry& registry, const StudySpec& spec);
 
 // Space::set_target(target) unless target is empty; a target the space does not know is a UserError
