@@ -69,6 +69,19 @@ class RunCli : public ::testing::Test {
     return path;
   }
 
+  // A random-search study of the testgrid fixture space (`space`: its name or {name, options}),
+  // answered by the testecho fixture executor.
+  std::string write_grid_study(const std::string& name, const json& space) {
+    const std::string path = write_study(name, 2, 1, "random");
+    json doc = json::parse(read_file(path));
+    doc["space"] = space;
+    doc["executor"] = {{"name", "testecho"}, {"options", json::object()}};
+    doc.erase("format");
+    doc["plugin_paths"] = {COTUNE_BINARY_DIR "/lib/cotune/test-plugins"};
+    std::ofstream(path) << doc.dump(2);
+    return path;
+  }
+
   // A random-search study whose trials the test executor testecho answers, with its options.
   std::string write_echo_study(const std::string& name, int trials, int parallel, const json& options) {
     const std::string path = write_study(name, trials, parallel, "random");
@@ -846,14 +859,7 @@ TEST_F(RunCli, PluginsCheckRefusesASpaceAStudyWouldTripOver) {
 // A space that needs a workload field the study file lacks (cotune::json_number's NOT_FOUND) is a
 // bad study file: exit 2, naming the file, /workload and the field.
 TEST_F(RunCli, AWorkloadFieldTheSpaceNeedsIsNamedWithTheStudyFile) {
-  const std::string path = write_study("needs", 2, 1, "random");
-  json doc = json::parse(read_file(path));
-  doc["space"] = {{"name", "testgrid"}, {"options", {{"needs", "/global_batch_size"}}}};
-  doc["executor"] = {{"name", "testecho"}, {"options", json::object()}};
-  doc["objective"] = {{"metric", "objective"}, {"direction", "maximize"}};
-  doc.erase("format");
-  doc["plugin_paths"] = {COTUNE_BINARY_DIR "/lib/cotune/test-plugins"};
-  std::ofstream(path) << doc.dump(2);
+  const std::string path = write_grid_study("needs", {{"name", "testgrid"}, {"options", {{"needs", "/global_batch_size"}}}});
   EXPECT_EQ(run({"run", path, "--store", store_}), 2) << err();
   EXPECT_NE(err().find(path + ": /workload or /space/options: the space 'testgrid' refused them:"), std::string::npos) << err();
   EXPECT_NE(err().find("/global_batch_size"), std::string::npos) << err();
@@ -862,13 +868,9 @@ TEST_F(RunCli, AWorkloadFieldTheSpaceNeedsIsNamedWithTheStudyFile) {
 // A space that does not lower has no analytic prior: the run says so, and show and the report say
 // the prior the study file asks for is not used, rather than naming it as if it were.
 TEST_F(RunCli, ShowSaysAPriorTheSpaceCannotGiveIsNotUsed) {
-  const std::string path = write_study("nolower", 2, 1, "random");
+  const std::string path = write_grid_study("nolower", "testgrid");
   json doc = json::parse(read_file(path));
-  doc["space"] = "testgrid";
-  doc["executor"] = {{"name", "testecho"}, {"options", json::object()}};
   doc["predictor"] = {{"name", "krr"}, {"prior", "analytic"}};
-  doc.erase("format");
-  doc["plugin_paths"] = {COTUNE_BINARY_DIR "/lib/cotune/test-plugins"};
   std::ofstream(path) << doc.dump(2);
   ASSERT_EQ(run({"run", path, "--store", store_}), 0) << err();
   const std::string why = "not used: the space 'testgrid' does not lower configurations to step traces";
