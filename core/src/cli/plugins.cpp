@@ -93,10 +93,10 @@ int check_featurize(const Space& space, const double* configs, size_t n) {
     std::printf("FAILED: featurize answered an error: %s\n", e.what());
     return 1;
   }
-  const auto first_unwritten = std::find(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(n * f), kUnwritten);
-  const bool overran = std::any_of(out.begin() + static_cast<std::ptrdiff_t>(n * f), out.end(),
-                                   [](double v) { return v != kUnwritten; });
-  if (first_unwritten == out.begin() + static_cast<std::ptrdiff_t>(n * f) && !overran) {
+  const auto written_end = out.begin() + static_cast<std::ptrdiff_t>(n * f);
+  const auto first_unwritten = std::find(out.begin(), written_end, kUnwritten);
+  const bool overran = std::any_of(written_end, out.end(), [](double v) { return v != kUnwritten; });
+  if (first_unwritten == written_end && !overran) {
     std::printf("ok\n");
     return 0;
   }

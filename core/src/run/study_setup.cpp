@@ -36,7 +36,6 @@ void load_study_plugins(Registry& registry, const StudySpec& spec) {
 
 void require_component(const Registry& registry, const StudySpec& spec, int32_t kind, const std::string& name,
                        const std::string& field) {
-  if (registry.try_find(kind, name) != nullptr) return;
   try {
     (void)registry.find(kind, name);
   } catch (const UserError& e) {
