@@ -84,6 +84,25 @@ TEST_F(SimExecutorTest, OutOfMemoryCarriesTheBreakdown) {
   EXPECT_THAT(r.error, HasSubstr("optimizer state"));
 }
 
+TEST_F(SimExecutorTest, AMachineWithLessMemoryRunsOutWhereTheModelFits) {
+  // Llama-3 8B at tp 2, micro-batch 2: the model's estimate fits an H100's 79.6 GiB; a machine that
+  // leaves a job 20 GiB (the rest held by something the estimate does not count) runs out, and the
+  // error names the machine's memory, not the catalogue's.
+  const json config = {{"tp", 2}, {"dp", 8}, {"micro_batch", 2}, {"zero", 1}, {"recompute", "selective"}, {"sp", true}};
+  auto catalogue = registry_.make_executor("sim");
+  auto ran = run(*catalogue, config);
+  ASSERT_EQ(ran.status, COTUNE_STATUS_OK) << ran.error;
+  const double needs = json::parse(ran.metrics_json)["peak_mem_gib"].get<double>();
+  ASSERT_GT(needs, 20.0);
+  auto smaller = registry_.make_executor("sim", R"({"hardware": {"hbm_gib": 20}})");
+  auto r = run(*smaller, config);
+  EXPECT_EQ(r.status, COTUNE_STATUS_OOM);
+  EXPECT_THAT(r.error, HasSubstr("but the h100-sxm has 20.0 GiB"));
+  auto larger = registry_.make_executor("sim", json{{"hardware", {{"hbm_gib", needs + 1}}}}.dump());
+  EXPECT_EQ(run(*larger, config).status, COTUNE_STATUS_OK);
+  EXPECT_THROW(registry_.make_executor("sim", R"({"hardware": {"hbm_gib": 0}})"), std::exception);
+}
+
 TEST_F(SimExecutorTest, NoiseIsSeededPerConfiguration) {
   const json c1 = {{"tp", 2}, {"dp", 8}, {"zero", 1}, {"recompute", "selective"}, {"sp", true}};
   const json c2 = {{"tp", 4}, {"dp", 4}, {"zero", 1}, {"recompute", "selective"}, {"sp", true}};

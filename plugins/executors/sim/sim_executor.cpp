@@ -2,7 +2,7 @@
 // simulate_trace), reports `oom` with the memory breakdown when the trace's peak memory does not
 // fit, and can add seeded multiplicative noise that is the same for the same configuration and
 // seed, so reruns are reproducible. Option "hardware" times the trials on a machine whose constants
-// differ from the workload's description.
+// (memory included) differ from the workload's description.
 #include <cotune/cotune.h>
 #include <cotune/cotune.hpp>
 #include <cotune/support/likely_meant.hpp>
@@ -86,12 +86,13 @@ class SimExecutor {
       throw cotune::Error(COTUNE_ERR_INVALID_ARGUMENT,
                           "the sim executor needs a step trace: use a space that lowers configurations (e.g. llm)");
     const cotune_trace& trace = *trial.trace;
-    const cotune_sim_result r = cotune::simulate(overrides_.empty() ? trace : retimed(trace));
+    const cotune_trace timed = overrides_.empty() ? trace : retimed(trace);
+    const cotune_sim_result r = cotune::simulate(timed);
     if (!r.fits) {
       const cotune_memory& m = trace.memory;
       job->result.status = COTUNE_STATUS_OOM;
       job->result.error = "out of memory: needs " + gib(r.peak_memory_bytes) + " GiB per GPU but the " +
-                          std::string(cotune::view(trace.hardware.gpu_name)) + " has " + gib(trace.hardware.hbm_bytes) +
+                          std::string(cotune::view(timed.hardware.gpu_name)) + " has " + gib(timed.hardware.hbm_bytes) +
                           " GiB (weights " + gib(m.weights) + ", gradients " + gib(m.gradients) + ", optimizer state " +
                           gib(m.optimizer) + ", activations " + gib(m.activations) + ", buffers " + gib(m.buffers) +
                           " GiB)";
@@ -156,7 +157,10 @@ class SimExecutor {
         {"memory_efficiency", &cotune_hardware::memory_efficiency, 1, 1e-3, 1},
         {"network_efficiency", &cotune_hardware::network_efficiency, 1, 1e-3, 1},
         {"kernel_launch_us", &cotune_hardware::kernel_launch_s, 1e-6, 0, 1e4},
-        {"host_launch_us", &cotune_hardware::host_launch_s, 1e-6, 0, 1e4}};
+        {"host_launch_us", &cotune_hardware::host_launch_s, 1e-6, 0, 1e4},
+        // The memory a job can use: less than the catalogue's where a framework or allocator keeps
+        // more than the space's memory estimate counts, so that layouts the space accepts run out.
+        {"hbm_gib", &cotune_hardware::hbm_bytes, 1073741824.0, 1, 1e5}};
     return o;
   }
 
