@@ -4,6 +4,7 @@
 #include <cotune/core/studyfile/canonical_json.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/model/objective.hpp>
+#include <cotune/core/model/oom_bound.hpp>
 #include <cotune/core/registry.hpp>
 #include <cotune/core/store/store.hpp>
 #include <cotune/core/studyfile/study_file.hpp>
@@ -440,6 +441,45 @@ TEST_F(StudyLoop, TheSearchDoesNotSpendTrialsOnWhatTheModelSaysBreaksAConstraint
   blind["objective"]["constraints"] = guided["objective"]["constraints"];
   run(spec(blind));
   EXPECT_GT(infeasible("blind"), 0u) << "the bound should cut through the space";
+}
+
+TEST_F(StudyLoop, NothingIsProposedAtAMemoryShareThatRanOutUnlessALargerOneRan) {
+  // A machine that leaves a job 40 GiB of an H100's 79.6: layouts the space accepts run out of
+  // memory there. After a trial runs out, the search proposes nothing the model estimates at that
+  // share of the GPU's memory or more (unless a larger share ran), so out-of-memory trials stay few.
+  json doc = study("tight", {{"trials", 24}});
+  doc["searcher"] = {{"name", "reinforce"}, {"options", {{"explore", 0}}}};  // exploration draws ignore scores
+  doc["executor"]["options"]["hardware"] = {{"hbm_gib", 40}};
+  doc["parallel"] = 1;
+  const StudySpec s = spec(doc);
+  run(s);
+  std::vector<TrialRecord> ts = trials("tight");
+  ASSERT_EQ(ts.size(), 24u);
+  std::sort(ts.begin(), ts.end(), [](const TrialRecord& a, const TrialRecord& b) { return a.seq < b.seq; });
+  Registry registry;
+  registry.load_directories({COTUNE_PLUGIN_DIR});
+  auto space = registry.make_space("llm", kWorkload.dump());
+  OomBound shares(*space);
+  double largest_ran = 0;
+  std::vector<double> ran_out;
+  size_t ooms = 0;
+  for (const TrialRecord& t : ts) {
+    const std::vector<double> c = space->parse(t.config_json);
+    const std::optional<double> estimated = shares.share(c.data());
+    ASSERT_TRUE(estimated.has_value()) << "trial " << t.seq;
+    const double share = *estimated;
+    for (double o : ran_out)
+      EXPECT_TRUE(share < o || o <= largest_ran)
+          << "trial " << t.seq << " at an estimated " << share << " of the GPU's memory, where " << o << " ran out";
+    ASSERT_TRUE(t.status == TrialStatus::kOk || t.status == TrialStatus::kOom) << t.seq;
+    if (t.status == TrialStatus::kOom) {
+      ran_out.push_back(share);
+      ++ooms;
+    } else {
+      largest_ran = std::max(largest_ran, share);
+    }
+  }
+  EXPECT_GE(ooms, 1u) << "the machine's memory should cut through what the space accepts";
 }
 
 TEST_F(StudyLoop, TwoObjectivesKeepTheParetoFront) {

@@ -43,8 +43,9 @@ double normalised_score(double value, Direction direction) {
 }
 
 SearchContext::SearchContext(const Space& space, const Surrogate& surrogate, Direction direction,
-                             const std::unordered_set<std::string>& seen, const ConstraintEstimate* constraints)
-    : space_(space), surrogate_(surrogate), direction_(direction), seen_(seen), constraints_(constraints) {
+                             const std::unordered_set<std::string>& seen, const ConstraintEstimate* constraints,
+                             const OomBound* oom)
+    : space_(space), surrogate_(surrogate), direction_(direction), seen_(seen), constraints_(constraints), oom_(oom) {
   context_.struct_size = COTUNE_STRUCT_SIZE(cotune_search_context, score_version);
   context_.score_version = surrogate.version();
   context_.ctx = this;
@@ -77,9 +78,8 @@ void SearchContext::score(const double* configs, size_t n, double* out_score, do
     rows.insert(rows.end(), configs + i * p, configs + (i + 1) * p);
     index.push_back(i);
   }
-  if (constraints_ != nullptr && !constraints_->empty() && !index.empty()) {
-    std::vector<int32_t> breaks(index.size());
-    constraints_->breaks(rows.data(), index.size(), breaks.data());
+  // Rows expected to break a constraint or to run out of memory leave `rows` and `index`.
+  const auto drop = [&](const std::vector<int32_t>& breaks) {
     std::vector<double> kept_rows;
     std::vector<size_t> kept;
     for (size_t j = 0; j < index.size(); ++j) {
@@ -89,6 +89,16 @@ void SearchContext::score(const double* configs, size_t n, double* out_score, do
     }
     rows.swap(kept_rows);
     index.swap(kept);
+  };
+  if (constraints_ != nullptr && !constraints_->empty() && !index.empty()) {
+    std::vector<int32_t> breaks(index.size());
+    constraints_->breaks(rows.data(), index.size(), breaks.data());
+    drop(breaks);
+  }
+  if (oom_ != nullptr && oom_->bound() && !index.empty()) {
+    std::vector<int32_t> breaks(index.size());
+    oom_->breaks(rows.data(), index.size(), breaks.data());
+    drop(breaks);
   }
   if (index.empty()) return;
   if (!surrogate_.informed()) {

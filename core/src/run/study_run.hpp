@@ -11,6 +11,7 @@
 #include <cotune/core/store/store.hpp>
 #include <cotune/core/run/study_runner.hpp>
 #include <cotune/core/model/constraint_estimate.hpp>
+#include <cotune/core/model/oom_bound.hpp>
 #include <cotune/core/model/surrogate.hpp>
 
 #include <nlohmann/json.hpp>
@@ -111,6 +112,9 @@ class StudyRun {
   void restore_history();
   void restore_searcher(const std::vector<TrialRecord>& finished, const std::vector<double>& configs);
   void add_training(const double* config, const std::string& metrics_json, const TrainingRowOrigin& origin = {});
+  // A measured configuration that ran out of memory: the OOM bound learns it (and, at the first,
+  // every configuration that ran before it).
+  void add_out_of_memory(const double* config);
 
   // worker mode (study_run_worker.cpp)
   void join_study();  // instead of take_lease: refused with who holds the study alone
@@ -129,6 +133,7 @@ class StudyRun {
   void check_budget(double elapsed_s);
   void fill_slots();
   void refit(bool every_row = false);  // every_row: fit now if any row arrived since the last fit
+  void note_oom_bound(std::optional<double> before);  // says how the OOM bound moved from `before`
   void cancel_all();
   void observe(const std::vector<Observation>& batch);
   void save_searcher_state();
@@ -159,6 +164,7 @@ class StudyRun {
   std::unique_ptr<Executor> executor_;
   std::unique_ptr<Surrogate> surrogate_;
   std::unique_ptr<ConstraintEstimate> constraints_;  // what the model says of the constraints
+  std::unique_ptr<OomBound> oom_bound_;              // what out-of-memory trials say of the rest
   std::unique_ptr<Store> store_;
   StudyRecord study_;
   bool study_file_changed_ = false;  // a field that may change between runs differs from the store's

@@ -136,7 +136,8 @@ std::vector<RunningTrial> StudyRun::propose(size_t n) {
   refit();
   const size_t p = space_->num_params();
   const Direction direction = spec_.objectives.front().direction;
-  SearchContext context(*space_, *surrogate_, direction, seen_, constraints_.get());
+  SearchContext context(*space_, *surrogate_, direction, seen_, constraints_.get(),
+                        options_.oom_bound ? oom_bound_.get() : nullptr);
   std::vector<double> out(n * p);
   const size_t got = searcher_->propose(context.get(), n, out.data());
   save_searcher_state();
@@ -463,6 +464,10 @@ void StudyRun::install_observers() {
                                        f.evaluation->feasible ? f.evaluation->values.front() : 0};
         add_training(f.trial.config.data(), f.metrics_json, origin);
       },
+      // So does the OOM bound, of a trial that ran out of memory.
+      [this](const FinishedTrial& f) {
+        if (f.outcome.status == TrialStatus::kOom) add_out_of_memory(f.trial.config.data());
+      },
       // The budget and the stopping rules count it.
       [this](const FinishedTrial& f) { budget_.record(f.outcome.status, f.evaluation, f.gpu_hours); },
       // The progress line shows it.
@@ -560,7 +565,12 @@ void StudyRun::refit(bool every_row) {
   // rows: together they refit about as often as one run alone would, not W times as often.
   const size_t rows = train_values_.size();
   const size_t step = std::max<size_t>(1, fitted_on_ / 32) * (worker_ ? workers_ : 1);
-  if (every_row ? rows == fitted_on_ : fitted_on_ != SIZE_MAX && rows < fitted_on_ + step) return;
+  // A moved OOM bound changes what the searcher sees: the surrogate is fitted again (on the same
+  // rows) so that the score version changes with it.
+  const std::optional<double> bound_before = oom_bound_->bound();
+  const bool bound_moved = options_.oom_bound && oom_bound_->update();
+  if (bound_moved) note_oom_bound(bound_before);
+  if (!bound_moved && (every_row ? rows == fitted_on_ : fitted_on_ != SIZE_MAX && rows < fitted_on_ + step)) return;
   constraints_->update();
   // A worker takes the fit another worker saved, when it is newer than its own and short of this
   // worker's trials by no more than a lone run's fit falls behind (a round of `parallel` trials, or
@@ -585,6 +595,20 @@ void StudyRun::refit(bool every_row) {
   fitted_on_ = train_values_.size();
   std::string state = surrogate_->save_state(fitted_on_);
   if (!state.empty()) store_->save_predictor_state(study_.id, std::vector<std::uint8_t>(state.begin(), state.end()));
+}
+
+void StudyRun::note_oom_bound(std::optional<double> before) {
+  const auto pct = [](double share) { return std::to_string(static_cast<int>(std::lround(share * 100))) + " %"; };
+  const std::optional<double> now = oom_bound_->bound();
+  if (now && (!before || *now < *before))
+    progress_.note("a trial ran out of memory at an estimated " + pct(*now) +
+                   " of its GPU's memory: the search skips configurations estimated at that share or more");
+  else if (now)
+    progress_.note("a trial ran at an estimated share of its GPU's memory that ran out before: the search skips "
+                   "configurations from an estimated " + pct(*now) + " on");
+  else if (before)
+    progress_.note("a trial ran at an estimated share of its GPU's memory that ran out before: the out-of-memory "
+                   "bound is lifted");
 }
 
 double StudyRun::elapsed_s() const {

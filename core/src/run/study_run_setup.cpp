@@ -282,6 +282,7 @@ void StudyRun::load_components() {
                                            probe.data());
   surrogate_->calibrate_prior(spec_.predictor.calibrate);
   constraints_ = std::make_unique<ConstraintEstimate>(*space_, spec_.objectives);
+  oom_bound_ = std::make_unique<OomBound>(*space_);
   if (!constraints_->empty()) {
     std::string list;
     for (const std::string& c : constraints_->describe()) list += (list.empty() ? "" : ", ") + c;
@@ -432,9 +433,20 @@ void StudyRun::add_training(const double* config, const std::string& metrics_jso
   auto v = metric_value(metrics, spec_.objectives.front().metric);
   if (!v) return;
   constraints_->learn(config, metrics);
+  if (oom_bound_->learned_oom()) oom_bound_->learn(config, /*out_of_memory=*/false);
   train_configs_.insert(train_configs_.end(), config, config + space_->num_params());
   train_values_.push_back(*v);
   train_origins_.push_back(origin);
+}
+
+void StudyRun::add_out_of_memory(const double* config) {
+  // Until a trial runs out of memory the bound has nothing to bound: the runs before the first are
+  // lowered only then (a long history without one costs nothing).
+  if (!oom_bound_->learned_oom()) {
+    const size_t p = space_->num_params();
+    for (size_t i = 0; i < train_values_.size(); ++i) oom_bound_->learn(train_configs_.data() + i * p, false);
+  }
+  oom_bound_->learn(config, /*out_of_memory=*/true);
 }
 
 void StudyRun::restore() {
@@ -463,6 +475,7 @@ void StudyRun::restore() {
         TrainingRowOrigin origin{t.objective.has_value(), t.id, t.seq, t.objective.value_or(0)};
         add_training(config.data(), *t.metrics_json, origin);
       }
+      if (t.status == TrialStatus::kOom) add_out_of_memory(config.data());
       finished_configs.insert(finished_configs.end(), config.begin(), config.begin() + p);
       finished.push_back(std::move(t));
       continue;
@@ -537,6 +550,9 @@ void StudyRun::restore_history() {
       return;
     }
     seen_.insert(space_->key(config.data()));
+    // An out-of-memory run of the history does not teach the OOM bound: the workload's key leaves out
+    // the executor and the machine's software, and a bound from another machine would take out
+    // every configuration above it, not just that one (which stays out of the search as seen).
     if (status == TrialStatus::kOk) add_training(config.data(), metrics);
     ++used;
   };

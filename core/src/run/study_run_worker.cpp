@@ -53,6 +53,7 @@ void StudyRun::sync_others() {
       const TrainingRowOrigin origin{t.objective.has_value(), t.id, t.seq, t.objective.value_or(0)};
       add_training(config.data(), metrics, origin);
     }
+    if (t.status == TrialStatus::kOom) add_out_of_memory(config.data());
     const double trace_gpus = metric_value(metrics, "gpus") ? 0 : trace_gpus_of(config.data());
     std::optional<Evaluation> eval;
     if (t.status == TrialStatus::kOk) eval = evaluate(spec_.objectives, nlohmann::json::parse(metrics, nullptr, false));

@@ -41,6 +41,9 @@ struct RunOptions {
   bool worker = false;
   // Called after each trial is committed (tests use it to interrupt at a chosen point).
   std::function<void(const TrialRecord&)> on_trial_committed;
+  // Whether the search skips what trials that ran out of memory say will run out too
+  // (model/oom_bound.hpp). Off only to measure what that saves (bench/search_quality_bench.cpp).
+  bool oom_bound = true;
 };
 
 // The recommended configuration of a single-objective study: among the measured feasible trials of
