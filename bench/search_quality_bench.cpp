@@ -24,7 +24,8 @@
 // overhead), --replay-tables n,m (judge on unseen tables of n rows through the replay executor),
 // --machine JSON (those tables measured on a machine with other GPU-description constants; each
 // study runs with in-study calibration on and off), --parallel N (trials in flight in those
-// studies; default the example study's).
+// studies; default the example study's), --tight-memory GIB (the example studies on a machine that
+// leaves a job GIB of each GPU's memory: out-of-memory trials with the OOM bound on and off).
 #include <cotune/core/model/objective.hpp>
 #include <cotune/core/perfmodel/perfmodel.hpp>
 #include <cotune/core/registry.hpp>
@@ -71,6 +72,7 @@ struct Settings {
   // instead of the catalogue's (the study's model does not know them); each study then runs with the
   // analytic prior's in-study calibration on and off.
   json machine;
+  double tight_memory_gib = 0;  // --tight-memory GIB
 };
 
 // How a prior shows in the tables: the predictor column, and a suffix to a searcher's name.
@@ -413,6 +415,77 @@ void search_quality(const Settings& s) {
         }
         report(name, label(prior), trials, s.cap);
       }
+  }
+  fs::remove_all(store_dir);
+  std::printf("\n");
+}
+
+// --tight-memory GIB: each example study on a machine that leaves a job GIB of each GPU's memory (the
+// sim executor's hbm_gib, 5 % noise; the model still counts the catalogue's), krr with the analytic
+// prior, --cap trials, --seeds seeds, with the search's OOM bound (model/oom_bound.hpp) on and off:
+// the out-of-memory trials, and the best measured value.
+void tight_memory(const Settings& s) {
+  const std::string store_dir = scratch_dir() + "-tight";
+  std::printf("Tight memory: %.1f GiB per GPU left to a job; %d trials, %d seeds, sim executor (5%% noise),\n"
+              "krr + analytic prior; out-of-memory trials mean [min-max] and the mean best measured value,\n"
+              "with the OOM bound on / off\n\n",
+              s.tight_memory_gib, s.cap, s.seeds);
+  for (const std::string& w : s.workloads) {
+    const StudySpec base = load_study_file(std::string(COTUNE_SOURCE_DIR) + "/examples/studies/" + w + ".json");
+    Registry registry;
+    load_study_plugins(registry, base);
+    std::vector<std::string> searchers = s.searchers;
+    if (searchers.empty())
+      for (const ComponentRef& c : registry.components())
+        if (c.info.kind == COTUNE_KIND_SEARCHER) searchers.push_back(c.info.name);
+    for (const std::string& searcher : searchers) {
+      std::string cells;
+      for (bool bound : {true, false}) {
+        std::vector<int> ooms;
+        double best_sum = 0;
+        int with_best = 0;  // seeds with a feasible trial: the mean best is theirs
+        for (int seed = 1; seed <= s.seeds; ++seed) {
+          json doc = json::parse(base.text);
+          doc["name"] = w + "-tight";
+          json searcher_options = g_searcher_options;
+          if (searcher == "exhaustive" && !searcher_options.contains("max_space")) searcher_options["max_space"] = 10000000;
+          doc["searcher"] = {{"name", searcher}, {"options", searcher_options}};
+          doc["predictor"] = {{"name", "krr"}, {"prior", "analytic"}};
+          doc["executor"] = {{"name", "sim"},
+                             {"options", {{"noise", 0.05}, {"seed", seed}, {"hardware", {{"hbm_gib", s.tight_memory_gib}}}}}};
+          doc["budget"] = {{"trials", s.cap}};
+          doc["seed"] = seed;
+          doc["workload"] = base.workload;
+          const StudySpec spec = parse_study_file(doc.dump(), base.file, "/");
+          fs::remove_all(store_dir);
+          fs::create_directories(store_dir);
+          RunOptions options;
+          options.store_path = store_dir + "/cotune.db";
+          options.display = RunOptions::Display::kQuiet;
+          options.oom_bound = bound;
+          int oom = 0;
+          std::optional<double> best;
+          const bool maximize = spec.objectives.front().direction == Direction::kMaximize;
+          options.on_trial_committed = [&](const TrialRecord& t) {
+            oom += t.status == TrialStatus::kOom ? 1 : 0;
+            if (t.objective && (!best || (maximize ? *t.objective > *best : *t.objective < *best))) best = t.objective;
+          };
+          run_study(spec, options);
+          ooms.push_back(oom);
+          if (best) best_sum += *best, ++with_best;
+        }
+        double mean = 0;
+        for (int o : ooms) mean += o;
+        mean /= static_cast<double>(ooms.size());
+        char cell[160];
+        std::snprintf(cell, sizeof cell, "%s%5.1f [%d-%d], best %.4g", cells.empty() ? "" : "  /  ", mean,
+                      *std::min_element(ooms.begin(), ooms.end()), *std::max_element(ooms.begin(), ooms.end()),
+                      with_best > 0 ? best_sum / with_best : std::nan(""));
+        cells += cell;
+      }
+      std::printf("  %-22s %-12s %s\n", w.c_str(), searcher.c_str(), cells.c_str());
+      std::fflush(stdout);
+    }
   }
   fs::remove_all(store_dir);
   std::printf("\n");
@@ -769,13 +842,15 @@ int main(int argc, char** argv) {
     else if (a == "--surrogate-curve") curve = true;
     else if (a == "--replay-unrestricted") s.replay_unrestricted = true;
     else if (a == "--machine") s.machine = json::parse(value("--machine"));
+    else if (a == "--tight-memory") s.tight_memory_gib = std::atof(value("--tight-memory").c_str());
     else if (a == "--replay-tables") {
       for (const std::string& v : split(value("--replay-tables"))) s.replay_tables.push_back(std::stoul(v));
     }
     else rest.push_back(argv[i]);
   }
   g_overhead_prior = s.priors.front();
-  if (curve) surrogate_curve(s);
+  if (s.tight_memory_gib > 0) tight_memory(s);
+  else if (curve) surrogate_curve(s);
   else if (!s.replay_tables.empty()) replay_benchmark(s);
   else if (s.seeds > 0) search_quality(s);
   int n = static_cast<int>(rest.size());
