@@ -880,6 +880,29 @@ TEST_F(RunCli, ShowSaysAPriorTheSpaceCannotGiveIsNotUsed) {
   EXPECT_NE(read_file(dir_ + "/r.html").find("krr (prior analytic, not used: the space "), std::string::npos);
 }
 
+// An objective the performance model does not estimate (a table's own column) has no analytic
+// prior either: show says so.
+TEST_F(RunCli, ShowSaysTheAnalyticPriorIsNotUsedForAMetricTheModelDoesNotEstimate) {
+  std::string table = read_file(COTUNE_SOURCE_DIR "/examples/replay/runs.csv");
+  const size_t column = table.find(",tflops_per_gpu,");
+  ASSERT_NE(column, std::string::npos);
+  table.replace(column, std::string(",tflops_per_gpu,").size(), ",throughput_score,");
+  std::ofstream(dir_ + "/runs.csv") << table;
+  json doc = json::parse(read_file(COTUNE_SOURCE_DIR "/examples/replay/study.json"));
+  doc["name"] = "own-metric";
+  doc["executor"]["options"] = {{"file", dir_ + "/runs.csv"}, {"metrics", {{"throughput_score", "throughput_score"}}}};
+  doc["objective"] = {{"metric", "throughput_score"}, {"direction", "maximize"}};
+  doc["budget"] = {{"trials", 4}, {"max_unavailable", 200}};
+  const std::string path = dir_ + "/own-metric.json";
+  std::ofstream(path) << doc.dump(2);
+  ASSERT_EQ(run({"run", path, "--store", store_}), 0) << err();
+  ASSERT_EQ(run({"show", "own-metric", "--store", store_}), 0) << err();
+  EXPECT_NE(out().find("(prior analytic, not used: the performance model does not estimate the metric "
+                       "'throughput_score')"),
+            std::string::npos)
+      << out();
+}
+
 // A plugin name nothing answers to is the study file's mistake: its field, the closest name and the
 // names there are.
 TEST_F(RunCli, AMisspeltPluginNameIsNamedWithItsFieldAndTheClosestName) {

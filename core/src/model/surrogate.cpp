@@ -68,14 +68,18 @@ bool roofline_terms_of(const Space& space, const double* config, double* out) {
   }
 }
 
-std::string prior_unusable_with(Prior prior, const Space& space) {
+std::string prior_unusable_with(Prior prior, const Space& space, const std::string& metric) {
   if (prior != Prior::kNone && !space.can_lower())
     return "the space '" + space.info().name + "' does not lower configurations to step traces";
+  const cotune_sim_result none{};
+  const cotune_trace no_trace{};
+  if (prior == Prior::kAnalytic && !metric.empty() && !model_metric(none, no_trace, metric))
+    return "the performance model does not estimate the metric '" + metric + "'";
   return "";
 }
 
-std::string prior_text(Prior prior, const Space* space) {
-  const std::string note = space != nullptr ? prior_unusable_with(prior, *space) : "";
+std::string prior_text(Prior prior, const Space* space, const std::string& metric) {
+  const std::string note = space != nullptr ? prior_unusable_with(prior, *space, metric) : "";
   return std::string(to_string(prior)) + (note.empty() ? "" : ", not used: " + note);
 }
 

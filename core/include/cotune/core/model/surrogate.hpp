@@ -44,12 +44,14 @@ std::string surrogate_predictor_options(const std::string& study_options_json, c
 // it cannot be lowered (an invalid configuration may not).
 bool roofline_terms_of(const Space& space, const double* config, double* out);
 
-// Why `prior` cannot be used with `space` whatever the trials ("" when it may be): a space that
-// does not lower configurations has no estimate. Used by `show` and the report.
-std::string prior_unusable_with(Prior prior, const Space& space);
+// Why `prior` cannot be used with `space` for the objective `metric` whatever the trials ("" when it
+// may be): a space that does not lower configurations has no estimate, and the analytic prior has
+// none of a metric the performance model does not produce (model_metric). An empty `metric` is not
+// checked. Used by `show` and the report.
+std::string prior_unusable_with(Prior prior, const Space& space, const std::string& metric = "");
 
 // The study's prior as `show` and the report print it: "analytic", or "analytic, not used: why".
-std::string prior_text(Prior prior, const Space* space);
+std::string prior_text(Prior prior, const Space* space, const std::string& metric = "");
 
 class Surrogate {
  public:
