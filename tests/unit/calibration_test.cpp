@@ -397,6 +397,21 @@ TEST_F(Calibration, TheFileRoundTripsAndABadOneNamesTheField) {
               HasSubstr("/gpus/h100-sxm/constants/gemm_efficiency_max: 2 is out of range [0.001, 1.0]"));
   EXPECT_THAT(error_of({{"cotune_calibration", 1}, {"gpus", {{"h100-sxm", {{"constants", {{"speed", 2}}}}}}}}),
               HasSubstr("/gpus/h100-sxm/constants/speed: unknown GPU field"));
+  // A field the format does not have would read as applied: refused, with the name it resembles.
+  EXPECT_THAT(error_of({{"cotune_calibration", 1}, {"gpu", file["gpus"]}}),
+              HasSubstr(path + "/gpu: unknown field (did you mean \"gpus\"?) (expected cotune_calibration, source, gpus)"));
+  json extra = file;
+  extra["gpus"]["h100-sxm"]["constantss"] = {{"gemm_efficiency_max", 0.4}};
+  EXPECT_THAT(error_of(extra), HasSubstr(path + "/gpus/h100-sxm/constantss: unknown field (did you mean \"constants\"?)"));
+  extra = file;
+  extra["note"] = "tuned by hand";
+  EXPECT_THAT(error_of(extra), HasSubstr(path + "/note: unknown field"));
+  try {
+    perf::read_calibration_file(scratch.path());
+    ADD_FAILURE() << "a directory was read as a calibration file";
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), HasSubstr(scratch.path() + ": a directory, not a calibration file"));
+  }
 }
 
 // Through the real binary: calibrate a CSV of runs, then simulate with the file.
@@ -550,6 +565,14 @@ TEST_F(Calibration, CommandLineSaysWhenTheFileItWritesChangesNothing) {
   EXPECT_THAT(r.out, AllOf(HasSubstr("it sets no constant"), HasSubstr("changes no answer")));
   EXPECT_THAT(r.out, Not(HasSubstr("apply it with")));
   EXPECT_TRUE(json::parse(std::ifstream(dir + "/cal.json"))["gpus"]["h100-sxm"]["constants"].empty());
+  // simulate with it says it sets nothing (not that it has constants for no GPU).
+  std::ofstream(dir + "/w.json") << R"({"model": {"hidden": 2048, "layers": 16, "heads": 16, "vocab": 32000, "seq_len": 2048},
+                                       "training": {"global_batch": 256}, "cluster": {"gpu": "h100-sxm", "nodes": 1}})";
+  std::ofstream(dir + "/c.json") << R"({"tp": 2})";
+  r = run_cli(dir, {"simulate", "--workload", dir + "/w.json", "--config", dir + "/c.json", "--calibration",
+                    dir + "/cal.json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("sets no constants (its runs determined none); the catalogue's are used"));
   // A file that does set a constant is offered for use.
   std::ofstream half(dir + "/half.csv");
   write_half_gemm_runs(half);
@@ -557,6 +580,98 @@ TEST_F(Calibration, CommandLineSaysWhenTheFileItWritesChangesNothing) {
   r = run_cli(dir, {"calibrate", "--runs", dir + "/half.csv", "--out", dir + "/cal2.json"});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_THAT(r.out, AllOf(HasSubstr("apply it with"), Not(HasSubstr("it sets no constant"))));
+}
+
+// What a user is most likely to get wrong on the command line is refused or said, not ignored: an
+// option of the other mode, --fit with --all-constants, a --map name misspelt, a unit off by 1,000
+// (the fit cannot find the machine), too few runs to hold any out, and simulate's --out without --batch.
+TEST_F(Calibration, CommandLineRefusesWhatItWouldIgnoreAndSaysWhatItCannotDo) {
+  cotune::testing::ScratchDir scratch("calibrate-misuse");
+  const std::string dir = scratch.path();
+  std::ostringstream runs;
+  write_half_gemm_runs(runs);
+  std::ofstream(dir + "/runs.csv") << runs.str();
+  const std::string csv = dir + "/runs.csv";
+  CliResult r = run_cli(dir, {"calibrate", "--runs", csv, "--fit", "gemm_efficiency_max", "--all-constants"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("--fit names the constants to fit and --all-constants fits every one"));
+  r = run_cli(dir, {"calibrate", "--runs", csv, "--base", "h100-sxm"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("--base goes with --gpu"));
+  r = run_cli(dir, {"calibrate", "--gpu", "--base", "h100-sxm", "--fit", "gemm_efficiency_max"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("--fit goes with --runs"));
+  r = run_cli(dir, {"calibrate", "--runs", csv, "--gpu"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("not both"));
+  r = run_cli(dir, {"calibrate", "--runs", csv, "--map", "micro_batch=micro_bach"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("--map 'micro_batch=micro_bach': 'micro_bach' is neither a column of the llm space's "
+                               "table schema nor a recognised metric (did you mean \"micro_batch\"?)"));
+  // Seconds in a millisecond column: a model 1,000 times off, which no constant explains.
+  std::string ms = runs.str();
+  ms.replace(ms.find("step_time_s\n"), 12, "step_time_ms\n");
+  std::ofstream(dir + "/ms.csv") << ms;
+  r = run_cli(dir, {"calibrate", "--runs", dir + "/ms.csv", "--out", dir + "/ms.json"});
+  EXPECT_THAT(r.out, HasSubstr("warning: after the fit the model is still"));
+  EXPECT_THAT(r.out, HasSubstr("check the measured column's unit"));
+  r = run_cli(dir, {"calibrate", "--runs", csv, "--out", dir + "/cal.json", "--fit", "gemm_efficiency_max"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, Not(HasSubstr("warning: after the fit")));
+  // Two runs: a fit, and no fold to hold out, which the summary says.
+  const std::string text = runs.str();
+  size_t third = text.find('\n');
+  for (int i = 0; i < 2; ++i) third = text.find('\n', third + 1);  // the header and two runs
+  std::ofstream(dir + "/two.csv") << text.substr(0, third + 1);
+  r = run_cli(dir, {"calibrate", "--runs", dir + "/two.csv", "--out", dir + "/two.json", "--fit", "gemm_efficiency_max"});
+  EXPECT_THAT(r.out, HasSubstr("h100-sxm: 2 runs")) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("held out: none (2 runs are too few to hold any out"));
+  std::ofstream(dir + "/w.json") << R"({"model": {"hidden": 2048, "layers": 16, "heads": 16, "vocab": 32000, "seq_len": 2048},
+                                       "training": {"global_batch": 256}, "cluster": {"gpu": "h100-sxm", "nodes": 1}})";
+  std::ofstream(dir + "/c.json") << R"({"tp": 2})";
+  r = run_cli(dir, {"simulate", "--workload", dir + "/w.json", "--config", dir + "/c.json", "--out", dir + "/x.csv"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("--out writes a --batch result"));
+}
+
+// A study whose calibration file has no constants for its GPU runs on the catalogue's: it says so
+// before the first trial, and the summary does not name the file as what it started from.
+TEST_F(Calibration, AStudyWarnsOfACalibrationWithoutItsGpu) {
+  cotune::testing::ScratchDir scratch("calibrate-study");
+  const std::string dir = scratch.path();
+  std::ostringstream runs;
+  write_half_gemm_runs(runs);
+  std::ofstream(dir + "/runs.csv") << runs.str();
+  CliResult r = run_cli(dir, {"calibrate", "--runs", dir + "/runs.csv", "--out", dir + "/cal.json", "--fit",
+                             "gemm_efficiency_max"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  json cal = json::parse(std::ifstream(dir + "/cal.json"));
+  cal["gpus"]["a100-80gb"] = cal["gpus"]["h100-sxm"];
+  cal["gpus"].erase("h100-sxm");
+  std::ofstream(dir + "/a100.json") << cal.dump(2);
+  const json study = {{"name", "cal-elsewhere"},
+                      {"workload", {{"model", {{"preset", "llama3-8b"}}},
+                                    {"training", {{"global_batch", 64}}},
+                                    {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 1}}}}},
+                      {"calibration", "a100.json"},
+                      {"executor", "sim"},
+                      {"objective", {{"metric", "tokens_per_s"}, {"direction", "maximize"}}},
+                      {"budget", {{"trials", 3}}}};
+  std::ofstream(dir + "/study.json") << study.dump(2);
+  r = run_cli(dir, {"run", dir + "/study.json", "--store", dir + "/s.db"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("study.json: /calibration: '" + dir + "/a100.json' has no constants for h100-sxm (it has "
+                               "some for a100-80gb); the performance model uses the catalogue's"));
+  EXPECT_THAT(r.out, Not(HasSubstr("with the constants of a100.json")));
+  // With its GPU, nothing to say.
+  cal = json::parse(std::ifstream(dir + "/cal.json"));
+  std::ofstream(dir + "/a100.json") << cal.dump(2);
+  json again = study;
+  again["name"] = "cal-here";
+  std::ofstream(dir + "/study.json") << again.dump(2);
+  r = run_cli(dir, {"run", dir + "/study.json", "--store", dir + "/s.db"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.err, Not(HasSubstr("has no constants")));
 }
 
 TEST_F(Calibration, CommandLineNamesTheColumnsItDoesNotRead) {

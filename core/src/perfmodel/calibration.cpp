@@ -6,6 +6,7 @@
 #include <cotune/core/perfmodel/calibration.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/perfmodel/perfmodel.hpp>
+#include <cotune/support/likely_meant.hpp>
 
 #include <dlib/optimization.h>
 
@@ -14,6 +15,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <numeric>
 #include <random>
@@ -595,7 +597,25 @@ json calibration_file(const std::vector<CalibrationResult>& results, const std::
   return {{"cotune_calibration", 1}, {"source", source}, {"gpus", gpus}};
 }
 
+namespace {
+
+// The members a calibration file's object may have (what calibration_file() writes): a misspelt or
+// foreign one is refused, so that an edit which reads as applied is applied.
+void check_members(const json& object, const std::vector<std::string>& known, const std::string& at) {
+  for (auto it = object.begin(); it != object.end(); ++it) {
+    if (std::find(known.begin(), known.end(), it.key()) != known.end()) continue;
+    std::string list;
+    for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+    throw UserError(at + "/" + it.key() + ": unknown field" + support::did_you_mean(it.key(), known) + " (expected " +
+                    list + ")");
+  }
+}
+
+}  // namespace
+
 json read_calibration_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw UserError(path + ": a directory, not a calibration file");
   std::ifstream in(path);
   if (!in) throw UserError(path + ": cannot open the calibration file");
   std::stringstream text;
@@ -611,6 +631,7 @@ json read_calibration_file(const std::string& path) {
                     "cotune calibrate writes)");
   if (j["cotune_calibration"] != 1)
     throw UserError(path + "/cotune_calibration: version " + j["cotune_calibration"].dump() + " is not one this cotune reads (1)");
+  check_members(j, {"cotune_calibration", "source", "gpus"}, path);
   if (!j.contains("gpus") || !j["gpus"].is_object() || j["gpus"].empty())
     throw UserError(path + "/gpus: expected an object with the constants of each GPU type");
   json per_gpu = json::object();
@@ -618,6 +639,7 @@ json read_calibration_file(const std::string& path) {
     const std::string at = path + "/gpus/" + it.key();
     if (!it.value().is_object() || !it.value().contains("constants") || !it.value()["constants"].is_object())
       throw UserError(at + "/constants: expected an object of GPU-description fields");
+    check_members(it.value(), {"constants", "fit", "runs", "not_fitted", "error"}, at);
     check_gpu_fields(it.value()["constants"], at + "/constants");
     per_gpu[it.key()] = it.value()["constants"];
   }
