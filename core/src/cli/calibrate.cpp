@@ -43,7 +43,11 @@ std::vector<std::string> split_list(const std::string& text) {
 }
 
 // The summary goes to stdout when the file goes to --out, to stderr when the file goes to stdout.
-void print_result(std::FILE* to, const core::perf::CalibrationResult& r) {
+// A calibrated model this far off on its own runs (MAPE) has not found the machine: the runs' units
+// or columns are most likely wrong.
+constexpr double kImplausibleError = 0.5;
+
+void print_result(std::FILE* to, const core::perf::CalibrationResult& r, bool held_out_asked) {
   std::fprintf(to, "\n%s: %zu runs\n", r.gpu.c_str(), r.runs);
   std::fprintf(to, "  %-30s %12s %12s   %s\n", "constant", "before", "fitted", "1-sigma range");
   for (const auto& f : r.fitted)
@@ -57,13 +61,21 @@ void print_result(std::FILE* to, const core::perf::CalibrationResult& r) {
   if (r.selection_error.size() > 1) {
     std::fprintf(to, "  cross-validated error fitting the 0, 1, 2, ... most telling constants:");
     for (double e : r.selection_error) std::fprintf(to, " %.1f%%", 100 * (std::exp(e) - 1));
-    std::fprintf(to, " (mean |log ratio| as %%; the fewest within one standard error of the lowest are fitted)\n");
+    std::fprintf(to, " (exp of the mean |log ratio| of model to measured, less 1; the fewest within one standard error "
+                     "of the lowest are fitted)\n");
   }
   std::fprintf(to, "  step-time error on these runs: MAPE %.1f%% -> %.1f%%, median %.1f%% -> %.1f%%\n",
                100 * r.before.mape, 100 * r.after.mape, 100 * r.before.median_ape, 100 * r.after.median_ape);
   if (r.folds > 0)
     std::fprintf(to, "  held out (%zu-fold: each fold predicted by a fit on the others): MAPE %.1f%%, median %.1f%%\n",
                  r.folds, 100 * r.held_out.mape, 100 * r.held_out.median_ape);
+  else if (held_out_asked)
+    std::fprintf(to, "  held out: none (%zu runs are too few to hold any out and fit on the rest)\n", r.runs);
+  // A fit this far off explains nothing: the runs most likely say something else than they mean.
+  if (r.after.mape > kImplausibleError)
+    std::fprintf(to, "  warning: after the fit the model is still %.0f%% off on these runs: check the measured "
+                     "column's unit (step_time_s in seconds, step_time_ms in milliseconds), the GPU column and the "
+                     "layout columns before using the file\n", 100 * r.after.mape);
 }
 
 // --json: the fit of one GPU type as data (the same figures print_result prints).
@@ -183,8 +195,29 @@ int run_calibrate(int argc, char** argv) {
     throw core::UserError(std::string(e.what()) + " (see 'cotune calibrate --help')");
   }
   const bool gpu = vm.count("gpu") > 0;
-  if (gpu == !runs_path.empty())
+  if (gpu && !runs_path.empty())
+    throw core::UserError("calibrate: give --runs RUNS.csv (measured runs) or --gpu --base NAME (the local GPU), not both");
+  if (!gpu && runs_path.empty())
     throw core::UserError("calibrate: give --runs RUNS.csv (measured runs) or --gpu --base NAME (the local GPU)");
+  // An option of the other mode would be ignored: say so instead.
+  const auto refuse_with = [&](const char* option, bool given, const char* mode) {
+    if (given) throw core::UserError(std::string("calibrate: ") + option + " goes with " + mode + " (see 'cotune calibrate --help')");
+  };
+  if (gpu) {
+    refuse_with("--map", !maps.empty(), "--runs");
+    refuse_with("--fit", vm.count("fit") > 0, "--runs");
+    refuse_with("--all-constants", vm.count("all-constants") > 0, "--runs");
+    refuse_with("--json", vm.count("json") > 0, "--runs");
+    refuse_with("--folds", !vm["folds"].defaulted(), "--runs");
+    refuse_with("--prior-sigma", !vm["prior-sigma"].defaulted(), "--runs");
+    refuse_with("--space", vm.count("space") > 0, "--runs");
+  } else {
+    refuse_with("--base", vm.count("base") > 0, "--gpu");
+    refuse_with("--executor-options", !vm["executor-options"].defaulted(), "--gpu");
+  }
+  if (vm.count("fit") && vm.count("all-constants"))
+    throw core::UserError("calibrate: --fit names the constants to fit and --all-constants fits every one the runs "
+                          "determine: give one of them");
   if (!(prior_sigma > 0)) throw core::UserError("calibrate: --prior-sigma must be > 0");
   if (folds < 0 || folds == 1)
     throw core::UserError("calibrate: --folds: expected 0 (no held-out error) or at least 2 folds, got " +
@@ -252,7 +285,7 @@ int run_calibrate(int argc, char** argv) {
                                  refused.back().second.c_str());
       continue;
     }
-    if (!as_json) print_result(summary, results.back());
+    if (!as_json) print_result(summary, results.back(), options.held_out);
   }
   if (results.empty()) {
     // Each GPU type's refusal is printed above: the error only sums them up.
@@ -292,9 +325,13 @@ int run_calibrate(int argc, char** argv) {
     return !r.fitted.empty();
   });
   write_file(file, out_path, fits_nothing);
-  if (status != 0)
-    std::fprintf(stderr, "calibrate: %zu run(s) left out and %zu GPU type(s) not calibrated (above); the file holds "
-                         "the rest\n", runs.skipped.size(), refused.size());
+  if (status != 0) {
+    std::string what;
+    if (!runs.skipped.empty()) what = std::to_string(runs.skipped.size()) + " run(s) left out";
+    if (!refused.empty())
+      what += (what.empty() ? "" : " and ") + std::to_string(refused.size()) + " GPU type(s) not calibrated";
+    std::fprintf(stderr, "calibrate: %s (above); the file holds the rest\n", what.c_str());
+  }
   return status;
 }
 

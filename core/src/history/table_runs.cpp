@@ -223,6 +223,12 @@ std::string column_hint(const std::string& column, const TableSchema& schema) {
 
 TableRuns read_table_runs(const CsvTable& table, const std::vector<std::pair<std::string, std::string>>& mapping,
                           const Registry& registry, const TableSchema& schema, const json* calibration) {
+  // A name --map gives that the tables do not read but one they do resembles is a typo: the column
+  // would be kept as a metric of that name, and the column it meant would go missing.
+  for (const auto& [from, to] : mapping)
+    if (!reads_column(to, schema) && !column_hint(to, schema).empty())
+      throw UserError("--map '" + from + "=" + to + "': '" + to + "' is neither a column of the " + schema.space() +
+                      " space's table schema nor a recognised metric" + column_hint(to, schema));
   const std::vector<std::string> header = mapped_header(table, mapping, schema);
   for (size_t c = 0; c < header.size(); ++c)
     if (!valid_utf8(header[c]) || !valid_utf8(table.header[c]))
