@@ -142,6 +142,15 @@ TEST(Catalogue, ResolvesOtherSpellingsOfAName) {
   cotune_hardware hw = resolve({{"gpu", "h100_80gb"}, {"nodes", 1}, {"calibration", {{"H100", {{"hbm_gib", 70}}}}}});
   EXPECT_EQ(std::string(hw.gpu_name.data, hw.gpu_name.len), "h100-sxm");
   EXPECT_DOUBLE_EQ(hw.hbm_bytes, 70.0 * 1073741824.0);
+  // A file's path where its constants belong says where the path goes.
+  try {
+    resolve({{"gpu", "h100-sxm"}, {"nodes", 1}, {"calibration", "CAL.json"}});
+    ADD_FAILURE() << "a path was taken for constants";
+  } catch (const std::exception& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("/calibration: expected an object of constants per GPU type, got "
+                                               "\"CAL.json\" (a calibration file's path goes in the study file's "
+                                               "top-level \"calibration\""));
+  }
 }
 
 TEST(Catalogue, OverridesNetworkPriceAndSpecFields) {

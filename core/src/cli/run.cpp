@@ -5,6 +5,7 @@
 #include <cotune/core/abi/call_watch.hpp>
 #include <cotune/core/abi/log.hpp>
 #include <cotune/core/errors.hpp>
+#include <cotune/core/perfmodel/calibration.hpp>
 #include <cotune/core/store/store.hpp>
 #include <cotune/core/store/store_location.hpp>
 #include <cotune/core/studyfile/study_file.hpp>
@@ -163,16 +164,25 @@ void print_recommended(const StudySpec& spec, const RunResult& result, const std
 // What the trials say of the machine (RunResult::prior_calibration): the constants they determine,
 // per GPU type, as `cotune calibrate --runs` would fit them, and how to keep them as a file. The
 // starting point is the study's calibration file where it has one, else the catalogue.
-void print_machine(const RunResult& result, const std::string& export_history_command,
-                   const std::string& calibration_file, const std::string& study_name) {
+void print_machine(const RunResult& result, const std::string& export_history_command, const StudySpec& spec) {
   if (result.prior_calibration.empty()) return;
-  const std::string start =
-      calibration_file.empty() ? "the catalogue's constants" : "the constants of " + calibration_file;
-  const std::string was = calibration_file.empty() ? "catalogue" : "before";
+  const std::string& calibration_file = spec.calibration_file;
+  nlohmann::json calibration;
+  if (spec.workload.contains("cluster") && spec.workload["cluster"].contains("calibration"))
+    calibration = spec.workload["cluster"]["calibration"];
+  // The starting point of a GPU type: the file's constants where it has some for it.
+  const auto covered = [&](const std::string& gpu) {
+    return !calibration_file.empty() && perf::calibration_covers(calibration, gpu);
+  };
   std::printf("\nthe machine as this workload's measured runs say (this study's and earlier ones in the store, "
               "fitted as `cotune calibrate` fits; docs/calibration.md):\n");
   bool fitted = false;
   for (const auto& [gpu, fit] : result.prior_calibration) {
+    const std::string start = covered(gpu) ? "the constants of " + calibration_file
+                              : calibration_file.empty()
+                                  ? std::string("the catalogue's constants")
+                                  : "the catalogue's constants (" + calibration_file + " has none for it)";
+    const std::string was = covered(gpu) ? "before" : "catalogue";
     const std::string runs =
         std::to_string(fit.trials) + (fit.trials == 1 ? " run" : " runs") + (fit.sampled ? " (a sample)" : "");
     if (!fit.refused.empty()) {
@@ -198,7 +208,7 @@ void print_machine(const RunResult& result, const std::string& export_history_co
   }
   // Files named after the study: a team's own runs.csv (a replay table) is not written over.
   if (fitted) {
-    const std::string runs = shell_word(study_name + "-runs.csv"), cal = shell_word(study_name + "-calibration.json");
+    const std::string runs = shell_word(spec.name + "-runs.csv"), cal = shell_word(spec.name + "-calibration.json");
     std::printf("  as a calibration file: %s -o %s && cotune calibrate --runs %s --out %s\n",
                 export_history_command.c_str(), runs.c_str(), runs.c_str(), cal.c_str());
   }
@@ -253,7 +263,7 @@ void print_summary(const StudySpec& spec, const RunResult& result, const std::st
     print_machine(result,
                   "cotune export-history --space " + shell_word(spec.space.name) + " --workload-key " +
                       study->workload_key + " --store " + store_word,
-                  spec.calibration_file, spec.name);
+                  spec);
   std::string abs_store = store_location_for_display(store_path);
   std::printf("\nstore: %s\n", abs_store.c_str());
   if (password_left_out)

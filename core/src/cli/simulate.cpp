@@ -208,10 +208,16 @@ void warn_if_uncalibrated(const json& calibration, const cotune_trace& trace, co
   std::string has;
   for (auto it = calibration.begin(); it != calibration.end(); ++it)
     if (!it.value().empty()) has += (has.empty() ? "" : ", ") + it.key();
-  std::fprintf(stderr,
-               "cotune simulate: warning: --calibration '%s' has no constants for %s (it has some for %s); the catalogue's "
-               "are used\n",
-               path.c_str(), gpu.c_str(), has.empty() ? "none" : has.c_str());
+  if (has.empty())
+    std::fprintf(stderr,
+                 "cotune simulate: warning: --calibration '%s' sets no constants (its runs determined none); the "
+                 "catalogue's are used\n",
+                 path.c_str());
+  else
+    std::fprintf(stderr,
+                 "cotune simulate: warning: --calibration '%s' has no constants for %s (it has some for %s); the "
+                 "catalogue's are used\n",
+                 path.c_str(), gpu.c_str(), has.c_str());
 }
 
 // The constants a calibration sets for the trace's GPU ({} when it has none for it): what the
@@ -314,6 +320,13 @@ int run_simulate(int argc, char** argv) {
         throw core::UserError("--space '" + space_name + "': the space does not lower configurations to step traces, "
                               "so the performance model cannot time them");
       bad = simulate_batch(registry, schema, in, batch_path, out, calibration.is_null() ? nullptr : &calibration);
+      if (!calibration.is_null()) {
+        std::string gpus;
+        for (auto it = calibration.begin(); it != calibration.end(); ++it)
+          if (!it.value().empty()) gpus += (gpus.empty() ? "" : ", ") + it.key();
+        std::fprintf(stderr, "simulate --batch: rows on %s timed with the constants of '%s'; other GPUs with the "
+                     "catalogue's\n", gpus.empty() ? "no GPU" : gpus.c_str(), calibration_path.c_str());
+      }
       out.flush();
       if (!out)
         throw core::UserError(out_path.empty() ? std::string("cannot write the result to standard output (closed early?)")
@@ -339,6 +352,9 @@ int run_simulate(int argc, char** argv) {
 
   if (workload_path.empty() || config_path.empty())
     throw core::UserError("give --workload and --config, or --batch (see 'cotune simulate --help')");
+  if (!out_path.empty())
+    throw core::UserError("--out writes a --batch result; one configuration's result is printed (redirect it, with "
+                          "--json for a file to read back)");
   std::string workload = read_json_text(workload_path, "--workload");
   if (!calibration.is_null()) {
     json w = json::parse(workload);

@@ -255,6 +255,10 @@ void resolve_hardware(const json& cluster, cotune_hardware* out, const std::stri
     // Constants fitted on measured runs (cotune calibrate), per GPU type: over the catalogue and
     // gpu_spec, for the GPU being resolved.
     const json& cal = cluster["calibration"];
+    if (cal.is_string())
+      throw UserError(where + "/calibration: expected an object of constants per GPU type, got " + cal.dump() +
+                      " (a calibration file's path goes in the study file's top-level \"calibration\", or "
+                      "simulate's --calibration)");
     require_object(cal, where + "/calibration");
     for (auto it = cal.begin(); it != cal.end(); ++it) {
       GpuFields check;

@@ -115,6 +115,8 @@ class StudyRun {
   // A measured configuration that ran out of memory: the OOM bound learns it (and, at the first,
   // every configuration that ran before it).
   void add_out_of_memory(const double* config);
+  // Warns when the study's calibration file has no constants for the GPU `probe` runs on.
+  void warn_if_uncalibrated(const double* probe) const;
 
   // worker mode (study_run_worker.cpp)
   void join_study();  // instead of take_lease: refused with who holds the study alone

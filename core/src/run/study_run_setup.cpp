@@ -4,6 +4,7 @@
 #include <cotune/core/errors.hpp>
 #include <cotune/core/history/history_io.hpp>
 #include <cotune/core/abi/log.hpp>
+#include <cotune/core/perfmodel/calibration.hpp>
 #include <cotune/core/run/search_context.hpp>
 #include <cotune/core/run/study_setup.hpp>
 #include <cotune/core/store/store_location.hpp>
@@ -306,6 +307,7 @@ void StudyRun::load_components() {
   if (spec_.predictor.prior != Prior::kNone && !surrogate_->uses_prior())
     log(COTUNE_LOG_INFO, "study",
         std::string(to_string(spec_.predictor.prior)) + " prior off: " + surrogate_->prior_note());
+  warn_if_uncalibrated(probe.data());
 
   fingerprint_json_ = environment_fingerprint(spec_.hash, {{"space", &space_->info()},
                                                            {"predictor", &predictor_->info()},
@@ -437,6 +439,27 @@ void StudyRun::add_training(const double* config, const std::string& metrics_jso
   train_configs_.insert(train_configs_.end(), config, config + space_->num_params());
   train_values_.push_back(*v);
   train_origins_.push_back(origin);
+}
+
+void StudyRun::warn_if_uncalibrated(const double* probe) const {
+  if (spec_.calibration_file.empty() || !space_->can_lower()) return;
+  const nlohmann::json& calibration = spec_.workload["cluster"]["calibration"];
+  std::string gpu;
+  try {
+    const cotune_trace& trace = space_->lower(probe);
+    gpu.assign(trace.hardware.gpu_name.data, trace.hardware.gpu_name.len);
+  } catch (const std::exception&) {
+    return;  // the model times nothing here either
+  }
+  if (gpu.empty() || perf::calibration_covers(calibration, gpu)) return;
+  std::string has;
+  for (auto it = calibration.begin(); it != calibration.end(); ++it)
+    if (!it.value().empty()) has += (has.empty() ? "" : ", ") + it.key();
+  log(COTUNE_LOG_WARN, "study",
+      spec_.file + ": /calibration: '" + spec_.calibration_file + "' " +
+          (has.empty() ? std::string("sets no constants (its runs determined none)")
+                       : "has no constants for " + gpu + " (it has some for " + has + ")") +
+          "; the performance model uses the catalogue's");
 }
 
 void StudyRun::add_out_of_memory(const double* config) {
