@@ -224,7 +224,7 @@ int main(void) {
   OFFSET(cotune_trial_result, error, 32);
   OFFSET(cotune_trial_result, log_path, 48);
   OFFSET(cotune_trial_result, external_id, 64);
-  SIZE(cotune_executor_api, 88);
+  SIZE(cotune_executor_api, 96);
   OFFSET(cotune_executor_api, struct_size, 0);
   OFFSET(cotune_executor_api, create, 8);
   OFFSET(cotune_executor_api, destroy, 16);
@@ -236,6 +236,7 @@ int main(void) {
   OFFSET(cotune_executor_api, attach, 64);
   OFFSET(cotune_executor_api, candidates, 72);
   OFFSET(cotune_executor_api, metrics, 80);
+  OFFSET(cotune_executor_api, check_study, 88);
   SIZE(cotune_component, 88);
   OFFSET(cotune_component, struct_size, 0);
   OFFSET(cotune_component, kind, 8);

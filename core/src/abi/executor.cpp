@@ -60,6 +60,13 @@ std::optional<std::vector<std::string>> Executor::metrics(const cotune_trial& st
   return metric_names(s.data, ref_.info.id);
 }
 
+void Executor::check_study(const cotune_trial& study) const {
+  auto fn = optional_fn(api_, &cotune_executor_api::check_study);
+  if (fn == nullptr) return;
+  CallWatch::Scope watch(CallKind::kExecutor, ref_.info.id, "check_study");
+  throw_if_error(fn(inst_, &study), ref_.info.id);
+}
+
 int32_t Executor::capacity() const {
   int32_t c = 1;
   CallWatch::Scope watch(CallKind::kExecutor, ref_.info.id, "capacity");

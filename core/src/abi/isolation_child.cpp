@@ -482,6 +482,12 @@ class Server {
         w.bytes(out.data);
         return;
       }
+      case Op::kExecutorCheckStudy: {
+        TrialCopy study;
+        r.trial(&study);
+        check(need(optional_fn(a, &cotune_executor_api::check_study), "check_study")(e, &study.trial));
+        return;
+      }
       default: throw WireError("not an executor call: " + std::to_string(static_cast<uint32_t>(op)));
     }
   }

@@ -613,6 +613,11 @@ cotune_error* executor_metrics(cotune_executor_instance* e, const cotune_trial* 
   return write_sink(out, text);
 }
 
+cotune_error* executor_check_study(cotune_executor_instance* e, const cotune_trial* study) {
+  Instance& in = instance(e);
+  return forward(in, [&](Child&) { alive(in).call(Writer(Op::kExecutorCheckStudy).trial(*study), "check_study").expect_end(); });
+}
+
 // A function of the forwarding table where the plugin has one, NULL where it has none.
 template <class Api, class Fn>
 void mirror(const Api* real, Api* table, Fn Api::*field, Fn forwarder) {
@@ -693,6 +698,7 @@ IsolatedComponent::IsolatedComponent(const ComponentRef& real) : impl_(std::make
       mirror(r, &t, &cotune_executor_api::attach, &executor_attach);
       mirror(r, &t, &cotune_executor_api::candidates, &executor_candidates);
       mirror(r, &t, &cotune_executor_api::metrics, &executor_metrics);
+      mirror(r, &t, &cotune_executor_api::check_study, &executor_check_study);
       break;
     }
     default:

@@ -26,7 +26,7 @@ enum class Op : uint32_t {
   kPredictorFit, kPredictorPredict, kPredictorSave, kPredictorLoad, kPredictorDescribeFit,
   kSearcherPropose, kSearcherObserve, kSearcherSave, kSearcherLoad,
   kExecutorCapacity, kExecutorSubmit, kExecutorPoll, kExecutorCancel, kExecutorRelease, kExecutorAttach,
-  kExecutorCandidates, kExecutorMetrics,
+  kExecutorCandidates, kExecutorMetrics, kExecutorCheckStudy,
   kDestroy = 50,  // the host is done with the instance (a closed socket without it: the host died)
   kContextSample = 60, kContextCheck, kContextScore, kContextSeen,
   kOk = 100,  // a reply: the call's outputs follow

@@ -232,6 +232,14 @@ void StudyRun::load_components() {
   if (executor_->needs_trace() && !space_->can_lower())
     throw UserError(spec_.file + ": /executor: the executor '" + executor_->info().name +
                     "' needs step traces, which the space '" + space_->info().name + "' does not produce");
+  try {
+    executor_->check_study(study_trial(spec_.workload.dump()));
+  } catch (const PluginError& e) {
+    // Options that do not fit the space (a placeholder naming no parameter) are the study file's.
+    if (e.code() == COTUNE_ERR_INVALID_ARGUMENT || e.code() == COTUNE_ERR_NOT_FOUND)
+      throw UserError(spec_.file + ": /executor/options: " + e.what());
+    throw;
+  }
   if (executor_->has_candidates()) restrict_to_executor_candidates();
   check_metric_names();
   predictor_ = made_from_options(spec_, "/predictor/options", [&] {

@@ -41,7 +41,7 @@ extern "C" {
 /* ---------------------------------------------------------------------------------------------- */
 
 #define COTUNE_ABI_MAJOR 1
-#define COTUNE_ABI_MINOR 9
+#define COTUNE_ABI_MINOR 10
 
 /* Size of a struct up to and including `last_field`: what a writer stores in struct_size.
  * COTUNE_HAS_FIELD: nonzero when the struct behind `p` was written by someone who knew `field`.
@@ -710,8 +710,15 @@ typedef struct cotune_executor_api {
    * constraints name any other metric is refused before its first trial. */
   cotune_error* (*metrics)(cotune_executor_instance* executor, const cotune_trial* study,
                            const cotune_sink* out);
+
+  /* 1.10, optional (NULL: nothing to check; read only when struct_size covers it): checks the
+   * executor's options against `study` (a trial without a configuration, as for candidates())
+   * before the study's first trial, so that a mismatch between the two (a command placeholder
+   * that names no parameter of the space) stops the study with its error at once instead of
+   * failing every trial. COTUNE_ERR_INVALID_ARGUMENT names the option and what was expected. */
+  cotune_error* (*check_study)(cotune_executor_instance* executor, const cotune_trial* study);
 } cotune_executor_api;
-COTUNE_ASSERT_LAST_FIELD(cotune_executor_api, metrics);
+COTUNE_ASSERT_LAST_FIELD(cotune_executor_api, check_study);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* The plugin descriptor and entry point                                                          */

@@ -198,6 +198,8 @@ template <class, class = void> struct has_space_metrics : std::false_type {};
 template <class T> struct has_space_metrics<T, std::void_t<decltype(std::declval<T&>().metrics())>> : std::true_type {};
 template <class, class = void> struct has_executor_metrics : std::false_type {};
 template <class T> struct has_executor_metrics<T, std::void_t<decltype(std::declval<T&>().metrics(std::declval<const cotune_trial&>()))>> : std::true_type {};
+template <class, class = void> struct has_check_study : std::false_type {};
+template <class T> struct has_check_study<T, std::void_t<decltype(std::declval<T&>().check_study(std::declval<const cotune_trial&>()))>> : std::true_type {};
 template <class, class = void> struct has_table : std::false_type {};
 template <class T>
 struct has_table<T, std::void_t<decltype(T::table_schema()), decltype(T::table_read(std::string_view())),
@@ -644,6 +646,7 @@ struct SearcherAdapter {
 //   optional: std::unique_ptr<Job> attach(const cotune_trial& trial, std::string_view external_id);
 //   optional: std::vector<double> candidates(const cotune_trial& study);  // rows of num_params values
 //   optional: std::vector<std::string> metrics(const cotune_trial& study);  // every metric it reports
+//   optional: void check_study(const cotune_trial& study);  // throws cotune::Error on a mismatch
 template <class T>
 struct ExecutorAdapter {
   using Job = typename T::Job;
@@ -715,10 +718,21 @@ struct ExecutorAdapter {
       return nullptr;
     }
   }
+  static cotune_error* check_study(cotune_executor_instance* e, const cotune_trial* study) {
+    if constexpr (has_check_study<T>::value) {
+      return guarded([&] {
+        if (study == nullptr) throw Error(COTUNE_ERR_INVALID_ARGUMENT, "study is NULL");
+        self(e).check_study(*study);
+      });
+    } else {
+      (void)e, (void)study;
+      return nullptr;
+    }
+  }
   static const cotune_executor_api* api() {
     static const cotune_executor_api a = [] {
       cotune_executor_api t{};
-      t.struct_size = COTUNE_STRUCT_SIZE(cotune_executor_api, metrics);
+      t.struct_size = COTUNE_STRUCT_SIZE(cotune_executor_api, check_study);
       t.create = &create;
       t.destroy = &destroy;
       t.capacity = &capacity;
@@ -729,6 +743,7 @@ struct ExecutorAdapter {
       t.attach = has_attach<T>::value ? &attach : nullptr;
       t.candidates = has_candidates<T>::value ? &candidates : nullptr;
       t.metrics = has_executor_metrics<T>::value ? &metrics : nullptr;
+      t.check_study = has_check_study<T>::value ? &check_study : nullptr;
       return t;
     }();
     return &a;

@@ -211,6 +211,9 @@ class Executor {
   // Every metric its results carry for this study (ABI 1.3), or nullopt when it reports whatever
   // each job reports.
   std::optional<std::vector<std::string>> metrics(const cotune_trial& study) const;
+  // Checks its options against the study (ABI 1.10); throws the plugin's error on a mismatch, does
+  // nothing for an executor without the check.
+  void check_study(const cotune_trial& study) const;
 
   // A job handle; released with the Job object.
   class Job {
