@@ -147,6 +147,23 @@ TEST_F(SlurmTest, EightTrialsAsOneJobArrayEndToEnd) {
   EXPECT_EQ(array_ids.size(), 1u) << "the eight trials were not one job array";
 }
 
+// Before the first trial: a placeholder of the job's command the space has no parameter for.
+TEST_F(SlurmTest, CheckStudyRefusesAPlaceholderTheSpaceLacks) {
+  auto study = trial("study");
+  study->raw.config = nullptr;
+  nlohmann::json options = sh("true");
+  options["command"].push_back("--pp={pipeline}");
+  try {
+    make(options)->check_study(study->raw);
+    ADD_FAILURE() << "accepted a placeholder the space lacks";
+  } catch (const cotune::core::PluginError& e) {
+    EXPECT_EQ(e.code(), COTUNE_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(e.what()).find("placeholder {pipeline} names no parameter of the space"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_NO_THROW(make(sh("true"))->check_study(study->raw));
+}
+
 TEST_F(SlurmTest, SingleTrialIsAPlainJob) {
   auto ex = make(sh(kGoodJob));
   auto t = trial("single");

@@ -345,6 +345,33 @@ TEST_F(ProcessExecutorTest, UnknownPlaceholderIsAnErrorNamingIt) {
   }
 }
 
+// Before the first trial (ABI 1.10 check_study): a placeholder the study's space has no parameter
+// for is refused with the one it most likely means; a command the space fits passes.
+TEST_F(ProcessExecutorTest, CheckStudyRefusesAPlaceholderTheSpaceLacksBeforeAnyTrial) {
+  Trial study(space_, "s", workdir("s"), {});
+  study.raw.config = nullptr;
+  study.raw.config_json = cotune::str(std::string_view());
+  auto ex = make(sh("true", {"{tp}", "--mbs={micro_bach}", "{trial_id}"}));
+  try {
+    ex->check_study(study.raw);
+    ADD_FAILURE() << "accepted a placeholder the space lacks";
+  } catch (const cotune::core::PluginError& e) {
+    EXPECT_EQ(e.code(), COTUNE_ERR_INVALID_ARGUMENT);
+    EXPECT_THAT(e.what(), HasSubstr("command[5]: placeholder {micro_bach} names no parameter of the space (did you "
+                                    "mean {micro_batch}?); its parameters: tp, micro_batch, recompute, overlap"));
+  }
+  EXPECT_NO_THROW(make(sh("true", {"{tp}", "--mbs={micro_batch}", "{trial_id}", "{workdir}"}))->check_study(study.raw));
+  // Isolated in its own process, the check crosses the boundary the same way.
+  auto there = registry_.make_executor("process", sh("true", {"{tpp}"}).dump(), cotune::core::Isolation::kProcess);
+  try {
+    there->check_study(study.raw);
+    ADD_FAILURE() << "the isolated executor accepted a placeholder the space lacks";
+  } catch (const cotune::core::PluginError& e) {
+    EXPECT_EQ(e.code(), COTUNE_ERR_INVALID_ARGUMENT);
+    EXPECT_THAT(e.what(), HasSubstr("placeholder {tpp} names no parameter of the space (did you mean {tp}?)"));
+  }
+}
+
 TEST_F(ProcessExecutorTest, BadOptionsAreRefusedNamingTheField) {
   auto refused = [&](const nlohmann::json& o, const std::string& why) {
     try {

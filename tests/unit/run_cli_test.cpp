@@ -880,6 +880,21 @@ TEST_F(RunCli, ShowSaysAPriorTheSpaceCannotGiveIsNotUsed) {
   EXPECT_NE(read_file(dir_ + "/r.html").find("krr (prior analytic, not used: the space "), std::string::npos);
 }
 
+// A process executor whose command names a parameter the space lacks stops the run before any
+// trial: exit 2, the study file, the option and the parameter it most likely means.
+TEST_F(RunCli, ACommandPlaceholderTheSpaceLacksStopsTheRunBeforeAnyTrial) {
+  const std::string path = write_grid_study("placeholder", "testgrid");
+  json doc = json::parse(read_file(path));
+  doc["executor"] = {{"name", "process"}, {"options", {{"command", {"/bin/echo", "{a}", "--b={bb}"}}}}};
+  std::ofstream(path) << doc.dump(2);
+  EXPECT_EQ(run({"run", path, "--store", store_}), 2) << err();
+  EXPECT_NE(err().find(path + ": /executor/options: "), std::string::npos) << err();
+  EXPECT_NE(err().find("command[2]: placeholder {bb} names no parameter of the space (did you mean {b}?)"),
+            std::string::npos)
+      << err();
+  EXPECT_EQ(err().find("trial 1"), std::string::npos) << err();
+}
+
 // An objective the performance model does not estimate (a table's own column) has no analytic
 // prior either: show says so.
 TEST_F(RunCli, ShowSaysTheAnalyticPriorIsNotUsedForAMetricTheModelDoesNotEstimate) {

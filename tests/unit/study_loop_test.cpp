@@ -307,17 +307,18 @@ TEST_F(StudyLoop, ExhaustsASmallSpaceWithoutRepeatingAConfiguration) {
 }
 
 TEST_F(StudyLoop, SubmissionsTheExecutorRefusesAreUnavailableNotFailedRuns) {
-  // The executor cannot launch anything ({nosuch} names no parameter): that says nothing of the
+  // The executor cannot launch anything (it refuses every submission): that says nothing of the
   // configurations, so they are stored unavailable (no later study learns them as failed runs),
   // and three refusals in a row stop the run naming the executor.
   json doc = study("refused", {{"trials", 6}}, "random");
-  doc["executor"] = {{"name", "process"}, {"options", {{"command", {"/bin/true", "{nosuch}"}}}}};
+  doc["executor"] = {{"name", "testecho"}, {"options", {{"refuse_submit", true}}}};
+  doc["plugin_paths"] = {COTUNE_BINARY_DIR "/lib/cotune/test-plugins"};
   doc["parallel"] = 1;
   try {
     run(spec(doc));
     FAIL() << "a run whose executor refuses everything went on";
   } catch (const std::exception& e) {
-    EXPECT_NE(std::string(e.what()).find("the executor 'process' refused 3 submissions in a row"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("the executor 'testecho' refused 3 submissions in a row"), std::string::npos)
         << e.what();
   }
   const std::vector<TrialRecord> ts = trials("refused");

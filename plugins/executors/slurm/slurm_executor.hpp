@@ -48,6 +48,8 @@ class SlurmExecutor {
   const cotune::JobResult& poll(Job& job, int32_t timeout_ms);
   void cancel(Job& job);
   std::unique_ptr<Job> attach(const cotune_trial& trial, std::string_view external_id);
+  // Every placeholder of the command names a parameter of the study's space (or a reserved one).
+  void check_study(const cotune_trial& study) const { options_.command.check_placeholders(study.params, study.num_params); }
 
  private:
   std::shared_ptr<Track> prepare(const cotune_trial& trial);

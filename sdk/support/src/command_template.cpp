@@ -1,4 +1,5 @@
 #include <cotune/support/command_template.hpp>
+#include <cotune/support/likely_meant.hpp>
 
 #include <algorithm>
 
@@ -8,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 namespace cotune::support {
 namespace {
@@ -183,6 +185,24 @@ std::vector<std::string> CommandTemplate::expand(const std::map<std::string, std
     out.push_back(std::move(arg));
   }
   return out;
+}
+
+void CommandTemplate::check_placeholders(const cotune_param* const* params, size_t num_params) const {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < num_params; ++i)
+    if (params != nullptr && params[i] != nullptr) names.emplace_back(params[i]->name.data, params[i]->name.len);
+  const size_t space_names = names.size();
+  for (const char* r : kReservedPlaceholders) names.emplace_back(r);
+  for (size_t a = 0; a < args_.size(); ++a)
+    for (const Piece& p : args_[a]) {
+      if (!p.placeholder || std::find(names.begin(), names.end(), p.text) != names.end()) continue;
+      const std::string meant = likely_meant(p.text, names);
+      std::string list;
+      for (size_t i = 0; i < space_names; ++i) list += (list.empty() ? "" : ", ") + names[i];
+      invalid(what_ + "[" + std::to_string(a) + "]: placeholder {" + p.text + "} names no parameter of the space" +
+              (meant.empty() ? "" : " (did you mean {" + meant + "}?)") + "; its parameters: " +
+              (list.empty() ? "none" : list) + "; and every trial's trial_id, workdir, trial_file, result_file");
+    }
 }
 
 std::string CommandTemplate::literal_program() const {

@@ -46,6 +46,11 @@ class CommandTemplate {
   // The program (argv[0]) when it has no placeholder, else "".
   std::string literal_program() const;
 
+  // Checks that every placeholder names one of `params` or a reserved placeholder, as expand()
+  // will need (an executor's check_study). Throws cotune::Error(INVALID_ARGUMENT) naming the
+  // argument, the placeholder, the parameter it most likely means and the names there are.
+  void check_placeholders(const cotune_param* const* params, size_t num_params) const;
+
  private:
   struct Piece {
     bool placeholder = false;
