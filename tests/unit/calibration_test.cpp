@@ -406,6 +406,9 @@ TEST_F(Calibration, TheFileRoundTripsAndABadOneNamesTheField) {
   extra = file;
   extra["note"] = "tuned by hand";
   EXPECT_THAT(error_of(extra), HasSubstr(path + "/note: unknown field"));
+  // What `calibrate --gpu` writes reads back: the file the H200's microbenchmarks fitted.
+  const json gpu_file = perf::read_calibration_file(COTUNE_SOURCE_DIR "/docs/benchmarks/cuda/h200-calibrated-2026-11-26.json");
+  EXPECT_FALSE(gpu_file.empty());
   try {
     perf::read_calibration_file(scratch.path());
     ADD_FAILURE() << "a directory was read as a calibration file";
@@ -662,7 +665,8 @@ TEST_F(Calibration, AStudyWarnsOfACalibrationWithoutItsGpu) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_THAT(r.err, HasSubstr("study.json: /calibration: '" + dir + "/a100.json' has no constants for h100-sxm (it has "
                                "some for a100-80gb); the performance model uses the catalogue's"));
-  EXPECT_THAT(r.out, Not(HasSubstr("with the constants of a100.json")));
+  EXPECT_THAT(r.out, Not(HasSubstr("with the constants of " + dir + "/a100.json")));
+  EXPECT_THAT(r.out, HasSubstr("the catalogue's constants (" + dir + "/a100.json has none for it)"));
   // With its GPU, nothing to say.
   cal = json::parse(std::ifstream(dir + "/cal.json"));
   std::ofstream(dir + "/a100.json") << cal.dump(2);

@@ -639,7 +639,8 @@ json read_calibration_file(const std::string& path) {
     const std::string at = path + "/gpus/" + it.key();
     if (!it.value().is_object() || !it.value().contains("constants") || !it.value()["constants"].is_object())
       throw UserError(at + "/constants: expected an object of GPU-description fields");
-    check_members(it.value(), {"constants", "fit", "runs", "not_fitted", "error"}, at);
+    // What calibration_file() writes for a fit on runs, and `calibrate --gpu` for microbenchmarks.
+    check_members(it.value(), {"constants", "fit", "runs", "not_fitted", "error", "measurements", "measured_on"}, at);
     check_gpu_fields(it.value()["constants"], at + "/constants");
     per_gpu[it.key()] = it.value()["constants"];
   }
