@@ -443,7 +443,9 @@ void StudyRun::add_training(const double* config, const std::string& metrics_jso
   auto v = metric_value(metrics, spec_.objectives.front().metric);
   if (!v) return;
   constraints_->learn(config, metrics);
-  if (oom_bound_->learned_oom()) oom_bound_->learn(config, /*out_of_memory=*/false);
+  // Only this study's trials teach the OOM bound (history rows have no trial id): an earlier run on
+  // a machine with more memory would lift it.
+  if (oom_bound_->learned_oom() && origin.trial_id != 0) oom_bound_->learn(config, /*out_of_memory=*/false);
   train_configs_.insert(train_configs_.end(), config, config + space_->num_params());
   train_values_.push_back(*v);
   train_origins_.push_back(origin);
@@ -475,7 +477,8 @@ void StudyRun::add_out_of_memory(const double* config) {
   // lowered only then (a long history without one costs nothing).
   if (!oom_bound_->learned_oom()) {
     const size_t p = space_->num_params();
-    for (size_t i = 0; i < train_values_.size(); ++i) oom_bound_->learn(train_configs_.data() + i * p, false);
+    for (size_t i = 0; i < train_values_.size(); ++i)
+      if (train_origins_[i].trial_id != 0) oom_bound_->learn(train_configs_.data() + i * p, false);
   }
   oom_bound_->learn(config, /*out_of_memory=*/true);
 }
