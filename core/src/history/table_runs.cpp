@@ -81,7 +81,7 @@ std::vector<std::string> mapped_header(const CsvTable& table,
   for (const auto& [from, to] : mapping) {
     const long i = table.column(from);
     if (i < 0) throw UserError("--map '" + from + "=" + to + "': " + table.source + " has no column '" + from + "'");
-    header[size_t(i)] = to;
+    header[size_t(i)] = canonical_column(to, schema, table.header);  // a spelling the tables take, as a header's
     mapped[size_t(i)] = true;
   }
   for (size_t i = 0; i < header.size(); ++i)
@@ -223,12 +223,19 @@ std::string column_hint(const std::string& column, const TableSchema& schema) {
 
 TableRuns read_table_runs(const CsvTable& table, const std::vector<std::pair<std::string, std::string>>& mapping,
                           const Registry& registry, const TableSchema& schema, const json* calibration) {
-  // A name --map gives that the tables do not read but one they do resembles is a typo: the column
-  // would be kept as a metric of that name, and the column it meant would go missing.
-  for (const auto& [from, to] : mapping)
-    if (!reads_column(to, schema) && !column_hint(to, schema).empty())
-      throw UserError("--map '" + from + "=" + to + "': '" + to + "' is neither a column of the " + schema.space() +
-                      " space's table schema nor a recognised metric" + column_hint(to, schema));
+  // A name --map gives that the tables do not read (under any spelling they take) but one they do
+  // resembles is a typo: the column would be kept as a metric of that name and the column it meant
+  // would go missing. A known name with a word added ("tokens_per_s_eval") is a metric of its own.
+  for (const auto& [from, to] : mapping) {
+    if (reads_column(to, schema) || reads_column(canonical_column(to, schema, table.header), schema)) continue;
+    std::vector<std::string> names = schema.columns();
+    const std::vector<std::string> metrics = recognised_metric_names();
+    names.insert(names.end(), metrics.begin(), metrics.end());
+    const std::string meant = likely_meant(to, names);
+    if (meant.empty() || to.rfind(meant + "_", 0) == 0) continue;
+    throw UserError("--map '" + from + "=" + to + "': '" + to + "' is neither a column of the " + schema.space() +
+                    " space's table schema nor a recognised metric (did you mean \"" + meant + "\"?)");
+  }
   const std::vector<std::string> header = mapped_header(table, mapping, schema);
   for (size_t c = 0; c < header.size(); ++c)
     if (!valid_utf8(header[c]) || !valid_utf8(table.header[c]))
