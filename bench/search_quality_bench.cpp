@@ -472,7 +472,10 @@ void tight_memory(const Settings& s) {
           };
           run_study(spec, options);
           ooms.push_back(oom);
-          if (best) best_sum += *best, ++with_best;
+          if (best) {
+            best_sum += *best;
+            ++with_best;
+          }
         }
         double mean = 0;
         for (int o : ooms) mean += o;
@@ -842,7 +845,13 @@ int main(int argc, char** argv) {
     else if (a == "--surrogate-curve") curve = true;
     else if (a == "--replay-unrestricted") s.replay_unrestricted = true;
     else if (a == "--machine") s.machine = json::parse(value("--machine"));
-    else if (a == "--tight-memory") s.tight_memory_gib = std::atof(value("--tight-memory").c_str());
+    else if (a == "--tight-memory") {
+      s.tight_memory_gib = std::atof(value("--tight-memory").c_str());
+      if (!(s.tight_memory_gib > 0)) {
+        std::fprintf(stderr, "--tight-memory: expected the GiB per GPU left to a job (> 0)\n");
+        return 2;
+      }
+    }
     else if (a == "--replay-tables") {
       for (const std::string& v : split(value("--replay-tables"))) s.replay_tables.push_back(std::stoul(v));
     }

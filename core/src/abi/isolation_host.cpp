@@ -615,7 +615,9 @@ cotune_error* executor_metrics(cotune_executor_instance* e, const cotune_trial* 
 
 cotune_error* executor_check_study(cotune_executor_instance* e, const cotune_trial* study) {
   Instance& in = instance(e);
-  return forward(in, [&](Child&) { alive(in).call(Writer(Op::kExecutorCheckStudy).trial(*study), "check_study").expect_end(); });
+  return forward(in, [&](Child&) {
+    alive(in).call(Writer(Op::kExecutorCheckStudy).trial(*study), "check_study").expect_end();
+  });
 }
 
 // A function of the forwarding table where the plugin has one, NULL where it has none.

@@ -196,12 +196,15 @@ int run_calibrate(int argc, char** argv) {
   }
   const bool gpu = vm.count("gpu") > 0;
   if (gpu && !runs_path.empty())
-    throw core::UserError("calibrate: give --runs RUNS.csv (measured runs) or --gpu --base NAME (the local GPU), not both");
+    throw core::UserError(
+        "calibrate: give --runs RUNS.csv (measured runs) or --gpu --base NAME (the local GPU), not both");
   if (!gpu && runs_path.empty())
     throw core::UserError("calibrate: give --runs RUNS.csv (measured runs) or --gpu --base NAME (the local GPU)");
   // An option of the other mode would be ignored: say so instead.
   const auto refuse_with = [&](const char* option, bool given, const char* mode) {
-    if (given) throw core::UserError(std::string("calibrate: ") + option + " goes with " + mode + " (see 'cotune calibrate --help')");
+    if (given)
+      throw core::UserError(std::string("calibrate: ") + option + " goes with " + mode +
+                            " (see 'cotune calibrate --help')");
   };
   if (gpu) {
     refuse_with("--map", !maps.empty(), "--runs");

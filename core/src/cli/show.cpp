@@ -87,8 +87,9 @@ void show_study(Store& store, const std::string& name, std::int64_t limit) {
   std::printf("study %s (%s)%s%s\n", study->name.c_str(), report::study_status_text(*study, being_run).c_str(),
               spec.description.empty() ? "" : ": ", spec.description.c_str());
   if (study->status == StudyStatus::kRunning && !being_run) print_interrupted_run(store, *study);
+  const std::string prior = prior_text(spec.predictor.prior, space.get(), spec.objectives.front().metric);
   std::printf("space %s, predictor %s (prior %s), searcher %s, executor %s, parallel %lld\n", spec.space.name.c_str(),
-              spec.predictor.name.c_str(), prior_text(spec.predictor.prior, space.get(), spec.objectives.front().metric).c_str(),
+              spec.predictor.name.c_str(), prior.c_str(),
               spec.searcher.name.c_str(), spec.executor.name.c_str(), static_cast<long long>(spec.parallel));
   std::printf("store %s\n", store.path().c_str());  // a URL's password is redacted
   std::printf("workload key %s (its runs as CSV: cotune export-history --workload-key %s)\n",

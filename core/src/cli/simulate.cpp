@@ -320,13 +320,12 @@ int run_simulate(int argc, char** argv) {
         throw core::UserError("--space '" + space_name + "': the space does not lower configurations to step traces, "
                               "so the performance model cannot time them");
       bad = simulate_batch(registry, schema, in, batch_path, out, calibration.is_null() ? nullptr : &calibration);
-      if (!calibration.is_null()) {
-        std::string gpus;
-        for (auto it = calibration.begin(); it != calibration.end(); ++it)
-          if (!it.value().empty()) gpus += (gpus.empty() ? "" : ", ") + it.key();
+      std::string gpus;  // the GPU types the calibration sets constants for
+      for (auto it = calibration.begin(); !calibration.is_null() && it != calibration.end(); ++it)
+        if (!it.value().empty()) gpus += (gpus.empty() ? "" : ", ") + it.key();
+      if (!gpus.empty())
         std::fprintf(stderr, "simulate --batch: rows on %s timed with the constants of '%s'; other GPUs with the "
-                     "catalogue's\n", gpus.empty() ? "no GPU" : gpus.c_str(), calibration_path.c_str());
-      }
+                     "catalogue's\n", gpus.c_str(), calibration_path.c_str());
       out.flush();
       if (!out)
         throw core::UserError(out_path.empty() ? std::string("cannot write the result to standard output (closed early?)")

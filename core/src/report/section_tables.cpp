@@ -82,7 +82,8 @@ std::string study_facts_html(const ReportContext& c) {
   h += fact("objective", escape(objectives_text(s)));
   h += fact("budget used", escape(budget_text(c)));
   h += fact("trials", escape(status_counts_text(counts, c.being_run)));
-  h += fact("predictor", escape(s.predictor.name + " (prior " + prior_text(s.predictor.prior, c.space.get(), s.objectives.front().metric) + ")"));
+  const std::string prior = prior_text(s.predictor.prior, c.space.get(), s.objectives.front().metric);
+  h += fact("predictor", escape(s.predictor.name + " (prior " + prior + ")"));
   h += fact("searcher", escape(s.searcher.name));
   h += fact("executors", escape(executors_text) + ", " + std::to_string(s.parallel) + " in parallel");
   nlohmann::json env = nlohmann::json::parse(c.study.environment_json, nullptr, false);

@@ -54,7 +54,9 @@ class ProcessExecutor {
   const cotune::JobResult& poll(Job& job, int32_t timeout_ms);
   void cancel(Job& job);
   // Every placeholder of the command names a parameter of the study's space (or a reserved one).
-  void check_study(const cotune_trial& study) const { options_.command.check_placeholders(study.params, study.num_params); }
+  void check_study(const cotune_trial& study) const {
+    options_.command.check_placeholders(study.params, study.num_params);
+  }
 
  private:
   std::string trial_workdir(const cotune_trial& trial, const std::string& trial_id);

@@ -49,7 +49,9 @@ class SlurmExecutor {
   void cancel(Job& job);
   std::unique_ptr<Job> attach(const cotune_trial& trial, std::string_view external_id);
   // Every placeholder of the command names a parameter of the study's space (or a reserved one).
-  void check_study(const cotune_trial& study) const { options_.command.check_placeholders(study.params, study.num_params); }
+  void check_study(const cotune_trial& study) const {
+    options_.command.check_placeholders(study.params, study.num_params);
+  }
 
  private:
   std::shared_ptr<Track> prepare(const cotune_trial& trial);

@@ -715,7 +715,9 @@ typedef struct cotune_executor_api {
    * executor's options against `study` (a trial without a configuration, as for candidates())
    * before the study's first trial, so that a mismatch between the two (a command placeholder
    * that names no parameter of the space) stops the study with its error at once instead of
-   * failing every trial. COTUNE_ERR_INVALID_ARGUMENT names the option and what was expected. */
+   * failing every trial. COTUNE_ERR_INVALID_ARGUMENT (or NOT_FOUND, for a thing the options name
+   * that does not exist) names the option and what was expected; the host reports either as the
+   * study file's error. */
   cotune_error* (*check_study)(cotune_executor_instance* executor, const cotune_trial* study);
 } cotune_executor_api;
 COTUNE_ASSERT_LAST_FIELD(cotune_executor_api, check_study);

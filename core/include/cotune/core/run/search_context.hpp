@@ -36,8 +36,9 @@ class SearchContext {
 
   // What the callbacks do, callable directly (they throw; the C callbacks turn that into errors).
   // Scores: -inf for invalid configurations and for those expected to break a constraint or to run
-  // out of memory (they are not worth a trial); 0 for every other valid one while the surrogate knows nothing (no data, no
-  // prior); otherwise normalised_score() of the prediction, with its log uncertainty.
+  // out of memory (they are not worth a trial); 0 for every other valid one while the surrogate
+  // knows nothing (no data, no prior); otherwise normalised_score() of the prediction, with its
+  // log uncertainty.
   void score(const double* configs, size_t n, double* out_score, double* out_std) const;
   void seen(const double* configs, size_t n, int32_t* out_seen) const;
 
