@@ -137,6 +137,33 @@ TEST_F(LlmPhysics, Fp8WeightCopiesAreShardedAsTheWeightsAre) {
   EXPECT_NEAR(buffers(fp8, 3) - buffers(bf16, 3), params / 8, 1e-6 * params);
 }
 
+TEST_F(LlmPhysics, TheGradientsBackwardProducesLastAreReducedAfterIt) {
+  // Overlapped reduction hides a bucket under the backward that follows it; the input embedding's
+  // gradient comes last (its weights are the first the forward uses), and the bucket of the first
+  // layers just before it: Megatron-LM's buckets hold max(40M, 1M x dp) parameters. With dp 64,
+  // 64M. Llama 7B's embedding is 32,000 x 4,096 = 131,072,000 parameters: 195,072,000 reduced after
+  // backward (fp32: 4 bytes each) and gathered before the next forward (bf16: 2 bytes each).
+  // Micro-batches of 4 x 2,048 tokens: one backward (about 0.4 s) hides the rest of the reduction.
+  const json config = {{"dp", 64}, {"zero", 1}, {"micro_batch", 4}};
+  const Run on = simulate(kLlama7b, {{"global_batch", 2048}}, "h100-sxm", 64, config);
+  // Each collective crosses 8 nodes: inside a node on the whole buffer, then across them on an eighth.
+  const double tail_rs = on.bytes_on("dp_grad_reducescatter_last_bucket", COTUNE_NET_NODE);
+  const double tail_ag = on.bytes_on("dp_param_allgather_first_bucket", COTUNE_NET_NODE);
+  const double rest_rs = on.bytes_on("dp_grad_reducescatter", COTUNE_NET_NODE);
+  EXPECT_DOUBLE_EQ(tail_rs, 195072000.0 * 4);
+  EXPECT_DOUBLE_EQ(tail_ag, 195072000.0 * 2);
+  EXPECT_GT(rest_rs, 10 * tail_rs);
+  // Bandwidth-bound, the exposed reduction is the tail's share of what reducing everything after
+  // backward exposes (no overlap): tail / all of the same collectives.
+  const Run off = simulate(kLlama7b, {{"global_batch", 2048}, {"overlap_grad_reduce", false}}, "h100-sxm", 64, config);
+  const double share = tail_rs / (tail_rs + rest_rs);
+  EXPECT_NEAR(on.r.exposed_comm_s[COTUNE_GROUP_DP] / off.r.exposed_comm_s[COTUNE_GROUP_DP], share, 0.1 * share);
+  // One data-parallel rank reduces nothing.
+  EXPECT_EQ(simulate(kLlama7b, {{"global_batch", 8}}, "h100-sxm", 1, {{"dp", 1}, {"zero", 1}})
+                .ops("dp_grad_reducescatter_last_bucket"),
+            0);
+}
+
 TEST_F(LlmPhysics, Bf16GradientReductionHalvesTheBufferAndTheBytesReduced) {
   // Megatron-LM keeps fp32 main gradients with bf16 unless --grad-reduce-in-bf16 (Megatron-Bridge's
   // perf recipes: grad_reduce_in_fp32 = False): 2 bytes a parameter instead of 4, in the buffer and

@@ -198,6 +198,21 @@ void pipeline_transfer(TraceBuilder& B, const Config& c, const Dims& d, double r
                COTUNE_GROUP_PP, bytes, stride, 2, sends);
 }
 
+// Megatron-LM's gradient buckets: max(40M, 1M x dp) parameters each unless --ddp-bucket-size says
+// otherwise (DistributedDataParallelConfig.bucket_size; larger data-parallel groups get larger
+// buckets so that each collective stays bandwidth-bound). A parameter larger than a bucket (an
+// embedding) is a bucket of its own.
+double bucket_params(double data_parallel) { return std::max(40e6, 1e6 * data_parallel); }
+
+// The parameters whose gradients backward produces last on this rank, and whose reduction therefore
+// cannot overlap it: the input embedding's (the first weights the forward uses are the last the
+// backward reaches) and the bucket of the first layers before it. Symmetrically, the overlapped
+// parameter gather has no forward to hide under for the same weights: the next step needs them
+// first. At most every dense parameter of the rank.
+double unhidden_params(const Shape& s, const RankLayers& r, const RankParams& p, double data_parallel) {
+  return std::min(p.dense, (r.embedding ? s.embedding_params : 0) + bucket_params(data_parallel));
+}
+
 void step_phase(TraceBuilder& B, const Workload& w, const Config& c, const Shape& s, const Counts& n,
                 const RankLayers& r) {
   const Model& m = w.model;
@@ -214,15 +229,23 @@ void step_phase(TraceBuilder& B, const Workload& w, const Config& c, const Shape
     B.host(S, "adapter_update", 1, 4, COTUNE_OP_OPTIMIZER);
     return;
   }
+  // With the reduction overlapped, what backward produces last is reduced after it (compute stream).
+  const double tail = overlap && grad_ranks > 1 ? unhidden_params(s, r, p, grad_ranks) : 0;
   if (c.zero == 0) {
     synced = B.collective(S, grad_stream, "dp_grad_allreduce", COTUNE_COLL_ALL_REDUCE, COTUNE_GROUP_DP,
-                          p.dense * grad_bytes(w.training), grad_stride, grad_ranks, 1);
+                          (p.dense - tail) * grad_bytes(w.training), grad_stride, grad_ranks, 1);
+    if (tail > 0)
+      synced = B.collective(S, 0, "dp_grad_allreduce_last_bucket", COTUNE_COLL_ALL_REDUCE, COTUNE_GROUP_DP,
+                            tail * grad_bytes(w.training), grad_stride, grad_ranks, 1, synced);
     synced = B.collective(S, grad_stream, "dp_expert_grad_allreduce", COTUNE_COLL_ALL_REDUCE, COTUNE_GROUP_DP,
                           p.expert * grad_bytes(w.training), expert_stride, expert_ranks, 1, synced);
   } else {
     if (c.zero <= 2) {
       synced = B.collective(S, grad_stream, "dp_grad_reducescatter", COTUNE_COLL_REDUCE_SCATTER, COTUNE_GROUP_DP,
-                            p.dense * grad_bytes(w.training), grad_stride, grad_ranks, 1);
+                            (p.dense - tail) * grad_bytes(w.training), grad_stride, grad_ranks, 1);
+      if (tail > 0)
+        synced = B.collective(S, 0, "dp_grad_reducescatter_last_bucket", COTUNE_COLL_REDUCE_SCATTER, COTUNE_GROUP_DP,
+                              tail * grad_bytes(w.training), grad_stride, grad_ranks, 1, synced);
       synced = B.collective(S, grad_stream, "dp_expert_grad_reducescatter", COTUNE_COLL_REDUCE_SCATTER,
                             COTUNE_GROUP_DP, p.expert * grad_bytes(w.training), expert_stride, expert_ranks, 1, synced);
     }
@@ -240,8 +263,11 @@ void step_phase(TraceBuilder& B, const Workload& w, const Config& c, const Shape
     // The updated shards come back to every rank; overlapped with the next step's forward when the
     // gradient reduction is overlapped too (Megatron-LM's overlap_param_gather).
     const int32_t stream = overlap ? kShardStream : 0;
-    B.collective(S, stream, "dp_param_allgather", COTUNE_COLL_ALL_GATHER, COTUNE_GROUP_DP, p.dense * kWeightBytes,
-                 grad_stride, grad_ranks, 1);
+    B.collective(S, stream, "dp_param_allgather", COTUNE_COLL_ALL_GATHER, COTUNE_GROUP_DP,
+                 (p.dense - tail) * kWeightBytes, grad_stride, grad_ranks, 1);
+    if (tail > 0)
+      B.collective(S, 0, "dp_param_allgather_first_bucket", COTUNE_COLL_ALL_GATHER, COTUNE_GROUP_DP,
+                   tail * kWeightBytes, grad_stride, grad_ranks, 1);
     B.collective(S, stream, "dp_expert_param_allgather", COTUNE_COLL_ALL_GATHER, COTUNE_GROUP_DP,
                  p.expert * kWeightBytes, expert_stride, expert_ranks, 1);
   }
