@@ -205,6 +205,23 @@ TEST_F(ImportFormats, ImportedRunsSeedAStudyOfTheirWorkload) {
   const pid_t pid = cotune::testing::spawn_cotune(dir_, {"run", "study.json", "--store", store_}, dir_ + "/out", dir_ + "/err");
   ASSERT_EQ(cotune::testing::wait_exit_within(pid, std::chrono::minutes(2)), 0) << err();
   EXPECT_THAT(err(), HasSubstr("history: 3 earlier runs of this workload seed the predictor"));
+  // A study file that spells out the GPU's own gpus_per_node (a table's gpus column leaves it
+  // unstated) is the same workload; another per-node count is another cluster.
+  json spelled = study;
+  spelled["name"] = "seeded-per-node";
+  spelled["workload"]["cluster"]["gpus_per_node"] = 8;
+  std::ofstream(dir_ + "/study.json") << spelled.dump(2);
+  pid_t again = cotune::testing::spawn_cotune(dir_, {"run", "study.json", "--store", store_}, dir_ + "/out", dir_ + "/err");
+  ASSERT_EQ(cotune::testing::wait_exit_within(again, std::chrono::minutes(2)), 0) << err();
+  EXPECT_THAT(err(), HasSubstr("history: 3 earlier runs of this workload seed the predictor"));
+  json other = study;
+  other["name"] = "four-per-node";
+  other["workload"]["cluster"]["gpus_per_node"] = 4;
+  other["workload"]["cluster"]["nodes"] = 2;
+  std::ofstream(dir_ + "/study.json") << other.dump(2);
+  again = cotune::testing::spawn_cotune(dir_, {"run", "study.json", "--store", store_}, dir_ + "/out", dir_ + "/err");
+  ASSERT_EQ(cotune::testing::wait_exit_within(again, std::chrono::minutes(2)), 0) << err();
+  EXPECT_THAT(err(), Not(HasSubstr("history: 3 earlier runs")));
 }
 
 TEST_F(ImportFormats, MegatronArgumentNamesBecomeTheSchemasColumns) {

@@ -62,8 +62,8 @@ int run(int argc, char** argv) {
     // does its export.
     for (const StudySummary& s : store.list_studies()) {
       if (s.study.workload_key != key || s.study.space != space) continue;
-      const std::string alt = imported_workload_key(registry, spec_from_store(s.study).workload, space);
-      if (!alt.empty() && std::find(keys.begin(), keys.end(), alt) == keys.end()) keys.push_back(alt);
+      for (const std::string& alt : imported_workload_keys(registry, spec_from_store(s.study).workload, space))
+        if (std::find(keys.begin(), keys.end(), alt) == keys.end()) keys.push_back(alt);
     }
   }
   std::vector<HistoryRow> rows;

@@ -62,11 +62,13 @@ bool import_file(const std::string& file, const std::string& format_option, cons
     std::cerr << file << ": " << g.where << ": rejected: " << g.reason << "\n";
   size_t memory_notes = 0;
   std::set<std::string> workloads;
+  std::map<std::string, nlohmann::json> workload_of;  // key -> the workload as the rows read
   for (const TableRun& r : runs.runs) {
     // A run that ran out of memory agrees with the estimate: only runs that fit where the model
     // says they do not are worth a note.
     memory_notes += r.memory_note.empty() || r.status == TrialStatus::kOom ? 0 : 1;
     workloads.insert(r.workload_key);
+    workload_of.emplace(r.workload_key, r.workload);
   }
   if (memory_notes > 0)
     std::cerr << "note: " << memory_notes
@@ -121,7 +123,9 @@ bool import_file(const std::string& file, const std::string& format_option, cons
             << " rejected";
   if (format != RunsFormat::kCsv) std::cout << ", " << converted.skipped.size() << " skipped";
   std::cout << "; " << workloads.size() << " workload(s); store " << store.path() << "\n";
-  for (const std::string& key : workloads) std::cout << "  workload key " << key << "\n";
+  // The workload as the rows read: a study seeded by these runs states it so (a preset named in the
+  // study file is another workload than the dimensions a table gives; docs/history.md).
+  for (const std::string& key : workloads) std::cout << "  workload key " << key << ": " << workload_of[key].dump() << "\n";
   return runs.rejected.empty();
 }
 

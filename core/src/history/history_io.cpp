@@ -3,6 +3,9 @@
 #include <cotune/core/history/history_io.hpp>
 #include <cotune/core/studyfile/study_file.hpp>
 #include <cotune/core/run/study_setup.hpp>
+#include <cotune/core/perfmodel/perfmodel.hpp>
+
+#include <algorithm>
 
 
 #include <cstdio>
@@ -28,20 +31,43 @@ std::string number_text(double v) {
 
 }  // namespace
 
-std::string imported_workload_key(const Registry& registry, const json& workload, const std::string& space) {
+std::vector<std::string> imported_workload_keys(const Registry& registry, const json& workload,
+                                                const std::string& space) {
+  std::vector<std::string> keys;
   try {
     const std::optional<TableSchema> schema = TableSchema::find(registry, space);
-    if (!schema) return "";
+    if (!schema) return keys;
     // The workload through the schema's columns and back: fields without a column (a price, a
     // network) leave nothing to read back, and an import carries such a workload whole, under its own
     // key; a workload that merely reads back with the schema's defaults spelled out is what we want.
     const TableCells cells = schema->write(workload, nullptr);
-    if (!cells.read_back) return "";
-    const std::string key = workload_key(*cells.read_back, space), own = workload_key(workload, space);
-    return key == own ? "" : key;
+    if (!cells.read_back) return keys;
+    const std::string own = workload_key(workload, space);
+    const auto add = [&](const json& w) {
+      const std::string key = workload_key(w, space);
+      if (key != own && std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+    };
+    add(*cells.read_back);
+    // A table states GPUs, not GPUs per node: its rows read back with the GPU's own per-node count
+    // unstated, where a study file may spell it out ("gpus_per_node": 8 on an HGX H100).
+    json unstated = *cells.read_back;
+    if (unstated.contains("cluster") && unstated["cluster"].is_object() && unstated["cluster"].contains("gpus_per_node")) {
+      json probe = unstated["cluster"];
+      probe.erase("gpus_per_node");
+      probe["nodes"] = 1;
+      cotune_hardware hw{};
+      hw.struct_size = sizeof hw;
+      perf::resolve_hardware(probe, &hw);
+      if (unstated["cluster"]["gpus_per_node"].is_number() &&
+          unstated["cluster"]["gpus_per_node"].get<double>() == hw.gpus_per_node) {
+        unstated["cluster"].erase("gpus_per_node");
+        add(unstated);
+      }
+    }
   } catch (const std::exception&) {
-    return "";  // a workload the schema cannot read: only its own key
+    // a workload the schema (or the catalogue) cannot read: only its own key
   }
+  return keys;
 }
 
 std::vector<HistoryRow> history_rows(const std::vector<TableRun>& runs, const std::string& source,

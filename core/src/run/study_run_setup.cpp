@@ -601,11 +601,9 @@ void StudyRun::restore_history() {
   for (const HistoryRow& h : store_->history_for(key, spec_.space.name)) take(h.config_json, h.status, h.metrics_json);
   // Runs imported from logs and CSV files spell the workload's defaults as the schema's reader does.
   // (A space run in its own process is not called in the host: only its own key then.)
-  const std::string alt = spec_.space.isolation == Isolation::kNone
-                              ? imported_workload_key(registry_, spec_.workload, spec_.space.name)
-                              : std::string();
-  if (!alt.empty())
-    for (const HistoryRow& h : store_->history_for(alt, spec_.space.name)) take(h.config_json, h.status, h.metrics_json);
+  if (spec_.space.isolation == Isolation::kNone)
+    for (const std::string& alt : imported_workload_keys(registry_, spec_.workload, spec_.space.name))
+      for (const HistoryRow& h : store_->history_for(alt, spec_.space.name)) take(h.config_json, h.status, h.metrics_json);
   if (used > 0) progress_.note("history: " + std::to_string(used) + " earlier runs of this workload seed the predictor");
   if (unreadable > 0)
     log(COTUNE_LOG_WARN, "study",
@@ -757,8 +755,8 @@ std::optional<BetterElsewhere> StudyRun::better_elsewhere() const {
   std::optional<HistoryRow> from_history;
   std::vector<std::string> keys = {spec_.workload_key()};
   if (spec_.space.isolation == Isolation::kNone)
-    if (std::string alt = imported_workload_key(registry_, spec_.workload, spec_.space.name); !alt.empty() && alt != keys[0])
-      keys.push_back(std::move(alt));
+    for (std::string& alt : imported_workload_keys(registry_, spec_.workload, spec_.space.name))
+      if (alt != keys[0]) keys.push_back(std::move(alt));
   for (const std::string& key : keys)
     for (HistoryRow& h : store_->history_for(key, spec_.space.name)) {
       if (h.status != TrialStatus::kOk) continue;

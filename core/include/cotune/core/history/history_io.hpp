@@ -22,11 +22,13 @@ inline constexpr const char* kHistoryWorkloadMember = "workload";
 // export-history writes it back.
 inline constexpr const char* kHistoryTargetMember = "launch_target";
 
-// The workload key that `cotune import` gives a run of `workload` written in the space's CSV
+// The workload keys that `cotune import` gives a run of `workload` written in the space's CSV
 // schema (the workload through the schema's columns and back: defaults spelled as the reader spells
-// them), when it differs from the workload's own key; "" otherwise or when the space has no schema.
-// A study looks its history up under both.
-std::string imported_workload_key(const Registry& registry, const nlohmann::json& workload, const std::string& space);
+// them; and a cluster's gpus_per_node left out where it is the GPU's own, as a table's gpus column
+// leaves it), those that differ from the workload's own key; none when the space has no schema.
+// A study looks its history up under each.
+std::vector<std::string> imported_workload_keys(const Registry& registry, const nlohmann::json& workload,
+                                                const std::string& space);
 
 // History rows of the runs of `space`, from file `source` (row number = the CSV line).
 std::vector<HistoryRow> history_rows(const std::vector<TableRun>& runs, const std::string& source,
