@@ -224,6 +224,19 @@ TEST_F(ImportFormats, ImportedRunsSeedAStudyOfTheirWorkload) {
   EXPECT_THAT(err(), Not(HasSubstr("history: 3 earlier runs")));
 }
 
+// A misspelt parameter column would store every run at that parameter's default, and runs that
+// differ in it as one configuration: the import refuses, stores nothing, and says how to keep it.
+TEST_F(ImportFormats, AMisspeltParameterColumnStoresNothing) {
+  std::ofstream(dir_ + "/runs.csv") << "hidden,layers,heads,vocab,seq_len,global_batch,gpu,gpus,tp,micro_bach,step_time_s\n"
+                                       "2048,16,16,32000,2048,256,h100-sxm,8,2,1,1.5\n"
+                                       "2048,16,16,32000,2048,256,h100-sxm,8,2,4,1.2\n";
+  EXPECT_EQ(import({dir_ + "/runs.csv"}), 2);
+  EXPECT_THAT(err(), HasSubstr("runs.csv: column 'micro_bach' (did you mean \"micro_batch\"?) is not read"));
+  EXPECT_THAT(err(), HasSubstr("nothing was imported"));
+  EXPECT_EQ(import({dir_ + "/runs.csv", "--map", "micro_bach=mb_note"}), 0) << err();
+  EXPECT_THAT(out(), HasSubstr("2 imported"));
+}
+
 TEST_F(ImportFormats, MegatronArgumentNamesBecomeTheSchemasColumns) {
   const auto c = cotune::core::cells_from_settings({{"tensor_model_parallel_size", "4"},
                                                     {"num_layers", "80"},

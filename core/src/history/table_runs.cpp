@@ -254,6 +254,11 @@ TableRuns read_table_runs(const CsvTable& table, const std::vector<std::pair<std
     if (numeric) {
       extra.push_back(c);
       out.unread_numeric_columns.push_back(table.header[c] + column_hint(name, schema));
+      const std::vector<std::string> columns = schema.columns();
+      const std::string meant = likely_meant(name, columns);
+      if (!meant.empty() && name.rfind(meant + "_", 0) != 0 &&
+          std::find(header.begin(), header.end(), meant) == header.end())
+        out.misspelt_schema_columns.push_back("'" + table.header[c] + "' (did you mean \"" + meant + "\"?)");
     } else {
       out.warnings.push_back(table.source + ": column '" + table.header[c] + "'" + column_hint(name, schema) +
                              " is neither a column of the " + schema.space() +

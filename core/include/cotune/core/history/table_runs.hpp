@@ -97,6 +97,10 @@ struct TableRuns {
   // Those columns, each with the schema column or metric it most likely misspells (" (did you mean
   // "micro_batch"?)"): a reader that keeps no extra metrics says them as ignored.
   std::vector<std::string> unread_numeric_columns;
+  // Unread columns one edit or two from a schema column the table does not have ("micro_bach" for
+  // micro_batch), as "'micro_bach' (did you mean \"micro_batch\"?)": every run would read that
+  // parameter at its default. `cotune import`, whose rows stay in the store, refuses them.
+  std::vector<std::string> misspelt_schema_columns;
 };
 
 // The columns `cotune simulate --batch` writes after the input's, in order. fp8_recipe_used and
