@@ -254,7 +254,7 @@ TableRuns read_table_runs(const CsvTable& table, const std::vector<std::pair<std
     if (numeric) {
       extra.push_back(c);
       out.unread_numeric_columns.push_back(table.header[c] + column_hint(name, schema));
-      const std::vector<std::string> columns = schema.columns();
+      const std::vector<std::string>& columns = schema.columns();
       const std::string meant = likely_meant(name, columns);
       if (!meant.empty() && name.rfind(meant + "_", 0) != 0 &&
           std::find(header.begin(), header.end(), meant) == header.end())
