@@ -212,6 +212,17 @@ TEST_F(SqliteStoreTest, ADirectoryIsNotAStore) {
   }
 }
 
+TEST_F(SqliteStoreTest, AStoreInADirectoryThatDoesNotExistNamesTheDirectory) {
+  const std::string path = dir_ + "/nodir/cotune.db";
+  try {
+    Store store(path);
+    FAIL();
+  } catch (const StoreError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("store " + path + ": the directory " + dir_ + "/nodir does not exist"));
+  }
+  EXPECT_FALSE(fs::exists(dir_ + "/nodir"));
+}
+
 TEST_F(SqliteStoreTest, AddingAMigrationStepUpgradesOldFilesOnce) {
   std::int64_t id;
   {

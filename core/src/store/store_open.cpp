@@ -38,6 +38,10 @@ std::unique_ptr<sqlite::Database> open_sqlite(const std::string& path, const Sto
                      kDefaultStorePath);
   if (!exists && !options.create)
     throw StoreError("store " + path + ": no such file (create a study first, or check the path)");
+  const fs::path dir = fs::path(path).parent_path();
+  if (!exists && !dir.empty() && !fs::is_directory(dir, ec))
+    throw StoreError("store " + path + ": the directory " + dir.string() +
+                     " does not exist (cotune creates the store file, not the directories above it)");
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (options.create ? SQLITE_OPEN_CREATE : 0);
   auto db = std::make_unique<sqlite::Database>(path, flags);
   sqlite3_busy_timeout(db->handle(), static_cast<int>(std::min(options.busy_timeout_s * 1000.0, 2.0e9)));
