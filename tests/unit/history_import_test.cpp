@@ -385,12 +385,13 @@ TEST_F(HistoryImport, BadRowsAreRejectedWithTheirLine) {
       "1024,8,16,64,8,1,true,250,ok\n"      // line 5: sp needs tp > 1 (the space says so)
       "1024,8,16,64,8,2,false,fast,ok\n"    // line 6: bad metric
       "1024,8,16,64,8,2,false,250,lost\n"   // line 7: unknown status
-      "1024,8,16,64,8,4,false,,oom\n";      // line 8: good, an oom run without a time
+      "1024,8,16,64,8,4,false,,oom\n"       // line 8: good, an oom run without a time
+      "1024,8,16,64,8,8,false,,ok\n";       // line 9: ok, but nothing measured
   const TableRuns runs = read_table_runs(table_of(csv), {}, registry(), schema());
   ASSERT_EQ(runs.runs.size(), 2u);
   EXPECT_EQ(runs.runs[1].status, TrialStatus::kOom);
   EXPECT_FALSE(runs.runs[1].metrics.contains("step_time_s"));
-  ASSERT_EQ(runs.rejected.size(), 5u);
+  ASSERT_EQ(runs.rejected.size(), 6u);
   EXPECT_EQ(runs.rejected[0].line, 3u);
   EXPECT_EQ(runs.rejected[0].reason, "column tp: expected a number, got 'abc'");
   EXPECT_EQ(runs.rejected[1].line, 4u);
@@ -401,6 +402,8 @@ TEST_F(HistoryImport, BadRowsAreRejectedWithTheirLine) {
   EXPECT_EQ(runs.rejected[3].reason, "column step_time_ms: expected a number, got 'fast'");
   EXPECT_EQ(runs.rejected[4].line, 7u);
   EXPECT_THAT(runs.rejected[4].reason, HasSubstr("column status: expected ok, failed"));
+  EXPECT_EQ(runs.rejected[5].line, 9u);
+  EXPECT_THAT(runs.rejected[5].reason, HasSubstr("no measured value: the status is ok"));
 }
 
 TEST_F(HistoryImport, ARowTheSpaceRefusesDoesNotTakeItsWorkloadDown) {

@@ -335,6 +335,11 @@ TableRuns read_table_runs(const CsvTable& table, const std::vector<std::pair<std
                                       m->canonical + " (" + text + " against " + p.cells[it->second.first] + ")");
         if (header[c] == m->canonical) it->second = {header[c], v};
       }
+      // A run that ran to its end with nothing measured teaches nothing, and as history it would keep
+      // its configuration out of every later search.
+      if (p.status == TrialStatus::kOk && given.empty())
+        throw std::invalid_argument("no measured value: the status is ok, but no cell gives a step time, tokens/s, "
+                                    "TFLOP/s or MFU");
       for (const auto& [metric, from] : given) p.metrics[metric] = from.second;
       for (size_t c : extra) {
         double v;
