@@ -4,6 +4,9 @@
 #include <cotune/core/errors.hpp>
 #include <cotune/core/report/study_html.hpp>
 #include <cotune/core/store/store.hpp>
+#include <cotune/core/registry.hpp>
+#include <cotune/core/run/study_setup.hpp>
+#include <cotune/core/studyfile/study_file.hpp>
 
 #include <gtest/gtest.h>
 
@@ -62,7 +65,13 @@ TEST_F(Report, HasEverySectionWithChartsAndARowPerTrial) {
   EXPECT_NE(answer.find("tokens_per_s <strong>"), std::string::npos) << answer;
   EXPECT_NE(answer.find("Against the first feasible measured trial"), std::string::npos) << answer;
   EXPECT_NE(answer.find("default layout (tp=1 pp=1"), std::string::npos) << answer;
-  EXPECT_NE(answer.find("Search cost: 32 trials measured (2 failed)"), std::string::npos) << answer;
+  // An oom trial is not a failed one, and the simulator's answers cost no GPU time.
+  EXPECT_NE(answer.find("Search cost: 32 trials measured (1 out of memory, 1 failed), no GPU time: the performance "
+                        "model answered them."),
+            std::string::npos)
+      << answer;
+  // The memory estimate's word on the default layout is said as the estimate's, not as a fact.
+  EXPECT_NE(answer.find(") does not fit by the memory estimate (out of memory: needs"), std::string::npos) << answer;
   EXPECT_NE(answer.find("--tensor-model-parallel-size"), std::string::npos) << answer;
   EXPECT_EQ(html.find("could not be produced"), std::string::npos) << html;
   EXPECT_EQ(html.find("could not be loaded"), std::string::npos);
@@ -138,6 +147,36 @@ TEST_F(Report, HasEverySectionWithChartsAndARowPerTrial) {
 
 // An objective below 1 (MFU) has negative logs: the partial dependence is fitted on them with the
 // predictor told not to take the log again, as the study loop does.
+// A trial that measured the space's default layout outranks the memory estimate's word on it: the
+// answer compares against that measurement.
+TEST_F(Report, AMeasuredDefaultLayoutIsComparedAsMeasured) {
+  using namespace cotune::core;
+  Store store(store_path_);
+  testing::fill_report_study(store, dir_, "llama", 10);
+  const StudySpec spec =
+      parse_study_file(testing::report_study_doc("fixture", false).dump(2), dir_ + "/study.json", dir_);
+  Registry registry;
+  load_study_plugins(registry, spec);
+  std::unique_ptr<Space> space = make_study_space(registry, spec);
+  const std::vector<double> defaults = space->parse("{}");
+  ASSERT_FALSE(space->explain(defaults.data()).empty()) << "the fixture's default layout should not fit by the estimate";
+  NewTrial t;
+  t.config_key = space->key(defaults.data());
+  t.config_json = space->render(defaults.data(), COTUNE_RENDER_JSON);
+  t.status = TrialStatus::kRunning;
+  t.executor = "sim";
+  const std::optional<TrialId> id = store.add_trial(store.find_study("llama")->id, t);
+  ASSERT_TRUE(id.has_value());
+  TrialOutcome out;
+  out.metrics_json = R"({"tokens_per_s": 1000, "step_time_s": 2000})";
+  out.objective = 1000;
+  store.finish_trial(id->id, out);
+  const std::string answer = section(study_report_html(store, "llama"), "answer");
+  EXPECT_NE(answer.find("), measured in trial " + std::to_string(id->seq) + " at tokens_per_s 1000: "), std::string::npos)
+      << answer;
+  EXPECT_EQ(answer.find("does not fit by the memory estimate"), std::string::npos) << answer;
+}
+
 TEST_F(Report, PartialDependenceWorksForAnObjectiveBelowOne) {
   Store store(store_path_);
   testing::fill_report_study(store, dir_, "mfu", 20, false, "mfu");

@@ -55,7 +55,8 @@ const ReportTrial* recommended(const ReportContext& c, const ReportTrial* best, 
 }
 
 // The space's default configuration (every parameter at its default: what a run without tuning
-// gets), as the performance model times it; nullopt when the space cannot say.
+// gets): as a trial measured it when one did, else as the performance model times it; "" when the
+// space cannot say.
 std::string default_layout_text(const ReportContext& c, double value) {
   if (!c.space || !c.space->can_lower()) return "";
   std::vector<double> config;
@@ -65,8 +66,22 @@ std::string default_layout_text(const ReportContext& c, double value) {
     return "";
   }
   const std::string name = config_summary(*c.space, config.data());
+  // A measurement of it outranks the model's word on it.
+  const std::string key = c.space->key(config.data());
+  for (const ReportTrial& t : c.trials) {
+    if (t.config.empty() || c.space->key(t.config.data()) != key) continue;
+    const std::string trial = "trial " + std::to_string(t.record.seq);
+    if (t.record.status == TrialStatus::kOom) return "The space's default layout (" + name + ") ran out of memory (" + trial + ").";
+    if (t.measured)
+      return "Against the space's default layout (" + name + "), measured in " + trial + " at " + c.objective().metric +
+             " " + number_text(*t.measured) + ": " + gain_text(value, *t.measured, c.objective().direction) + ".";
+  }
   const std::string why = c.space->explain(config.data());
-  if (!why.empty()) return "The space's default layout (" + name + ") does not run here: " + why + ".";
+  if (!why.empty())
+    return "The space's default layout (" + name + ") " +
+           (why.rfind("out of memory", 0) == 0 ? "does not fit by the memory estimate (" + why + ")"
+                                               : "is not a valid configuration here: " + why) +
+           "; no trial measured it.";
   cotune_sim_result r{};
   r.struct_size = sizeof r;
   const cotune_trace& trace = c.space->lower(config.data());
@@ -78,13 +93,14 @@ std::string default_layout_text(const ReportContext& c, double value) {
 }
 
 std::string cost_text(const ReportContext& c) {
-  std::int64_t measured = 0, failed = 0;
+  std::int64_t measured = 0, failed = 0, oom = 0;
   double gpu_hours = 0;
   for (const ReportTrial& t : c.trials) {
     const TrialStatus s = t.record.status;
     if (!counts_against_budget(s)) continue;
     ++measured;
-    if (s != TrialStatus::kOk) ++failed;
+    if (s == TrialStatus::kOom) ++oom;
+    else if (s != TrialStatus::kOk) ++failed;
     // The trace's GPUs only when the trial's metrics do not say (trial_gpu_hours prefers them).
     double gpus = 0;
     const std::string metrics = t.record.metrics_json.value_or("{}");
@@ -98,7 +114,15 @@ std::string cost_text(const ReportContext& c) {
     gpu_hours += trial_gpu_hours(metrics, t.record.started_at, t.record.finished_at, gpus);
   }
   std::string s = std::to_string(measured) + " trial" + (measured == 1 ? "" : "s") + " measured";
-  if (failed > 0) s += " (" + std::to_string(failed) + " failed)";
+  std::string not_ok;
+  if (oom > 0) not_ok = std::to_string(oom) + " out of memory";
+  if (failed > 0) not_ok += (not_ok.empty() ? "" : ", ") + std::to_string(failed) + " failed";
+  if (!not_ok.empty()) s += " (" + not_ok + ")";
+  // The performance model and a table of runs answer without running anything.
+  const std::string& executor = c.spec.executor.name;
+  if (executor == "sim" || executor == "replay")
+    return s + ", no GPU time: the " + (executor == "sim" ? "performance model" : "replayed table") +
+           " answered them.";
   s += ", " + number_text(gpu_hours) + " GPU-hours";
   const nlohmann::json* cluster = c.spec.workload.contains("cluster") ? &c.spec.workload["cluster"] : nullptr;
   if (cluster && cluster->is_object() && cluster->contains("price_per_gpu_hour") &&
