@@ -246,6 +246,21 @@ TEST_F(PredictorEvalCli, EndToEndOnSimulatedRuns) {
   CliRun bad = cli("predictor eval --space llm --data " + out + " --target no_such_metric --predictor krr");
   EXPECT_EQ(bad.status, 2);
   EXPECT_THAT(bad.out, HasSubstr("--target 'no_such_metric'"));
+  // A target one letter off names the metric the rows carry.
+  CliRun typo = cli("predictor eval --space llm --data " + out + " --target step_time_sec --predictor krr");
+  EXPECT_EQ(typo.status, 2);
+  EXPECT_THAT(typo.out, HasSubstr("(did you mean \"step_time_s\"?); the rows measure "));
+  // A calibration the prior does not use is refused, not ignored.
+  CliRun unused = cli("predictor eval --space llm --data " + out +
+                      " --target step_time_s --predictor krr --prior none --calibration nosuch.json");
+  EXPECT_EQ(unused.status, 2);
+  EXPECT_THAT(unused.out, HasSubstr("--calibration sets the analytic prior's constants; with --prior none"));
+  // The JSON counts the rows left out as the text does: the simulated oom rows are not ok.
+  std::ifstream simulated(out);
+  int oom_rows = 0;
+  for (std::string line; std::getline(simulated, line);) oom_rows += line.find(",oom,") != std::string::npos ? 1 : 0;
+  EXPECT_EQ(j["left_out_not_ok"].get<int>(), oom_rows) << j.dump();
+  EXPECT_EQ(j["left_out_without_target"].get<int>(), 0) << j.dump();
   CliRun bad_group = cli("predictor eval --space llm --data " + out + " --target step_time_s --predictor krr --group-by x");
   EXPECT_EQ(bad_group.status, 2);
   EXPECT_THAT(bad_group.out, HasSubstr("has no column 'x'"));

@@ -7,10 +7,12 @@
 #include <cotune/core/history/predictor_eval.hpp>
 #include <cotune/core/registry.hpp>
 #include <cotune/core/studyfile/study_file.hpp>
+#include <cotune/support/likely_meant.hpp>
 
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -120,6 +122,9 @@ int eval(int argc, char** argv) {
   if (prior != "analytic" && prior != "roofline" && prior != "none")
     throw UserError("--prior: expected analytic, roofline or none, got '" + prior + "'");
   if (repeats < 1) throw UserError("--repeats: expected at least 1, got " + std::to_string(repeats));
+  if (!calibration_path.empty() && prior != "analytic")
+    throw UserError("--calibration sets the analytic prior's constants; with --prior " + prior +
+                    " it would change nothing (drop it, or --prior analytic)");
   if (seed < 0) throw UserError("--seed: expected a non-negative integer");
   std::vector<std::pair<std::string, std::string>> mapping;
   for (const std::string& m : maps) mapping.push_back(parse_column_mapping(m));
@@ -160,8 +165,17 @@ int eval(int argc, char** argv) {
     for (const std::string& g : groups) s.group += r.cells.at(g) + "\x1f";
     samples.push_back(std::move(s));
   }
-  if (no_target > 0 && samples.empty())
-    throw UserError("--target '" + target + "': no ok row of " + data + " has a positive value in that column");
+  if (no_target > 0 && samples.empty()) {
+    // A target that no row carries at all is most likely misspelt: name the metrics the rows have.
+    std::vector<std::string> carried;
+    for (const TableRun& r : runs.runs)
+      for (auto it = r.metrics.begin(); it != r.metrics.end(); ++it)
+        if (std::find(carried.begin(), carried.end(), it.key()) == carried.end()) carried.push_back(it.key());
+    std::string list;
+    for (const std::string& m : carried) list += (list.empty() ? "" : ", ") + m;
+    throw UserError("--target '" + target + "': no ok row of " + data + " has a positive value in that column" +
+                    support::did_you_mean(target, carried) + (list.empty() ? "" : "; the rows measure " + list));
+  }
   if (not_ok + no_target > 0)
     std::cerr << "note: left out " << not_ok << " rows whose status is not ok and " << no_target
               << " without a positive " << target << "\n";
@@ -188,7 +202,9 @@ int eval(int argc, char** argv) {
   if (vm.count("json")) {
     json j = {{"predictor", predictor}, {"prior", to_string(first.prior)}, {"target", target},
               {"direction", o.minimize ? "minimize" : "maximize"}, {"seed", seed}, {"data", data},
-              {"rejected_rows", runs.rejected.size()}, {"dropped_rows", first.dropped}};
+              {"rejected_rows", runs.rejected.size()}, {"dropped_rows", first.dropped},
+              {"left_out_not_ok", not_ok}, {"left_out_without_target", no_target}};
+    if (!calibration_path.empty()) j["calibration"] = calibration_path;
     if (!first.prior_note.empty()) j["prior_note"] = first.prior_note;
     if (!groups.empty()) j["group_by"] = groups;
     if (curve) {
@@ -207,7 +223,8 @@ int eval(int argc, char** argv) {
     return 0;
   }
   std::cout << "predictor " << predictor << ", prior " << to_string(first.prior) << ", target " << target
-            << " (" << (o.minimize ? "minimize" : "maximize") << "), seed " << seed << "\n";
+            << " (" << (o.minimize ? "minimize" : "maximize") << "), seed " << seed
+            << (calibration_path.empty() ? "" : ", calibration " + calibration_path) << "\n";
   if (!first.prior_note.empty()) std::cout << "  prior not used: " << first.prior_note << "\n";
   if (first.dropped > 0) std::cout << "  " << first.dropped << " rows left out: the prior could not estimate them\n";
   for (const auto& [f, r] : results) {
