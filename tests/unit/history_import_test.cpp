@@ -585,11 +585,11 @@ TEST_F(HistoryImport, AStudysFormatTravelsWithItsRuns) {
   const std::string db = path("titan.db"), out = path("titan.csv");
   CliRun run = cli("run " + write("titan.json", study.dump(2)) + " --store " + db);
   ASSERT_EQ(run.status, 0) << run.out;
-  // show names the workload key that export-history takes.
+  // show names the workload key that export-history takes, in a command that can be pasted as is.
   const std::string key = Store(db).find_study("titan")->workload_key;
-  EXPECT_THAT(cli("show titan --store " + db).out,
-              HasSubstr("workload key " + key + " (its runs as CSV: cotune export-history --workload-key " + key + ")"));
-  CliRun exported = cli("export-history --workload-key " + key + " --store " + db + " -o " + out);
+  const std::string hint = "cotune export-history --space llm --workload-key " + key + " --store " + db;
+  EXPECT_THAT(cli("show titan --store " + db).out, HasSubstr("workload key " + key + " (its runs as CSV: " + hint + ")"));
+  CliRun exported = cli(hint.substr(std::string("cotune ").size()) + " -o " + out);
   ASSERT_EQ(exported.status, 0) << exported.out;
   const TableRuns runs = read_table_runs(read_csv_file(out), {}, registry(), schema());
   ASSERT_EQ(runs.runs.size(), 3u);

@@ -7,6 +7,7 @@
 #include <cotune/core/model/surrogate.hpp>
 #include <cotune/core/report/study_json.hpp>
 #include <cotune/core/store/store.hpp>
+#include <cotune/core/store/store_location.hpp>
 #include <cotune/core/run/study_report.hpp>
 #include <cotune/core/run/study_setup.hpp>
 
@@ -21,6 +22,7 @@
 #include <string>
 
 #include "cli/command.hpp"
+#include "cli/shell_word.hpp"
 #include "run/progress.hpp"
 
 namespace cotune::cli {
@@ -92,8 +94,10 @@ void show_study(Store& store, const std::string& name, std::int64_t limit) {
               spec.predictor.name.c_str(), prior.c_str(),
               spec.searcher.name.c_str(), spec.executor.name.c_str(), static_cast<long long>(spec.parallel));
   std::printf("store %s\n", store.path().c_str());  // a URL's password is redacted
-  std::printf("workload key %s (its runs as CSV: cotune export-history --workload-key %s)\n",
-              study->workload_key.c_str(), study->workload_key.c_str());
+  // The command as it can be pasted: the store it reads (a URL's password left out).
+  std::printf("workload key %s (its runs as CSV: cotune export-history --space %s --workload-key %s --store %s)\n",
+              study->workload_key.c_str(), shell_word(spec.space.name).c_str(), study->workload_key.c_str(),
+              shell_word(store_location_for_command(store.path())).c_str());
   // A calibrated study's model: the constants the run applied, as the store holds them.
   const nlohmann::json::json_pointer calibrated("/cluster/calibration");
   if (spec.workload.contains(calibrated))
