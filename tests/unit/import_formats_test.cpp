@@ -125,6 +125,11 @@ TEST_F(ImportFormats, JsonSaysWhatEachFileGave) {
   EXPECT_EQ(sacct["workload_keys"].size(), 1u);
   EXPECT_EQ(doc["files"][1]["format"], "wandb");
   EXPECT_EQ(doc["files"][1]["imported"], 3);
+  // Every note the text prints, the columns kept as metrics among them.
+  bool kept = false;
+  for (const json& n : doc["files"][1]["notes"])
+    kept = kept || n.get<std::string>().find("kept as metrics under their own names") != std::string::npos;
+  EXPECT_TRUE(kept) << doc["files"][1]["notes"].dump();
 }
 
 TEST_F(ImportFormats, WandbExportTakesFinishedAndCrashedRunsAndSaysWhatItLeftOut) {

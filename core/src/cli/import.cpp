@@ -108,6 +108,10 @@ bool import_file(const std::string& file, const std::string& format_option, cons
   counts.duplicates += in_studies;
   if (report != nullptr) {
     nlohmann::json rejected = nlohmann::json::array(), skipped = nlohmann::json::array();
+    // Every note and warning the text prints (the columns kept as metrics or ignored among them).
+    nlohmann::json notes = converted.notes;
+    for (const std::string& n : runs.notes) notes.push_back(n);
+    for (const std::string& w : runs.warnings) notes.push_back("warning: " + w);
     for (const RejectedRow& r : runs.rejected) rejected.push_back({{"line", r.line}, {"reason", r.reason}});
     for (const SkippedRun& k : converted.skipped) skipped.push_back({{"line", k.line}, {"reason", k.reason}});
     *report = {{"file", file},
@@ -117,7 +121,7 @@ bool import_file(const std::string& file, const std::string& format_option, cons
                {"already_in_store", counts.duplicates},
                {"rejected", rejected},
                {"skipped", skipped},
-               {"notes", converted.notes},
+               {"notes", notes},
                {"workload_keys", workloads}};
     return runs.rejected.empty();
   }
