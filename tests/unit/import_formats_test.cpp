@@ -240,6 +240,10 @@ TEST_F(ImportFormats, AMisspeltParameterColumnStoresNothing) {
   EXPECT_THAT(err(), HasSubstr("nothing was imported"));
   EXPECT_EQ(import({dir_ + "/runs.csv", "--map", "micro_bach=mb_note"}), 0) << err();
   EXPECT_THAT(out(), HasSubstr("2 imported"));
+  // A short column of the team's own (a run id, one edit from dp, tp, pp...) is kept as a metric.
+  std::ofstream(dir_ + "/ids.csv") << "id,hidden,layers,heads,vocab,seq_len,global_batch,gpu,gpus,tp,step_time_s\n"
+                                      "7,2048,16,16,32000,2048,256,h100-sxm,8,2,1.5\n";
+  EXPECT_EQ(import({dir_ + "/ids.csv"}), 0) << err();
 }
 
 TEST_F(ImportFormats, MegatronArgumentNamesBecomeTheSchemasColumns) {

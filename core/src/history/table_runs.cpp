@@ -254,8 +254,9 @@ TableRuns read_table_runs(const CsvTable& table, const std::vector<std::pair<std
     if (numeric) {
       extra.push_back(c);
       out.unread_numeric_columns.push_back(table.header[c] + column_hint(name, schema));
+      // Names under four letters are too close to too much ("id" is one edit from dp, tp, pp, cp, ep).
       const std::vector<std::string>& columns = schema.columns();
-      const std::string meant = likely_meant(name, columns);
+      const std::string meant = name.size() >= 4 ? likely_meant(name, columns) : std::string();
       if (!meant.empty() && name.rfind(meant + "_", 0) != 0 &&
           std::find(header.begin(), header.end(), meant) == header.end())
         out.misspelt_schema_columns.push_back("'" + table.header[c] + "' (did you mean \"" + meant + "\"?)");
