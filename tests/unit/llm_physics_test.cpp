@@ -158,6 +158,19 @@ TEST_F(LlmPhysics, TheGradientsBackwardProducesLastAreReducedAfterIt) {
   const Run off = simulate(kLlama7b, {{"global_batch", 2048}, {"overlap_grad_reduce", false}}, "h100-sxm", 64, config);
   const double share = tail_rs / (tail_rs + rest_rs);
   EXPECT_NEAR(on.r.exposed_comm_s[COTUNE_GROUP_DP] / off.r.exposed_comm_s[COTUNE_GROUP_DP], share, 0.1 * share);
+  // The experts' gradients (their own buffer, reduced over the expert-data-parallel group) hide
+  // under backward like the rest: twice the experts, the same exposed reduction (only the dense
+  // tail is exposed, and the router's few more parameters do not reach it).
+  const auto moe = [&](int experts) {
+    json m = kLlama7b;
+    m["layers"] = 8, m["experts"] = experts, m["top_k"] = 2, m["expert_ffn_hidden"] = 4096;
+    return simulate(m, {{"global_batch", 2048}}, "h100-sxm", 64,
+                    {{"dp", 64}, {"ep", 8}, {"zero", 1}, {"micro_batch", 4}})
+        .r.exposed_comm_s[COTUNE_GROUP_DP];
+  };
+  const double eight = moe(8), sixteen = moe(16);
+  ASSERT_GT(eight, 0);
+  EXPECT_NEAR(sixteen / eight, 1.0, 0.05);
   // One data-parallel rank reduces nothing.
   EXPECT_EQ(simulate(kLlama7b, {{"global_batch", 8}}, "h100-sxm", 1, {{"dp", 1}, {"zero", 1}})
                 .ops("dp_grad_reducescatter_last_bucket"),

@@ -200,8 +200,9 @@ void pipeline_transfer(TraceBuilder& B, const Config& c, const Dims& d, double r
 
 // Megatron-LM's gradient buckets: max(40M, 1M x dp) parameters each unless --ddp-bucket-size says
 // otherwise (DistributedDataParallelConfig.bucket_size; larger data-parallel groups get larger
-// buckets so that each collective stays bandwidth-bound). A parameter larger than a bucket (an
-// embedding) is a bucket of its own.
+// buckets so that each collective stays bandwidth-bound). The last bucket holds the first layers'
+// leftover parameters (at most a bucket's worth: a full bucket is the bound taken here) and the
+// embedding, which no bucket splits.
 double bucket_params(double data_parallel) { return std::max(40e6, 1e6 * data_parallel); }
 
 // The parameters whose gradients backward produces last on this rank, and whose reduction therefore
@@ -234,20 +235,20 @@ void step_phase(TraceBuilder& B, const Workload& w, const Config& c, const Shape
   if (c.zero == 0) {
     synced = B.collective(S, grad_stream, "dp_grad_allreduce", COTUNE_COLL_ALL_REDUCE, COTUNE_GROUP_DP,
                           (p.dense - tail) * grad_bytes(w.training), grad_stride, grad_ranks, 1);
-    if (tail > 0)
-      synced = B.collective(S, 0, "dp_grad_allreduce_last_bucket", COTUNE_COLL_ALL_REDUCE, COTUNE_GROUP_DP,
-                            tail * grad_bytes(w.training), grad_stride, grad_ranks, 1, synced);
     synced = B.collective(S, grad_stream, "dp_expert_grad_allreduce", COTUNE_COLL_ALL_REDUCE, COTUNE_GROUP_DP,
                           p.expert * grad_bytes(w.training), expert_stride, expert_ranks, 1, synced);
+    if (tail > 0)  // after the overlapped ones, on the compute stream: nothing left to hide under
+      synced = B.collective(S, 0, "dp_grad_allreduce_last_bucket", COTUNE_COLL_ALL_REDUCE, COTUNE_GROUP_DP,
+                            tail * grad_bytes(w.training), grad_stride, grad_ranks, 1, synced);
   } else {
     if (c.zero <= 2) {
       synced = B.collective(S, grad_stream, "dp_grad_reducescatter", COTUNE_COLL_REDUCE_SCATTER, COTUNE_GROUP_DP,
                             (p.dense - tail) * grad_bytes(w.training), grad_stride, grad_ranks, 1);
-      if (tail > 0)
-        synced = B.collective(S, 0, "dp_grad_reducescatter_last_bucket", COTUNE_COLL_REDUCE_SCATTER, COTUNE_GROUP_DP,
-                              tail * grad_bytes(w.training), grad_stride, grad_ranks, 1, synced);
       synced = B.collective(S, grad_stream, "dp_expert_grad_reducescatter", COTUNE_COLL_REDUCE_SCATTER,
                             COTUNE_GROUP_DP, p.expert * grad_bytes(w.training), expert_stride, expert_ranks, 1, synced);
+      if (tail > 0)  // after the overlapped ones, on the compute stream: nothing left to hide under
+        synced = B.collective(S, 0, "dp_grad_reducescatter_last_bucket", COTUNE_COLL_REDUCE_SCATTER, COTUNE_GROUP_DP,
+                              tail * grad_bytes(w.training), grad_stride, grad_ranks, 1, synced);
     }
     optimizer_params = p.dense / grad_ranks + p.expert / expert_ranks;
   }
