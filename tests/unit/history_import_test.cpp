@@ -403,7 +403,7 @@ TEST_F(HistoryImport, BadRowsAreRejectedWithTheirLine) {
   EXPECT_EQ(runs.rejected[4].line, 7u);
   EXPECT_THAT(runs.rejected[4].reason, HasSubstr("column status: expected ok, failed"));
   EXPECT_EQ(runs.rejected[5].line, 9u);
-  EXPECT_THAT(runs.rejected[5].reason, HasSubstr("no measured value: the status is ok"));
+  EXPECT_THAT(runs.rejected[5].reason, HasSubstr("no measured value: the status is ok, but no cell of the row"));
 }
 
 TEST_F(HistoryImport, ARowTheSpaceRefusesDoesNotTakeItsWorkloadDown) {

@@ -219,6 +219,18 @@ TEST_F(ImportFormats, ImportedRunsSeedAStudyOfTheirWorkload) {
   pid_t again = cotune::testing::spawn_cotune(dir_, {"run", "study.json", "--store", store_}, dir_ + "/out", dir_ + "/err");
   ASSERT_EQ(cotune::testing::wait_exit_within(again, std::chrono::minutes(2)), 0) << err();
   EXPECT_THAT(err(), HasSubstr("history: 3 earlier runs of this workload seed the predictor"));
+  // The other way round: a table that states the GPU's own gpus_per_node seeds a study that does not.
+  std::ofstream(dir_ + "/per_node.csv") << "hidden,layers,heads,vocab,seq_len,global_batch,dtype,gpu,gpus,gpus_per_node,tp,"
+                                           "step_time_s\n"
+                                           "2048,24,16,51200,2048,64,bf16,a100-80gb,8,8,2,1.5\n";
+  ASSERT_EQ(import({dir_ + "/per_node.csv"}), 0) << err();
+  json plain = study;
+  plain["name"] = "seeded-plain";
+  std::ofstream(dir_ + "/study.json") << plain.dump(2);
+  again = cotune::testing::spawn_cotune(dir_, {"run", "study.json", "--store", store_}, dir_ + "/out", dir_ + "/err");
+  ASSERT_EQ(cotune::testing::wait_exit_within(again, std::chrono::minutes(2)), 0) << err();
+  // The 3 sacct runs, the first study's 2 trials (the same workload) and this table's run.
+  EXPECT_THAT(err(), HasSubstr("history: 6 earlier runs of this workload seed the predictor"));
   json other = study;
   other["name"] = "four-per-node";
   other["workload"]["cluster"]["gpus_per_node"] = 4;
@@ -237,13 +249,19 @@ TEST_F(ImportFormats, AMisspeltParameterColumnStoresNothing) {
                                        "2048,16,16,32000,2048,256,h100-sxm,8,2,4,1.2\n";
   EXPECT_EQ(import({dir_ + "/runs.csv"}), 2);
   EXPECT_THAT(err(), HasSubstr("runs.csv: column 'micro_bach' (did you mean \"micro_batch\"?) is not read"));
-  EXPECT_THAT(err(), HasSubstr("nothing was imported"));
+  EXPECT_THAT(err(), HasSubstr("nothing of this file was imported"));
   EXPECT_EQ(import({dir_ + "/runs.csv", "--map", "micro_bach=mb_note"}), 0) << err();
   EXPECT_THAT(out(), HasSubstr("2 imported"));
-  // A short column of the team's own (a run id, one edit from dp, tp, pp...) is kept as a metric.
-  std::ofstream(dir_ + "/ids.csv") << "id,hidden,layers,heads,vocab,seq_len,global_batch,gpu,gpus,tp,step_time_s\n"
-                                      "7,2048,16,16,32000,2048,256,h100-sxm,8,2,1.5\n";
+  // A short column of the team's own (a run id, one edit from dp, tp, pp...), or the first word of
+  // a schema column (nodes, of nodes_per_island), is kept as a metric.
+  std::ofstream(dir_ + "/ids.csv") << "id,nodes,hidden,layers,heads,vocab,seq_len,global_batch,gpu,gpus,tp,step_time_s\n"
+                                      "7,1,2048,16,16,32000,2048,256,h100-sxm,8,2,1.5\n";
   EXPECT_EQ(import({dir_ + "/ids.csv"}), 0) << err();
+  // A row whose only measurement is a metric of the team's own is a measured run.
+  std::ofstream(dir_ + "/loss.csv") << "hidden,layers,heads,vocab,seq_len,global_batch,gpu,gpus,tp,loss\n"
+                                       "2048,16,16,32000,2048,256,h100-sxm,8,4,2.5\n";
+  EXPECT_EQ(import({dir_ + "/loss.csv"}), 0) << err();
+  EXPECT_THAT(out(), HasSubstr("1 imported"));
 }
 
 TEST_F(ImportFormats, MegatronArgumentNamesBecomeTheSchemasColumns) {

@@ -61,7 +61,7 @@ bool import_file(const std::string& file, const std::string& format_option, cons
     for (const std::string& c : runs.misspelt_schema_columns) list += (list.empty() ? "" : ", ") + c;
     throw UserError(file + ": column " + list + " is not read: every run would be stored with that parameter at " +
                     "its default, and runs that differ in it as one configuration; rename the column, or --map it to " +
-                    "a name of its own to keep it as a metric (nothing was imported)");
+                    "a name of its own to keep it as a metric (nothing of this file was imported)");
   }
   for (const std::string& w : runs.warnings) std::cerr << "warning: " << w << "\n";
   for (const std::string& n : runs.notes) std::cerr << "note: " << n << "\n";

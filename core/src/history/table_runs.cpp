@@ -5,6 +5,7 @@
 #include <cotune/core/run/study_setup.hpp>
 #include <cotune/core/studyfile/study_file.hpp>
 #include <cotune/support/column_spellings.hpp>
+#include <cotune/support/likely_meant.hpp>
 
 #include "studyfile/json_checks.hpp"
 
@@ -254,11 +255,16 @@ TableRuns read_table_runs(const CsvTable& table, const std::vector<std::pair<std
     if (numeric) {
       extra.push_back(c);
       out.unread_numeric_columns.push_back(table.header[c] + column_hint(name, schema));
-      // Names under four letters are too close to too much ("id" is one edit from dp, tp, pp, cp, ep).
-      const std::vector<std::string>& columns = schema.columns();
-      const std::string meant = name.size() >= 4 ? likely_meant(name, columns) : std::string();
-      if (!meant.empty() && name.rfind(meant + "_", 0) != 0 &&
-          std::find(header.begin(), header.end(), meant) == header.end())
+      // A misspelling is a few edits of a whole name: not a name's first word ("nodes" of
+      // nodes_per_island), and not a name under four letters ("id" is one edit from dp, tp, pp...).
+      std::string meant;
+      size_t closest = name.size() < 5 ? 1 : 2;
+      for (const std::string& column : schema.columns()) {
+        if (name.size() < 4 || column.rfind(name, 0) == 0 || name.rfind(column, 0) == 0) continue;
+        const size_t d = support::edit_distance(name, column);
+        if (d <= closest && (meant.empty() || d < closest)) meant = column, closest = d;
+      }
+      if (!meant.empty() && std::find(header.begin(), header.end(), meant) == header.end())
         out.misspelt_schema_columns.push_back("'" + table.header[c] + "' (did you mean \"" + meant + "\"?)");
     } else {
       out.warnings.push_back(table.source + ": column '" + table.header[c] + "'" + column_hint(name, schema) +
@@ -336,16 +342,15 @@ TableRuns read_table_runs(const CsvTable& table, const std::vector<std::pair<std
                                       m->canonical + " (" + text + " against " + p.cells[it->second.first] + ")");
         if (header[c] == m->canonical) it->second = {header[c], v};
       }
-      // A run that ran to its end with nothing measured teaches nothing, and as history it would keep
-      // its configuration out of every later search.
-      if (p.status == TrialStatus::kOk && given.empty())
-        throw std::invalid_argument("no measured value: the status is ok, but no cell gives a step time, tokens/s, "
-                                    "TFLOP/s or MFU");
       for (const auto& [metric, from] : given) p.metrics[metric] = from.second;
       for (size_t c : extra) {
         double v;
         if (!rec.fields[c].empty() && parse_number(rec.fields[c], &v)) p.metrics[header[c]] = v;
       }
+      // A run that ran to its end with nothing measured (no metric, nor a number in a column kept as
+      // one) teaches nothing, and as history it would keep its configuration out of every search.
+      if (p.status == TrialStatus::kOk && p.metrics.empty())
+        throw std::invalid_argument("no measured value: the status is ok, but no cell of the row holds a measurement");
       if (calibration != nullptr) p.row.workload["cluster"]["calibration"] = *calibration;
       p.workload_key = workload_key(p.row.workload, schema.info().name);
       parsed.push_back(std::move(p));

@@ -5,7 +5,6 @@
 #include <limits>
 
 namespace cotune::support {
-namespace {
 
 size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<size_t> row(b.size() + 1);
@@ -21,6 +20,8 @@ size_t edit_distance(std::string_view a, std::string_view b) {
   }
   return row[b.size()];
 }
+
+namespace {
 
 // The word in lower case with '-' read as '_': case and dash are how headers and keys most often
 // differ from the names they mean ("TP_COMM_OVERLAP", "micro-batch").

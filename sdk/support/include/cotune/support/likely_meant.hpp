@@ -9,6 +9,9 @@
 
 namespace cotune::support {
 
+// The Levenshtein distance: insertions, deletions and substitutions that turn `a` into `b`.
+size_t edit_distance(std::string_view a, std::string_view b);
+
 // The name among `names` that `word` most likely misspells (at most two edits apart, one edit for
 // words under five letters; one spelled out further than the other; or the same '_'-separated words
 // in another order; case and '-' for '_' do not count), or "" when none is close.
