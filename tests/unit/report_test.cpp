@@ -145,8 +145,6 @@ TEST_F(Report, HasEverySectionWithChartsAndARowPerTrial) {
   EXPECT_NE(fail.find("exit status 1 &amp; more"), std::string::npos);
 }
 
-// An objective below 1 (MFU) has negative logs: the partial dependence is fitted on them with the
-// predictor told not to take the log again, as the study loop does.
 // A trial that measured the space's default layout outranks the memory estimate's word on it: the
 // answer compares against that measurement.
 TEST_F(Report, AMeasuredDefaultLayoutIsComparedAsMeasured) {
@@ -177,6 +175,8 @@ TEST_F(Report, AMeasuredDefaultLayoutIsComparedAsMeasured) {
   EXPECT_EQ(answer.find("does not fit by the memory estimate"), std::string::npos) << answer;
 }
 
+// An objective below 1 (MFU) has negative logs: the partial dependence is fitted on them with the
+// predictor told not to take the log again, as the study loop does.
 TEST_F(Report, PartialDependenceWorksForAnObjectiveBelowOne) {
   Store store(store_path_);
   testing::fill_report_study(store, dir_, "mfu", 20, false, "mfu");

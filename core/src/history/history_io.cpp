@@ -48,20 +48,24 @@ std::vector<std::string> imported_workload_keys(const Registry& registry, const 
       if (key != own && std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
     };
     add(*cells.read_back);
-    // A table states GPUs, not GPUs per node: its rows read back with the GPU's own per-node count
-    // unstated, where a study file may spell it out ("gpus_per_node": 8 on an HGX H100).
-    json unstated = *cells.read_back;
-    if (unstated.contains("cluster") && unstated["cluster"].is_object() && unstated["cluster"].contains("gpus_per_node")) {
-      json probe = unstated["cluster"];
+    // The GPU's own per-node count, stated or not, is one cluster: a table usually states GPUs and
+    // leaves it out, where a study file may spell it out ("gpus_per_node": 8 on an HGX H100), and
+    // the other way round (a table with a gpus_per_node column).
+    json other = *cells.read_back;
+    if (other.contains("cluster") && other["cluster"].is_object()) {
+      json& cluster = other["cluster"];
+      json probe = cluster;
       probe.erase("gpus_per_node");
       probe["nodes"] = 1;
       cotune_hardware hw{};
       hw.struct_size = sizeof hw;
       perf::resolve_hardware(probe, &hw);
-      if (unstated["cluster"]["gpus_per_node"].is_number() &&
-          unstated["cluster"]["gpus_per_node"].get<double>() == hw.gpus_per_node) {
-        unstated["cluster"].erase("gpus_per_node");
-        add(unstated);
+      if (!cluster.contains("gpus_per_node")) {
+        cluster["gpus_per_node"] = static_cast<double>(hw.gpus_per_node);
+        add(other);
+      } else if (cluster["gpus_per_node"].is_number() && cluster["gpus_per_node"].get<double>() == hw.gpus_per_node) {
+        cluster.erase("gpus_per_node");
+        add(other);
       }
     }
   } catch (const std::exception&) {

@@ -39,7 +39,7 @@ std::unique_ptr<sqlite::Database> open_sqlite(const std::string& path, const Sto
   if (!exists && !options.create)
     throw StoreError("store " + path + ": no such file (create a study first, or check the path)");
   const fs::path dir = fs::path(path).parent_path();
-  if (!exists && !dir.empty() && !fs::is_directory(dir, ec))
+  if (!exists && !dir.empty() && !fs::exists(dir, ec) && !ec)
     throw StoreError("store " + path + ": the directory " + dir.string() +
                      " does not exist (cotune creates the store file, not the directories above it)");
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (options.create ? SQLITE_OPEN_CREATE : 0);

@@ -25,7 +25,8 @@ inline constexpr const char* kHistoryTargetMember = "launch_target";
 // The workload keys that `cotune import` gives a run of `workload` written in the space's CSV
 // schema (the workload through the schema's columns and back: defaults spelled as the reader spells
 // them; and a cluster's gpus_per_node left out where it is the GPU's own, as a table's gpus column
-// leaves it), those that differ from the workload's own key; none when the space has no schema.
+// leaves it, or spelled out where the workload leaves it out, as a table's gpus_per_node column
+// gives it), those that differ from the workload's own key; none when the space has no schema.
 // A study looks its history up under each.
 std::vector<std::string> imported_workload_keys(const Registry& registry, const nlohmann::json& workload,
                                                 const std::string& space);
