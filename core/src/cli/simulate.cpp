@@ -203,21 +203,11 @@ void print_heaviest_ops(const cotune_trace& t, size_t n) {
 // the catalogue's answer as if it were calibrated.
 void warn_if_uncalibrated(const json& calibration, const cotune_trace& trace, const std::string& path) {
   if (calibration.is_null()) return;
-  const std::string gpu(trace.hardware.gpu_name.data, trace.hardware.gpu_name.len);
-  if (core::perf::calibration_covers(calibration, gpu)) return;
-  std::string has;
-  for (auto it = calibration.begin(); it != calibration.end(); ++it)
-    if (!it.value().empty()) has += (has.empty() ? "" : ", ") + it.key();
-  if (has.empty())
-    std::fprintf(stderr,
-                 "cotune simulate: warning: --calibration '%s' sets no constants (its runs determined none); the "
-                 "catalogue's are used\n",
-                 path.c_str());
-  else
-    std::fprintf(stderr,
-                 "cotune simulate: warning: --calibration '%s' has no constants for %s (it has some for %s); the "
-                 "catalogue's are used\n",
-                 path.c_str(), gpu.c_str(), has.c_str());
+  const std::string gap =
+      core::perf::calibration_gap(calibration, std::string(trace.hardware.gpu_name.data, trace.hardware.gpu_name.len));
+  if (!gap.empty())
+    std::fprintf(stderr, "cotune simulate: warning: --calibration '%s' %s; the catalogue's are used\n", path.c_str(),
+                 gap.c_str());
 }
 
 // The constants a calibration sets for the trace's GPU ({} when it has none for it): what the
@@ -320,9 +310,7 @@ int run_simulate(int argc, char** argv) {
         throw core::UserError("--space '" + space_name + "': the space does not lower configurations to step traces, "
                               "so the performance model cannot time them");
       bad = simulate_batch(registry, schema, in, batch_path, out, calibration.is_null() ? nullptr : &calibration);
-      std::string gpus;  // the GPU types the calibration sets constants for
-      for (auto it = calibration.begin(); !calibration.is_null() && it != calibration.end(); ++it)
-        if (!it.value().empty()) gpus += (gpus.empty() ? "" : ", ") + it.key();
+      const std::string gpus = core::perf::calibrated_gpus(calibration);
       if (!gpus.empty())
         std::fprintf(stderr, "simulate --batch: rows on %s timed with the constants of '%s'; other GPUs with the "
                      "catalogue's\n", gpus.c_str(), calibration_path.c_str());

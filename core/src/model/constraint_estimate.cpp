@@ -42,11 +42,9 @@ bool simulated(const Space& space, const double* config, cotune_sim_result* r, c
 ConstraintEstimate::ConstraintEstimate(const Space& space, const std::vector<ObjectiveSpec>& objectives)
     : space_(space) {
   if (!space.can_lower()) return;
-  const cotune_sim_result none{};
-  const cotune_trace no_trace{};
   for (const ObjectiveSpec& o : objectives)
     for (const Constraint& c : o.constraints) {
-      if (!model_metric(none, no_trace, c.metric)) continue;  // a metric the model does not produce
+      if (!model_estimates(c.metric)) continue;  // a metric the model does not produce
       auto it = std::find_if(metrics_.begin(), metrics_.end(), [&](const Metric& m) { return m.name == c.metric; });
       if (it == metrics_.end()) it = metrics_.insert(metrics_.end(), Metric{c.metric, {}, 0, {}});
       bounds_.push_back({static_cast<size_t>(it - metrics_.begin()), c.max, c.min});

@@ -48,6 +48,10 @@ std::optional<double> model_metric(const cotune_sim_result& r, const cotune_trac
   return std::nullopt;
 }
 
+bool model_estimates(const std::string& metric) {
+  return model_metric(cotune_sim_result{}, cotune_trace{}, metric).has_value();
+}
+
 std::string surrogate_predictor_options(const std::string& study_options_json, const std::string& where) {
   nlohmann::json options = study_options_json.empty() ? nlohmann::json::object()
                                                       : nlohmann::json::parse(study_options_json);
@@ -71,9 +75,7 @@ bool roofline_terms_of(const Space& space, const double* config, double* out) {
 std::string prior_unusable_with(Prior prior, const Space& space, const std::string& metric) {
   if (prior != Prior::kNone && !space.can_lower())
     return "the space '" + space.info().name + "' does not lower configurations to step traces";
-  const cotune_sim_result none{};
-  const cotune_trace no_trace{};
-  if (prior == Prior::kAnalytic && !metric.empty() && !model_metric(none, no_trace, metric))
+  if (prior == Prior::kAnalytic && !metric.empty() && !model_estimates(metric))
     return "the performance model does not estimate the metric '" + metric + "'";
   return "";
 }

@@ -658,6 +658,21 @@ bool calibration_covers(const json& per_gpu, const std::string& gpu_name) {
   return false;
 }
 
+std::string calibrated_gpus(const json& per_gpu) {
+  std::string out;
+  if (!per_gpu.is_object()) return out;
+  for (auto it = per_gpu.begin(); it != per_gpu.end(); ++it)
+    if (!it.value().empty()) out += (out.empty() ? "" : ", ") + it.key();
+  return out;
+}
+
+std::string calibration_gap(const json& per_gpu, const std::string& gpu_name) {
+  if (calibration_covers(per_gpu, gpu_name)) return "";
+  const std::string has = calibrated_gpus(per_gpu);
+  return has.empty() ? "sets no constants (its runs determined none)"
+                     : "has no constants for " + gpu_name + " (it has some for " + has + ")";
+}
+
 void apply_calibration(json& workload, const json& per_gpu, const std::string& where) {
   if (!workload.is_object() || !workload.contains("cluster") || !workload["cluster"].is_object())
     throw UserError(where + ": the workload has no cluster object to calibrate");

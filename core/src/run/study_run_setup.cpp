@@ -461,15 +461,11 @@ void StudyRun::warn_if_uncalibrated(const double* probe) const {
   } catch (const std::exception&) {
     return;  // the model times nothing here either
   }
-  if (gpu.empty() || perf::calibration_covers(calibration, gpu)) return;
-  std::string has;
-  for (auto it = calibration.begin(); it != calibration.end(); ++it)
-    if (!it.value().empty()) has += (has.empty() ? "" : ", ") + it.key();
-  log(COTUNE_LOG_WARN, "study",
-      spec_.file + ": /calibration: '" + spec_.calibration_file + "' " +
-          (has.empty() ? std::string("sets no constants (its runs determined none)")
-                       : "has no constants for " + gpu + " (it has some for " + has + ")") +
-          "; the performance model uses the catalogue's");
+  const std::string gap = gpu.empty() ? "" : perf::calibration_gap(calibration, gpu);
+  if (!gap.empty())
+    log(COTUNE_LOG_WARN, "study",
+        spec_.file + ": /calibration: '" + spec_.calibration_file + "' " + gap +
+            "; the performance model uses the catalogue's");
 }
 
 void StudyRun::add_out_of_memory(const double* config) {

@@ -35,6 +35,8 @@ namespace cotune::core {
 // gpus. nullopt for a metric the model does not produce.
 std::optional<double> model_metric(const cotune_sim_result& result, const cotune_trace& trace,
                                    const std::string& metric);
+// Whether the performance model produces `metric` (model_metric knows it).
+bool model_estimates(const std::string& metric);
 
 // The predictor options the surrogate needs on top of the study's ({"log": false}); a UserError when
 // the study sets "log" itself.

@@ -146,6 +146,12 @@ void apply_calibration(nlohmann::json& workload, const nlohmann::json& per_gpu, 
 bool calibration_key_names(const std::string& key, const std::string& gpu_name);
 // Whether the per-GPU constants have a non-empty entry for that GPU (an empty one: nothing fitted).
 bool calibration_covers(const nlohmann::json& per_gpu, const std::string& gpu_name);
+// The GPU types the per-GPU constants set something for, comma-separated ("" when none).
+std::string calibrated_gpus(const nlohmann::json& per_gpu);
+// Why the per-GPU constants change nothing for that GPU, to follow a calibration file's name ("sets
+// no constants (its runs determined none)", "has no constants for h100-sxm (it has some for
+// a100-80gb)"); "" when they cover it.
+std::string calibration_gap(const nlohmann::json& per_gpu, const std::string& gpu_name);
 
 }  // namespace cotune::core::perf
 
