@@ -535,6 +535,29 @@ TEST_F(ReplayExecutorTest, AMisspeltColumnIsNamedNotSilentlyDefaulted) {
   EXPECT_DOUBLE_EQ(json::parse(r.metrics_json)["step_time_s"].get<double>(), 1.25);
 }
 
+// A column one edit from a metric the table lacks ("mfuu") is not read as that metric: the log names
+// it and the mapping that reads it, and the mapped table answers it.
+TEST_F(ReplayExecutorTest, AColumnThatMisspellsAMetricIsNamed) {
+  table_ = write("metric-typo.csv", "tp,pp,dp,cp,ep,micro_batch,vpp,zero,recompute,sp,gpus,gpu,global_batch,step_time_s,mfuu\n"
+                                    "2,1,8,1,1,1,1,1,selective,true,16,h100-sxm,256,1.25,0.41\n");
+  std::vector<std::string> logged;
+  cotune::core::set_log_sink([&](int32_t, std::string_view, std::string_view message) { logged.emplace_back(message); });
+  TrialResult r = run(*executor(), cfg(2, 8, 1, "selective", true));
+  cotune::core::set_log_sink(nullptr);
+  ASSERT_EQ(r.status, COTUNE_STATUS_OK) << r.error;
+  EXPECT_FALSE(json::parse(r.metrics_json).contains("mfu"));
+  std::string said;
+  for (const std::string& m : logged)
+    if (m.find("'mfuu'") != std::string::npos) said = m;
+  EXPECT_THAT(said, AllOf(HasSubstr("metric-typo.csv"), HasSubstr("did you mean \"mfu\""),
+                          HasSubstr("\"metrics\": {\"mfu\": \"mfuu\"}")));
+  // Columns read as metrics, and the table's other columns, are not named.
+  for (const std::string& m : logged) EXPECT_THAT(m, Not(HasSubstr("'step_time_s'")));
+  r = run(*executor({{"metrics", {{"mfu", "mfuu"}}}}), cfg(2, 8, 1, "selective", true));
+  ASSERT_EQ(r.status, COTUNE_STATUS_OK) << r.error;
+  EXPECT_DOUBLE_EQ(json::parse(r.metrics_json)["mfu"].get<double>(), 0.41);
+}
+
 TEST_F(ReplayExecutorTest, AParameterTheTableDoesNotStateIsLeftToTheSpace) {
   // Megatron-style logs give the GPU count, not the data-parallel degree.
   table_ = write("nodp.csv",

@@ -4,7 +4,9 @@
 
 #include <cotune/cotune.hpp>
 #include <cotune/support/column_spellings.hpp>
+#include <cotune/support/likely_meant.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -21,6 +23,23 @@ namespace cotune_replay {
 namespace {
 
 [[noreturn]] void bad(const std::string& msg) { throw cotune::Error(COTUNE_ERR_INVALID_ARGUMENT, msg); }
+
+// A column one or two edits from a metric the table lacks ("mfuu", "tokens_pr_s") is not read as
+// that metric: say so, or the study only learns that the executor reports no such metric.
+void warn_near_metric_columns(const std::string& file, const std::vector<std::string>& columns,
+                              const std::vector<std::string>& found, const std::vector<size_t>& metric_cols) {
+  std::vector<std::string> missing;
+  for (const std::string& m : default_metric_columns())
+    if (std::find(found.begin(), found.end(), m) == found.end()) missing.push_back(m);
+  for (size_t c = 0; c < columns.size(); ++c) {
+    if (std::find(metric_cols.begin(), metric_cols.end(), c) != metric_cols.end()) continue;
+    const std::string meant = cotune::support::likely_meant(columns[c], missing);
+    if (meant.empty()) continue;
+    cotune::log(COTUNE_LOG_WARN, "org.cotune.executor.replay",
+                file + ": column '" + columns[c] + "' is not read as a metric (did you mean \"" + meant +
+                    "\"?); rename it, or name it in the option \"metrics\": {\"" + meant + "\": \"" + columns[c] + "\"}");
+  }
+}
 
 std::string lower(std::string_view s) {
   std::string t(trim(s));
@@ -157,6 +176,7 @@ RunTable::RunTable(const ReplayOptions& options) : file_(options.file) {
         factors.push_back(unit_factor(m, columns_[*c]) * percent);
       }
     }
+    warn_near_metric_columns(options.file, columns_, metric_names_, metric_cols);
     if (metric_names_.empty()) {
       std::string known;
       for (const std::string& m : default_metric_columns()) known += (known.empty() ? "" : ", ") + m;
