@@ -969,6 +969,13 @@ TEST_F(RunCli, PluginsCheckSubmitsOneTrialToAnExecutorWithSubmit) {
             1)
       << out();
   EXPECT_NE(out().find("did not end within 0.3 s; it was cancelled"), std::string::npos) << out();
+  // A poll that does not return cannot be cancelled: the check stops, failed, naming the call.
+  EXPECT_EQ(run({"plugins", "check", echo, "--submit", "--submit-timeout", "0.3", "--options", R"({"hang_poll_ms": 60000})"}),
+            1)
+      << out();
+  EXPECT_NE(out().find("FAILED: org.cotune.test.executor.testecho's poll call did not return within 5.3 s"),
+            std::string::npos)
+      << out();
   // An error object from submit is an answer the host handles: the replay executor's table knows
   // nothing of the built-in space.
   std::ofstream(dir_ + "/runs.csv") << "tp,step_time_s\n1,2.5\n";
@@ -1149,6 +1156,52 @@ TEST_F(RunCli, ALibraryOfTheStudysPluginPathsThatIsNotUsedIsSaid) {
   EXPECT_NE(err().find("/plugin_paths: " + dir_ + "/rebuilt/libcotune-executor-testecho.so is not used: component id "
                        "'org.cotune.test.executor.testecho' is already provided by"),
             std::string::npos)
+      << err();
+}
+
+TEST_F(RunCli, TwoPluginsOfOneNameAreAmbiguousNotFirstFound) {
+  // Another team's executor named "testecho" beside ours: the short name is refused, naming both ids
+  // and files; the id picks one.
+  std::string path = write_study("ambiguous", 1, 1, "random");
+  json doc = json::parse(read_file(path));
+  doc["executor"] = "testecho";
+  doc["plugin_paths"] = {COTUNE_BINARY_DIR "/lib/cotune/test-plugins", COTUNE_BINARY_DIR "/lib/cotune/test-plugins/other-team"};
+  std::ofstream(path) << doc.dump(2);
+  EXPECT_EQ(run({"run", path, "--store", store_}), 2) << err();
+  EXPECT_NE(err().find("/executor: executor plugin name 'testecho' is ambiguous"), std::string::npos) << err();
+  EXPECT_NE(err().find("org.cotune.test.executor.testecho ("), std::string::npos) << err();
+  EXPECT_NE(err().find("com.example.executor.testecho (" COTUNE_BINARY_DIR), std::string::npos) << err();
+  doc["executor"] = "com.example.executor.testecho";
+  std::ofstream(path) << doc.dump(2);
+  EXPECT_EQ(run({"run", path, "--store", store_}), 0) << err();
+}
+
+TEST_F(RunCli, APluginThatCrashesInProcessIsNamed) {
+  // An executor run in the host's process that aborts in poll takes the run down (the signal's exit
+  // status, as before), and the last line says whose call it was and how to keep the host alive.
+  const std::string path = write_echo_study("crash", 2, 1, {{"abort_poll", true}});
+  EXPECT_EQ(run({"run", path, "--store", store_}), 128 + SIGABRT) << err();
+  EXPECT_NE(err().find("cotune: SIGABRT in the executor plugin org.cotune.test.executor.testecho during its poll call"),
+            std::string::npos)
+      << err();
+  EXPECT_NE(err().find("\"isolation\": \"process\""), std::string::npos) << err();
+}
+
+TEST_F(RunCli, APluginDirectoryThatIsNotOneIsSaid) {
+  // COTUNE_PLUGIN_PATH naming a directory that does not exist left a study's plugins unloaded with
+  // only "no executor plugin named": the refusal now names the path.
+  std::string path = write_study("missing-dir", 1, 1, "random");
+  json doc = json::parse(read_file(path));
+  doc["executor"] = "no-such-executor";
+  std::ofstream(path) << doc.dump(2);
+  const char* had = std::getenv("COTUNE_PLUGIN_PATH");
+  const std::string before = had != nullptr ? had : "";
+  ::setenv("COTUNE_PLUGIN_PATH", (dir_ + "/plugns").c_str(), 1);
+  const int rc = run({"run", path, "--store", store_});
+  if (had != nullptr) ::setenv("COTUNE_PLUGIN_PATH", before.c_str(), 1);
+  else ::unsetenv("COTUNE_PLUGIN_PATH");
+  EXPECT_EQ(rc, 2) << err();
+  EXPECT_NE(err().find("refused " + dir_ + "/plugns: no such directory (named by COTUNE_PLUGIN_PATH)"), std::string::npos)
       << err();
 }
 

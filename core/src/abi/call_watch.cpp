@@ -1,6 +1,11 @@
 #include <cotune/core/abi/call_watch.hpp>
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -22,6 +27,9 @@ std::mutex g_mu;
 CallDeadlines g_deadlines;                      // guarded by g_mu
 std::map<std::thread::id, Active> g_active;     // guarded by g_mu: the outermost call per thread
 thread_local int t_depth = 0;
+// The innermost plugin call of this thread, for the crash report (kept whether or not watching is
+// on: two stores per call).
+thread_local const CallWatch::Scope::Mark* t_mark = nullptr;
 
 }  // namespace
 
@@ -45,7 +53,9 @@ double CallDeadlines::for_kind(CallKind kind) const {
   return 0;
 }
 
-CallWatch::Scope::Scope(CallKind kind, const std::string& plugin, const char* call) {
+CallWatch::Scope::Scope(CallKind kind, const std::string& plugin, const char* call)
+    : mark_{kind, &plugin, call, t_mark} {
+  t_mark = &mark_;
   if (!g_watching.load(std::memory_order_relaxed)) return;
   counted_ = true;
   if (t_depth++ > 0) return;
@@ -55,6 +65,7 @@ CallWatch::Scope::Scope(CallKind kind, const std::string& plugin, const char* ca
 }
 
 CallWatch::Scope::~Scope() {
+  t_mark = mark_.outer;
   if (!counted_) return;
   --t_depth;
   if (!outermost_) return;
@@ -82,6 +93,80 @@ std::optional<OverdueCall> CallWatch::overdue() {
     worst = OverdueCall{a.kind, *a.plugin, a.call, running, limit};
   }
   return worst;
+}
+
+namespace {
+
+constexpr int kCrashSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+struct sigaction g_before[sizeof kCrashSignals / sizeof kCrashSignals[0]];
+
+const char* signal_name(int signo) {
+  switch (signo) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGILL: return "SIGILL";
+    case SIGABRT: return "SIGABRT";
+  }
+  return "a signal";
+}
+
+// Only async-signal-safe calls from here on: write(2) of text assembled in a fixed buffer.
+struct Line {
+  char text[1024];
+  size_t n = 0;
+  void add(const char* s, size_t len) {
+    len = std::min(len, sizeof text - n);
+    std::memcpy(text + n, s, len);
+    n += len;
+  }
+  void add(const char* s) { add(s, std::strlen(s)); }
+};
+
+extern "C" void on_crash_signal(int signo) {
+  size_t i = 0;
+  while (kCrashSignals[i] != signo) ++i;
+  Line line;
+  line.add("cotune: ");
+  line.add(signal_name(signo));
+  if (const CallWatch::Scope::Mark* m = t_mark) {
+    line.add(" in the ");
+    line.add(to_string(m->kind));
+    line.add(" plugin ");
+    line.add(m->plugin->data(), m->plugin->size());
+    line.add(" during its ");
+    line.add(m->call);
+    line.add(" call");
+    if (const CallWatch::Scope::Mark* o = m->outer) {
+      line.add(" (within ");
+      line.add(o->plugin->data(), o->plugin->size());
+      line.add("'s ");
+      line.add(o->call);
+      line.add(")");
+    }
+    line.add(": a fault of the plugin's code, which runs in this process; a study may run it in its own "
+             "process (\"isolation\": \"process\", docs/study-file.md), where a crash fails that call only\n");
+  } else {
+    line.add(" (not in a plugin call)\n");
+  }
+  ssize_t ignored = ::write(STDERR_FILENO, line.text, line.n);
+  (void)ignored;
+  // What was there before takes over: returning re-runs the faulting instruction under it; an
+  // abort() raises again.
+  ::sigaction(signo, &g_before[i], nullptr);
+  if (signo == SIGABRT) ::raise(signo);
+}
+
+}  // namespace
+
+void CallWatch::install_crash_report() {
+  for (size_t i = 0; i < sizeof kCrashSignals / sizeof kCrashSignals[0]; ++i) {
+    struct sigaction sa {};
+    sa.sa_handler = on_crash_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_NODEFER;
+    ::sigaction(kCrashSignals[i], &sa, &g_before[i]);
+  }
 }
 
 }  // namespace cotune::core

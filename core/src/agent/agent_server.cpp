@@ -399,6 +399,7 @@ AgentServer::AgentServer(AgentOptions options) : impl_(std::make_unique<Impl>(st
     throw UserError("--executor-options must be a JSON object, got: " + o.executor_options);
   s.registry.load_default();
   s.registry.load_directories(o.plugin_dirs);
+  for (const std::string& dir : o.plugin_dirs) s.registry.note_missing_directory(dir, "--plugin-dir");
   auto executor = s.registry.make_executor(o.executor, o.executor_options);
 
   TrialBook::Options book_options;

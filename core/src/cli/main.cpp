@@ -1,4 +1,5 @@
 // The `cotune` command: dispatches to the subcommands registered with COTUNE_COMMAND.
+#include <cotune/core/abi/call_watch.hpp>
 #include <cotune/cotune.h>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/store/store.hpp>
@@ -53,6 +54,8 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   if (std::strcmp(argv[1], "__plugin-host") == 0) return cotune::cli::plugin_host_main(argc, argv);
+  // A plugin that crashes in this process takes it down: say whose call it was.
+  cotune::core::CallWatch::install_crash_report();
   if (std::strcmp(argv[1], "--version") == 0) {
     std::printf("cotune %s (ABI %d.%d)\n", COTUNE_VERSION, COTUNE_ABI_MAJOR, COTUNE_ABI_MINOR);
     return 0;

@@ -318,6 +318,8 @@ int run(int argc, char** argv) {
   Registry reg;
   if (!positional.empty()) {
     if (positional[0] != "check" || positional.size() != 2) throw UserError("usage: cotune plugins check LIB [--options JSON] [--workload W.json] [--submit]");
+    // Each line as it is found: a library that crashes the check leaves what was checked before it.
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);
     if (!reg.load_file(positional[1])) {
       std::fprintf(stderr, "%s: unusable: %s\n", positional[1].c_str(), reg.problems().back().reason.c_str());
       return 1;
@@ -342,9 +344,9 @@ int run(int argc, char** argv) {
     std::printf("%s: %s\n", positional[1].c_str(), failures == 0 ? "ok" : "unusable");
     return failures == 0 ? 0 : 1;
   }
-  std::vector<std::string> dirs = Registry::default_search_path();
-  dirs.insert(dirs.end(), paths.begin(), paths.end());
-  reg.load_directories(dirs);
+  reg.load_default();
+  reg.load_directories(paths);
+  for (const std::string& dir : paths) reg.note_missing_directory(dir, "--path");
   if (vm.count("json")) list_json(reg);
   else list(reg);
   return 0;

@@ -11,15 +11,19 @@
 
 #include <stdlib.h>
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace cotune::cli {
@@ -151,6 +155,52 @@ std::string exercise_searcher(const core::ComponentRef& searcher) {
          " configurations in 3 rounds, every one valid and new";
 }
 
+namespace {
+
+// A plugin call cannot be interrupted in this process: a submit, poll or cancel that never returns
+// would hang the check. The guard ends the process with the check failed once the call has had the
+// trial's time limit and a grace period, naming the call.
+class HangGuard {
+ public:
+  HangGuard(std::string plugin, std::string file, double limit_s)
+      : plugin_(std::move(plugin)), file_(std::move(file)), limit_s_(limit_s + kGraceS) {
+    thread_ = std::thread([this] { watch(); });
+  }
+  ~HangGuard() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  HangGuard(const HangGuard&) = delete;
+  HangGuard& operator=(const HangGuard&) = delete;
+  // The call about to be made.
+  void calling(const char* call) { call_.store(call); }
+
+ private:
+  static constexpr double kGraceS = 5;
+  void watch() {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (cv_.wait_for(lock, std::chrono::duration<double>(limit_s_), [this] { return done_; })) return;
+    std::printf("  FAILED: %s's %s call did not return within %g s (a call that blocks stops a study at its "
+                "deadline: docs/study-file.md); the check stops here\n%s: unusable\n",
+                plugin_.c_str(), call_.load(), limit_s_, file_.c_str());
+    std::fflush(stdout);
+    std::_Exit(1);
+  }
+  std::string plugin_, file_;
+  double limit_s_;
+  std::atomic<const char*> call_{"submit"};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+}  // namespace
+
 std::string exercise_executor(core::Executor& ex, double timeout_s) {
   if (ex.needs_trace())
     return "submit skipped: the executor needs step traces, which the built-in space does not lower (a study on "
@@ -178,6 +228,7 @@ std::string exercise_executor(core::Executor& ex, double timeout_s) {
   t.num_params = space.num_params();
   t.config = config.data();
   const auto start = std::chrono::steady_clock::now();
+  HangGuard guard(ex.info().id, ex.info().file, timeout_s);
   std::unique_ptr<core::Executor::Job> job;
   try {
     job = ex.submit(t);
@@ -187,13 +238,15 @@ std::string exercise_executor(core::Executor& ex, double timeout_s) {
   if (!job) throw core::UserError("submit returned no job");
   core::TrialResult r;
   for (;;) {
+    guard.calling("poll");
     try {
       r = job->poll(200);
     } catch (const core::PluginError& e) {
-      return std::string("poll answered an error object (the study's trial would fail): ") + e.what();
+      throw core::UserError(std::string("poll answered an error object (a study's trial would fail): ") + e.what());
     }
     if (r.finished()) break;
     if (std::chrono::steady_clock::now() - start > std::chrono::duration<double>(timeout_s)) {
+      guard.calling("cancel");
       job->cancel();
       char limit[32];
       std::snprintf(limit, sizeof limit, "%g", timeout_s);

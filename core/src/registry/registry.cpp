@@ -16,6 +16,20 @@
 namespace cotune::core {
 namespace fs = boost::filesystem;
 
+std::vector<std::string> Registry::environment_search_path() {
+  std::vector<std::string> dirs;
+  if (const char* env = std::getenv("COTUNE_PLUGIN_PATH")) {
+    std::string all(env);
+    size_t start = 0;
+    while (start <= all.size()) {
+      const size_t end = std::min(all.find(':', start), all.size());
+      if (end > start) dirs.push_back(all.substr(start, end - start));
+      start = end + 1;
+    }
+  }
+  return dirs;
+}
+
 std::vector<std::string> Registry::default_search_path() {
   std::vector<std::string> dirs;
   boost::system::error_code ec;
@@ -26,15 +40,7 @@ std::vector<std::string> Registry::default_search_path() {
     const fs::path installed = exe.parent_path().parent_path() / COTUNE_INSTALL_PLUGIN_SUBDIR;
     if (installed.string() != dirs.back()) dirs.push_back(installed.string());
   }
-  if (const char* env = std::getenv("COTUNE_PLUGIN_PATH")) {
-    std::string all(env);
-    size_t start = 0;
-    while (start <= all.size()) {
-      const size_t end = std::min(all.find(':', start), all.size());
-      if (end > start) dirs.push_back(all.substr(start, end - start));
-      start = end + 1;
-    }
-  }
+  for (std::string& dir : environment_search_path()) dirs.push_back(std::move(dir));
   return dirs;
 }
 
@@ -52,7 +58,23 @@ void Registry::load_directories(const std::vector<std::string>& dirs) {
   }
 }
 
-void Registry::load_default() { load_directories(default_search_path()); }
+void Registry::load_default() {
+  load_directories(default_search_path());
+  // The installation's own directories may be absent (a build tree has one of the two); a directory
+  // a user named in COTUNE_PLUGIN_PATH that is not one would leave their plugins unloaded unsaid.
+  for (const std::string& dir : environment_search_path()) note_missing_directory(dir, "COTUNE_PLUGIN_PATH");
+}
+
+void Registry::note_missing_directory(const std::string& dir, const std::string& named_by) {
+  boost::system::error_code ec;
+  if (fs::is_directory(dir, ec)) return;
+  for (const LoadProblem& p : problems_)
+    if (p.file == dir) return;
+  const bool file = fs::is_regular_file(dir, ec);
+  problems_.push_back({dir, file ? "a file, not a directory (" + named_by + " names directories to search for "
+                                   "libcotune-*.so; a study's plugin_paths may name a library itself)"
+                                 : "no such directory (named by " + named_by + ")"});
+}
 
 bool Registry::load_file(const std::string& path) {
   boost::system::error_code ec;
@@ -94,8 +116,19 @@ bool Registry::load_file(const std::string& path) {
 
 const ComponentRef* Registry::try_find(int32_t kind, std::string_view name) const {
   for (const ComponentRef& c : components_)
-    if (c.info.kind == kind && (c.info.name == name || c.info.id == name)) return &c;
-  return nullptr;
+    if (c.info.kind == kind && c.info.id == name) return &c;
+  std::vector<const ComponentRef*> named;
+  for (const ComponentRef& c : components_)
+    if (c.info.kind == kind && c.info.name == name) named.push_back(&c);
+  // Two libraries may give a component the same short name (a team's "slurm" beside the built-in
+  // one): taking the first found would run the other one without a word.
+  if (named.size() > 1) {
+    std::string all;
+    for (const ComponentRef* c : named) all += "\n  " + c->info.id + " (" + c->info.file + ")";
+    throw UserError(std::string(kind_name(kind)) + " plugin name '" + std::string(name) +
+                    "' is ambiguous: several loaded plugins have it; name the one to use by its id:" + all);
+  }
+  return named.empty() ? nullptr : named.front();
 }
 
 const ComponentRef& Registry::find(int32_t kind, std::string_view name) const {

@@ -27,17 +27,23 @@ class Registry {
   // (<exe>/../lib/cotune/plugins: the build tree and the install prefix), then every directory in
   // COTUNE_PLUGIN_PATH (colon-separated).
   static std::vector<std::string> default_search_path();
+  // The directories of COTUNE_PLUGIN_PATH alone.
+  static std::vector<std::string> environment_search_path();
 
   // Loads every libcotune-*.so in each directory (missing directories are skipped).
   void load_directories(const std::vector<std::string>& dirs);
+  // The default search path; a COTUNE_PLUGIN_PATH entry that is no directory is a LoadProblem.
   void load_default();
+  // Records a LoadProblem for `dir` (named by `named_by`, for the message) when it is no directory.
+  void note_missing_directory(const std::string& dir, const std::string& named_by);
   // Loads one library. Returns false (and records a LoadProblem) when it is refused.
   bool load_file(const std::string& path);
 
   const std::vector<ComponentRef>& components() const { return components_; }
   const std::vector<LoadProblem>& problems() const { return problems_; }
 
-  // The component of `kind` whose name or id is `name`; throws UserError listing the available ones.
+  // The component of `kind` whose id is `name`, else the one whose name is `name`; throws UserError
+  // listing the available ones. Both throw UserError when several components have that name.
   const ComponentRef& find(int32_t kind, std::string_view name) const;
   const ComponentRef* try_find(int32_t kind, std::string_view name) const;
 

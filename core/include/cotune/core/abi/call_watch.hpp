@@ -45,14 +45,30 @@ class CallWatch {
     Scope(const Scope&) = delete;
     Scope& operator=(const Scope&) = delete;
 
+    // The call this one runs within (a searcher's propose calling back into the space), if any.
+    struct Mark {
+      CallKind kind;
+      const std::string* plugin;
+      const char* call;
+      const Mark* outer;
+    };
+
    private:
     bool counted_ = false, outermost_ = false;
+    Mark mark_;
   };
 
   // Turns watching on (process-wide) with these deadlines.
   static void set_deadlines(const CallDeadlines& deadlines);
   // The call (on any thread) that has run longest past its deadline, if one has.
   static std::optional<OverdueCall> overdue();
+
+  // Installs handlers for the signals of a crash (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) that
+  // write which plugin call was running on the crashing thread to stderr, then let the signal take
+  // its course (the handler in place before, a sanitizer's included, or the default: the exit
+  // status stays the signal's). A plugin run in-process cannot crash without taking the host down;
+  // this says whose code it was.
+  static void install_crash_report();
 };
 
 }  // namespace cotune::core
