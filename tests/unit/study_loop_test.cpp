@@ -20,8 +20,11 @@
 #include <atomic>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <set>
 #include <stdexcept>
+#include <thread>
 
 namespace cotune::core {
 namespace {
@@ -304,6 +307,43 @@ TEST_F(StudyLoop, ExhaustsASmallSpaceWithoutRepeatingAConfiguration) {
   std::vector<TrialRecord> ts = trials("small");
   expect_distinct(ts);
   EXPECT_EQ(ts.size(), valid.size()) << "every valid configuration ran once";
+}
+
+TEST_F(StudyLoop, AnotherStopRequestEndsTheWaitForCancelledTrials) {
+  // Trials whose cancel reaches nothing (an agent that is down) would hold the run for the whole
+  // cancel grace; a further stop request ends the wait, leaving them recorded as running.
+  json doc = study("unreachable", {{"trials", 6}}, "random");
+  const std::string journal = dir_ + "/journal";
+  doc["executor"] = {{"name", "testecho"},
+                     {"options", {{"delay_ms", 600000}, {"ignore_cancel", true}, {"journal", journal}}}};
+  doc["plugin_paths"] = {COTUNE_BINARY_DIR "/lib/cotune/test-plugins"};
+  doc["parallel"] = 2;
+  std::atomic<int> stop{0};
+  std::thread user([&] {
+    for (int i = 0; i < 600; ++i) {
+      std::ifstream in(journal);
+      const auto lines = std::count(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>(), '\n');
+      if (lines >= 2) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    stop = 1;  // cancels them (on_stop "cancel"); the executor never confirms
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    stop = 2;
+  });
+  RunOptions o;
+  o.store_path = store_path_;
+  o.display = RunOptions::Display::kQuiet;
+  o.stop = &stop;
+  o.cancel_grace_s = 600;
+  const auto start = std::chrono::steady_clock::now();
+  const RunResult r = run_study(spec(doc), o);
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  user.join();
+  EXPECT_TRUE(r.interrupted);
+  EXPECT_LT(waited, 300) << "the run waited out the cancel grace";
+  const std::vector<TrialRecord> ts = trials("unreachable");
+  ASSERT_EQ(ts.size(), 2u);
+  for (const TrialRecord& t : ts) EXPECT_EQ(t.status, TrialStatus::kRunning) << "trial " << t.seq;
 }
 
 TEST_F(StudyLoop, SubmissionsTheExecutorRefusesAreUnavailableNotFailedRuns) {

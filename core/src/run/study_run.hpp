@@ -208,6 +208,7 @@ class StudyRun {
   bool stopping_ = false;  // a stop request: propose nothing more, on_stop for the trials in flight
   bool done_ = false;      // the budget or a stopping rule ended the study
   bool cancelled_all_ = false;
+  int cancel_level_ = 0;  // the stop requests counted when the trials were cancelled
   int empty_rounds_ = 0;         // proposal rounds that brought nothing new, in a row
   bool said_seen_proposed_ = false;  // the searcher proposed a configuration already seen: said once
   int failed_submissions_ = 0;   // in a row

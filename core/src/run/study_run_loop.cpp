@@ -26,7 +26,6 @@ namespace {
 
 constexpr auto kFirstSleep = std::chrono::milliseconds(1);
 constexpr auto kLongestSleep = std::chrono::milliseconds(100);
-constexpr auto kCancelGrace = std::chrono::seconds(60);  // how long cancelled jobs get to report
 constexpr int kMaxEmptyRounds = 3;  // proposal rounds with nothing new before the space counts as exhausted
 
 
@@ -77,7 +76,8 @@ void StudyRun::loop() {
     if (cancel_deadline_ && std::chrono::steady_clock::now() > *cancel_deadline_) {
       // Jobs that never confirmed the cancel keep their "running" record (the next run sees them).
       log(COTUNE_LOG_WARN, "study",
-          std::to_string(running_.size()) + " cancelled trial(s) did not report back in time; left as running");
+          std::to_string(running_.size()) + " cancelled trial(s) have not reported back; left as running (the next "
+                                            "run re-attaches to them or runs them again)");
       running_.clear();
       break;
     }
@@ -523,11 +523,19 @@ void StudyRun::handle_stop_requests() {
     const bool cancel = spec_.on_stop == OnStop::kCancel || level >= 2;
     progress_.note("stopping: " + std::string(cancel ? "cancelling" : "waiting for") + " " +
                    std::to_string(running_.size()) + " trial(s) in flight" +
-                   (cancel ? "" : " (interrupt again to cancel them)"));
-    if (cancel) cancel_all();
+                   (running_.empty() ? ""
+                    : cancel         ? " (interrupt again not to wait for them to report back)"
+                                     : " (interrupt again to cancel them)"));
+    if (cancel) cancel_all(), cancel_level_ = level;
   } else if (level >= 2 && !cancelled_all_) {
-    progress_.note("stopping: cancelling " + std::to_string(running_.size()) + " trial(s) in flight");
+    progress_.note("stopping: cancelling " + std::to_string(running_.size()) +
+                   " trial(s) in flight (interrupt again not to wait for them to report back)");
     cancel_all();
+    cancel_level_ = level;
+  } else if (cancelled_all_ && level > cancel_level_ && !running_.empty() && cancel_deadline_) {
+    // A cancel that cannot reach its job (an agent or a cluster that does not answer) is waited for
+    // up to options_.cancel_grace_s; the user who interrupts again does not want to wait.
+    cancel_deadline_ = std::chrono::steady_clock::now();
   }
 }
 
@@ -545,7 +553,9 @@ void StudyRun::check_budget(double elapsed_s) {
 
 void StudyRun::cancel_all() {
   cancelled_all_ = true;
-  cancel_deadline_ = std::chrono::steady_clock::now() + kCancelGrace;
+  cancel_deadline_ = std::chrono::steady_clock::now() +
+                     std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                         std::chrono::duration<double>(options_.cancel_grace_s));
   for (RunningTrial& r : running_) {
     if (r.cancel_requested) continue;
     r.cancel_requested = true;

@@ -28,8 +28,12 @@ struct RunOptions {
   enum class Display { kLive, kLines, kQuiet } display = Display::kLines;
   std::FILE* display_out = stderr;
   // Stop requests (a signal handler increments it): 1 stops proposing and applies the study's
-  // on_stop to the trials in flight; 2 or more cancels them at once. nullptr: never stopped.
+  // on_stop to the trials in flight; 2 or more cancels them at once; one more after the cancel stops
+  // waiting for cancelled trials to report back. nullptr: never stopped.
   const std::atomic<int>* stop = nullptr;
+  // How long cancelled trials get to report back before the run ends without them (they stay
+  // recorded as running: the next run re-attaches to them or runs them again).
+  double cancel_grace_s = 60;
   // Advanced by every round of the study loop: a watchdog that sees it stand still after a stop
   // request knows a plugin call does not return (cotune run then exits; see cli/run.cpp).
   std::atomic<std::int64_t>* heartbeat = nullptr;
