@@ -3,6 +3,9 @@
 // certificates made here, failover, an agent killed mid-trial and restarted, and SIGTERM.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
+
 #include <cotune/core/abi/components.hpp>
 #include <cotune/core/abi/log.hpp>
 #include <cotune/core/registry.hpp>
@@ -155,6 +158,63 @@ TEST_F(RemoteTest, SecretFileMustBePrivate) {
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("accessible by group or others"), std::string::npos) << e.what();
   }
+}
+
+TEST_F(RemoteTest, SecretFileUnderHomeIsReadAsAShellWould) {
+  // The docs' "~/.cotune/secret": no shell expands a study file's JSON, the executor does.
+  const char* had = std::getenv("HOME");
+  const std::string before = had != nullptr ? had : "";
+  std::string home = dir.file("");
+  home.pop_back();  // the directory itself, without its trailing '/'
+  ::setenv("HOME", home.c_str(), 1);
+  std::filesystem::create_directories(dir.file(".cotune"));
+  write_file(dir.file(".cotune/secret"), kSecret + "\n");
+  std::string refused;
+  try {
+    remote(json::array({agent_entry(1234, 1, "~/.cotune/secret")}));
+  } catch (const std::exception& e) {
+    refused = e.what();
+  }
+  EXPECT_EQ(refused, "");
+  // A missing one says why it cannot be read.
+  try {
+    remote(json::array({agent_entry(1234, 1, "~/.cotune/absent")}));
+    refused = "";
+  } catch (const std::exception& e) {
+    refused = e.what();
+  }
+  if (had != nullptr) ::setenv("HOME", before.c_str(), 1);
+  else ::unsetenv("HOME");
+  EXPECT_NE(refused.find(dir.file(".cotune/absent") + "' cannot be read: No such file or directory"), std::string::npos)
+      << refused;
+}
+
+TEST_F(RemoteTest, AnAgentThatCannotBeReachedIsAWarning) {
+  // A wrong port: the first failed connection is a warning (then info lines, and a warning a minute),
+  // not only info lines a user never sees.
+  uint16_t port = 0;
+  {
+    InProcessAgent gone(echo_agent_options(secret_file, "{}"));
+    port = gone.port();
+  }  // closed: nothing listens there now
+  std::vector<std::pair<int32_t, std::string>> seen;
+  std::mutex mu;
+  cotune::core::set_log_sink([&](int32_t level, std::string_view, std::string_view message) {
+    std::lock_guard<std::mutex> lock(mu);
+    seen.emplace_back(level, std::string(message));
+  });
+  auto exec = remote(json::array({agent_entry(port, 1)}));
+  auto t = grid_trial("nowhere/1", 1);
+  auto job = exec->submit(t->trial);
+  EXPECT_FALSE(job->poll(600).finished());
+  cotune::core::set_log_sink(nullptr);
+  int warnings = 0, infos = 0;
+  for (const auto& [level, message] : seen) {
+    if (message.find("connect failed") == std::string::npos) continue;
+    (level == COTUNE_LOG_WARN ? warnings : infos) += 1;
+  }
+  EXPECT_EQ(warnings, 1);
+  EXPECT_GE(infos, 1) << "retries within the minute are info";
 }
 
 TEST_F(RemoteTest, TlsWithCertificatesMadeForTheTest) {

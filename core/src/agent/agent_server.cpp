@@ -427,9 +427,15 @@ AgentServer::AgentServer(AgentOptions options) : impl_(std::make_unique<Impl>(st
   s.acceptor.bind(endpoint, ec);
   if (ec) throw UserError("--listen " + o.listen_host + ":" + std::to_string(o.listen_port) + ": " + ec.message());
   s.acceptor.listen(asio::socket_base::max_listen_connections);
+  // The executor's own capacity caps --max-parallel (the process executor runs its option
+  // "parallel" trials at once, 1 unless told): say the figure that holds, and why.
+  const int parallel = s.book->capacity();
+  const std::string capped = parallel < o.max_parallel ? " (--max-parallel " + std::to_string(o.max_parallel) +
+                                                             " is capped by the executor's capacity; its options may raise it)"
+                                                       : "";
   s.log("listening on " + endpoint.address().to_string() + ":" + std::to_string(port()) +
         (s.tls ? " (TLS)" : " (plain TCP, loopback)") + ", executor '" + o.executor + "', max parallel " +
-        std::to_string(o.max_parallel) + ", trial directories under " + book_options.workdir);
+        std::to_string(parallel) + capped + ", trial directories under " + book_options.workdir);
 }
 
 // A throw here (out of memory, or from the log callback) ends the program through std::terminate, as

@@ -159,6 +159,8 @@ void AgentLink::on_frame(const std::string& body) {
       backoff_ms_ = options_.retry_min_ms;
       connect_timer_.cancel();
       cotune::log(COTUNE_LOG_INFO, kId, "connected to agent " + config_.address);
+      failing_since_.reset();
+      warned_at_.reset();
       arm_keepalive();
       if (callbacks_.ready) callbacks_.ready(*this);
       return;
@@ -221,9 +223,16 @@ void AgentLink::fail(const std::string& why, bool serious) {
   resolver_.cancel();
   if (socket_ || tls_) raw().close(ec);
   stage_ = Stage::kIdle;
-  if (was_ready) down_since_ = Clock::now();
-  cotune::log(was_ready || serious ? COTUNE_LOG_WARN : COTUNE_LOG_INFO, kId,
-              "agent " + config_.address + ": " + why + "; retrying in " + std::to_string(backoff_ms_) + " ms");
+  const Clock::time_point now = Clock::now();
+  if (was_ready) down_since_ = now;
+  if (!failing_since_) failing_since_ = now;
+  const bool remind = !warned_at_ || now - *warned_at_ >= std::chrono::minutes(1);
+  if (was_ready || serious || remind) warned_at_ = now;
+  const auto failing_s = std::chrono::duration_cast<std::chrono::seconds>(now - *failing_since_).count();
+  cotune::log(was_ready || serious || remind ? COTUNE_LOG_WARN : COTUNE_LOG_INFO, kId,
+              "agent " + config_.address + ": " + why +
+                  (failing_s > 0 ? " (not connected for " + std::to_string(failing_s) + " s)" : std::string()) +
+                  "; retrying in " + std::to_string(backoff_ms_) + " ms");
   if (callbacks_.down) callbacks_.down(*this, why);
   schedule_reconnect();
 }

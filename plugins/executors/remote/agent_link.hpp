@@ -85,6 +85,9 @@ class AgentLink {
   uint64_t generation_ = 0;  // bumps on every new connection; stale callbacks check it
   int backoff_ms_;
   Clock::time_point down_since_, last_heard_;
+  // Failed attempts since the last connection: the first is a warning, and one a minute after it,
+  // so that an agent never reached (a wrong port, a host that is down) is not only info lines.
+  std::optional<Clock::time_point> failing_since_, warned_at_;
   std::string client_nonce_;
   int64_t client_time_ = 0;
   FrameDecoder decoder_;

@@ -53,14 +53,14 @@ AgentConfig parse_agent(const nlohmann::json& a, size_t index) {
   auto secret = a.find("secret_file");
   if (secret == a.end() || !secret->is_string()) bad(where + ".secret_file must be a path");
   try {
-    c.secret = load_secret_file(secret->get<std::string>());
+    c.secret = load_secret_file(home_expanded(secret->get<std::string>()));
   } catch (const std::exception& e) {
     bad(where + ".secret_file: " + e.what());
   }
   c.capacity = positive_int(a, "capacity", 1);
   if (auto ca = a.find("tls_ca"); ca != a.end()) {
     if (!ca->is_string()) bad(where + ".tls_ca must be a path to a PEM file");
-    c.tls_ca = ca->get<std::string>();
+    c.tls_ca = home_expanded(ca->get<std::string>());
     c.tls = true;
   }
   if (auto tls = a.find("tls"); tls != a.end()) {

@@ -6,7 +6,10 @@
 #include <openssl/rand.h>
 #include <sys/stat.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -69,9 +72,17 @@ std::optional<std::string> FrameDecoder::next() {
   return body;
 }
 
+std::string home_expanded(const std::string& path) {
+  if (path != "~" && path.rfind("~/", 0) != 0) return path;
+  const char* home = std::getenv("HOME");  // NOLINT(concurrency-mt-unsafe): read, never set, by cotune
+  if (home == nullptr || home[0] == '\0') throw std::runtime_error("'" + path + "': HOME is not set, so '~' means nothing");
+  return std::string(home) + path.substr(1);
+}
+
 std::string load_secret_file(const std::string& path) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) throw std::runtime_error("secret file '" + path + "' cannot be read");
+  if (::stat(path.c_str(), &st) != 0)
+    throw std::runtime_error("secret file '" + path + "' cannot be read: " + std::strerror(errno));
   if (!S_ISREG(st.st_mode)) throw std::runtime_error("secret file '" + path + "' is not a regular file");
   if ((st.st_mode & 077) != 0) {
     char mode[8];

@@ -30,6 +30,9 @@ class FrameDecoder {
 // The shared secret; throws std::runtime_error when the file is missing, accessible by group or
 // others, or shorter than 16 bytes.
 std::string load_secret_file(const std::string& path);
+// A path as a shell would read it in a study file: a leading "~/" is $HOME's ("~/.cotune/secret");
+// any other path is as given (a relative one from the directory cotune runs in).
+std::string home_expanded(const std::string& path);
 std::string random_nonce();  // 32 random bytes as hex
 std::string agent_proof(std::string_view secret, std::string_view client_nonce, std::string_view agent_nonce);
 std::string client_proof(std::string_view secret, std::string_view client_nonce, std::string_view agent_nonce,
