@@ -108,7 +108,13 @@ TEST_F(ProcessExecutorTest, MetricsFromResultFileWithArgvEnvironmentAndTrialFile
   auto job = ex->submit(t.raw);
   TrialResult r = wait(*job);
   ASSERT_EQ(r.status, COTUNE_STATUS_OK) << r.error;
-  EXPECT_EQ(nlohmann::json::parse(r.metrics_json), nlohmann::json::parse(R"({"step_time_s": 5, "mb": 4})"));
+  nlohmann::json metrics = nlohmann::json::parse(r.metrics_json);
+  // The time the process ran is added (GPU-hours count it), unless the job says its own.
+  ASSERT_TRUE(metrics.contains("wall_time_s")) << r.metrics_json;
+  EXPECT_GE(metrics["wall_time_s"].get<double>(), 0);
+  EXPECT_LT(metrics["wall_time_s"].get<double>(), 600);
+  metrics.erase("wall_time_s");
+  EXPECT_EQ(metrics, nlohmann::json::parse(R"({"step_time_s": 5, "mb": 4})"));
   EXPECT_EQ(r.attempts, 1);
   EXPECT_EQ(r.log_path, t.workdir + "/stdout.log");
   EXPECT_EQ(read_file(r.log_path), "args: 2 --mb=4 selective true study/1\n");

@@ -20,13 +20,15 @@ namespace cotune::testing {
 
 inline const char* kMarkup = "<script>alert('x')</script>";
 
-inline nlohmann::json report_study_doc(const std::string& name, bool pareto, const std::string& metric = "tokens_per_s") {
+inline nlohmann::json report_study_doc(const std::string& name, bool pareto, const std::string& metric = "tokens_per_s",
+                                       const std::string& gpu = "h100-sxm") {
   nlohmann::json doc = {
       {"name", name},
       {"description", std::string("report test ") + kMarkup},
       {"workload",
-       nlohmann::json::parse(R"({"model": {"preset": "llama3-8b"}, "training": {"global_batch": 256},
-                                 "cluster": {"gpu": "h100-sxm", "nodes": 4, "gpus_per_node": 8}})")},
+       {{"model", {{"preset", "llama3-8b"}}},
+        {"training", {{"global_batch", 256}}},
+        {"cluster", {{"gpu", gpu}, {"nodes", 4}, {"gpus_per_node", 8}}}}},
       {"space",
        {{"name", "llm"},
         {"options", nlohmann::json::parse(R"({"tp": [1, 2, 4, 8], "pp": [1, 2], "cp": [1], "vpp": [1], "zero": [1],
@@ -47,12 +49,13 @@ inline nlohmann::json report_study_doc(const std::string& name, bool pareto, con
 // Fills `store` with study `name`: `ok` measured trials, one oom and one failed trial, maximising
 // `metric` (tokens_per_s or mfu). Returns the number of trials added.
 inline int fill_report_study(core::Store& store, const std::string& dir, const std::string& name, int ok,
-                             bool pareto = false, const std::string& metric = "tokens_per_s") {
+                             bool pareto = false, const std::string& metric = "tokens_per_s",
+                             const std::string& gpu = "h100-sxm") {
   using namespace cotune::core;
   setenv("COTUNE_PLUGIN_PATH", COTUNE_PLUGIN_DIR, 1);
   // The study file carries a name the rule accepts; the store gets `name` itself, as a store written
   // before the name rule may hold any name (what reads the store must still escape it).
-  StudySpec spec = parse_study_file(report_study_doc("fixture", pareto, metric).dump(2), dir + "/study.json", dir);
+  StudySpec spec = parse_study_file(report_study_doc("fixture", pareto, metric, gpu).dump(2), dir + "/study.json", dir);
   spec.name = name;
   NewStudy n;
   n.name = spec.name;

@@ -145,6 +145,17 @@ TEST_F(Report, HasEverySectionWithChartsAndARowPerTrial) {
   EXPECT_NE(fail.find("exit status 1 &amp; more"), std::string::npos);
 }
 
+// A default layout no trial measured is compared by the model's estimates of both configurations:
+// a measurement against an estimate would carry the model's error on the machine.
+TEST_F(Report, AnUnmeasuredDefaultLayoutIsComparedEstimateToEstimate) {
+  Store store(store_path_);
+  testing::fill_report_study(store, dir_, "roomy", 3, false, "tokens_per_s", "b200");
+  const std::string answer = section(study_report_html(store, "roomy"), "answer");
+  EXPECT_NE(answer.find("No trial measured the space&#39;s default layout (tp=1 pp=1"), std::string::npos) << answer;
+  EXPECT_NE(answer.find("the performance model times it at tokens_per_s "), std::string::npos) << answer;
+  EXPECT_NE(answer.find("estimates of both"), std::string::npos) << answer;
+}
+
 // A trial that measured the space's default layout outranks the memory estimate's word on it: the
 // answer compares against that measurement.
 TEST_F(Report, AMeasuredDefaultLayoutIsComparedAsMeasured) {

@@ -26,8 +26,9 @@ std::string gain_text(double value, double base, Direction direction) {
   if (!(base > 0) || !(value > 0)) return number_text(value) + " against " + number_text(base);
   const double ratio = direction == Direction::kMaximize ? value / base : base / value;
   if (ratio >= 2) return number_text(std::round(ratio * 100) / 100) + "x better";
-  const double pct = (ratio - 1) * 100;
-  return (pct >= 0 ? "+" : "") + number_text(std::round(pct * 10) / 10) + " % " + (pct >= 0 ? "better" : "worse");
+  const double pct = std::round((ratio - 1) * 1000) / 10;
+  if (pct == 0) return "the same, to 0.1 %";
+  return (pct > 0 ? "+" : "") + number_text(pct) + " % " + (pct > 0 ? "better" : "worse");
 }
 
 // The best measured feasible trial (first objective), or nullptr.
@@ -55,9 +56,11 @@ const ReportTrial* recommended(const ReportContext& c, const ReportTrial* best, 
 }
 
 // The space's default configuration (every parameter at its default: what a run without tuning
-// gets): as a trial measured it when one did, else as the performance model times it; "" when the
-// space cannot say.
-std::string default_layout_text(const ReportContext& c, double value) {
+// gets): as a trial measured it when one did, else as the performance model times it against the
+// model's time of `t` (a measurement against an estimate would hold the model's error on this
+// machine); "" when the space cannot say.
+std::string default_layout_text(const ReportContext& c, const ReportTrial& t) {
+  const double value = t.values.front();
   if (!c.space || !c.space->can_lower()) return "";
   std::vector<double> config;
   try {
@@ -68,13 +71,13 @@ std::string default_layout_text(const ReportContext& c, double value) {
   const std::string name = config_summary(*c.space, config.data());
   // A measurement of it outranks the model's word on it.
   const std::string key = c.space->key(config.data());
-  for (const ReportTrial& t : c.trials) {
-    if (t.config.empty() || c.space->key(t.config.data()) != key) continue;
-    const std::string trial = "trial " + std::to_string(t.record.seq);
-    if (t.record.status == TrialStatus::kOom) return "The space's default layout (" + name + ") ran out of memory (" + trial + ").";
-    if (t.measured)
+  for (const ReportTrial& d : c.trials) {
+    if (d.config.empty() || c.space->key(d.config.data()) != key) continue;
+    const std::string trial = "trial " + std::to_string(d.record.seq);
+    if (d.record.status == TrialStatus::kOom) return "The space's default layout (" + name + ") ran out of memory (" + trial + ").";
+    if (d.measured)
       return "Against the space's default layout (" + name + "), measured in " + trial + " at " + c.objective().metric +
-             " " + number_text(*t.measured) + ": " + gain_text(value, *t.measured, c.objective().direction) + ".";
+             " " + number_text(*d.measured) + ": " + gain_text(value, *d.measured, c.objective().direction) + ".";
   }
   const std::string why = c.space->explain(config.data());
   if (!why.empty())
@@ -82,14 +85,21 @@ std::string default_layout_text(const ReportContext& c, double value) {
            (why.rfind("out of memory", 0) == 0 ? "does not fit by the memory estimate (" + why + ")"
                                                : "is not a valid configuration here: " + why) +
            "; no trial measured it.";
-  cotune_sim_result r{};
-  r.struct_size = sizeof r;
-  const cotune_trace& trace = c.space->lower(config.data());
-  perf::simulate(trace, &r);
-  const std::optional<double> base = model_metric(r, trace, c.objective().metric);
+  const auto timed = [&](const std::vector<double>& x) -> std::optional<double> {
+    cotune_sim_result r{};
+    r.struct_size = sizeof r;
+    const cotune_trace& trace = c.space->lower(x.data());
+    perf::simulate(trace, &r);
+    return model_metric(r, trace, c.objective().metric);
+  };
+  const std::optional<double> base = timed(config);
   if (!base) return "";
-  return "Against the space's default layout (" + name + "), timed by the performance model at " +
-         c.objective().metric + " " + number_text(*base) + ": " + gain_text(value, *base, c.objective().direction) + ".";
+  const std::optional<double> mine = t.config.empty() ? std::nullopt : timed(t.config);
+  if (!mine) return "";
+  return "No trial measured the space's default layout (" + name + "); the performance model times it at " +
+         c.objective().metric + " " + number_text(*base) + " and this configuration at " + number_text(*mine) + ": " +
+         gain_text(*mine, *base, c.objective().direction) + " (estimates of both, so that the model's error on this "
+         "machine does not enter the comparison).";
 }
 
 std::string cost_text(const ReportContext& c) {
@@ -187,7 +197,7 @@ std::string answer_html(const ReportContext& c) {
     }
   h += "</p>";
   try {
-    const std::string baseline = default_layout_text(c, value);
+    const std::string baseline = default_layout_text(c, *t);
     if (!baseline.empty()) h += "<p>" + escape(baseline) + "</p>";
   } catch (const std::exception& e) {
     h += note_html(std::string("No comparison with the default layout: ") + e.what());

@@ -12,6 +12,8 @@
 #include <map>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 
 extern char** environ;
 
@@ -181,6 +183,18 @@ void ProcessExecutor::start(Run& run) {
   }
 }
 
+namespace {
+// The job's metrics with the time its process ran, unless it says its own: the host's GPU-hours
+// count it rather than the trial's time from submission (which includes waiting here for a free
+// slot, or on an agent that was down).
+std::string with_wall_time(const std::string& metrics, std::chrono::steady_clock::time_point started) {
+  nlohmann::json m = nlohmann::json::parse(metrics, nullptr, false);
+  if (!m.is_object() || m.contains("wall_time_s")) return metrics;
+  m["wall_time_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return m.dump();
+}
+}  // namespace
+
 void ProcessExecutor::finish(Run& run) {
   if (run.child) {
     run.child->signal_group(SIGKILL);  // whatever the job left behind in its group ends with it
@@ -225,7 +239,7 @@ void ProcessExecutor::finish(Run& run) {
     m.error = "the job exited 0 but wrote no result file (" + result_file + ") and no metrics_regex is configured";
   }
   r.status = m.ok ? COTUNE_STATUS_OK : COTUNE_STATUS_FAILED;
-  r.metrics_json = m.ok ? m.json : "{}";  // exited 0, nothing readable (cotune.h)
+  r.metrics_json = m.ok ? with_wall_time(m.json, run.started) : "{}";  // exited 0, nothing readable (cotune.h)
   r.error = m.ok ? "" : m.error;
 }
 
