@@ -116,10 +116,14 @@ TEST(Abi, NonsenseDescriptorsAreRefusedWithAReason) {
       {"apizerosize", "predictor table struct_size 0 is smaller than"},
       {"negativekind", "component 0: unknown kind -1"},
       {"nullstring", "component 0 id is NULL"},
-      {"longstring", "component 0 name is longer than 4096 bytes"},
+      {"longstring", "component 'org.cotune.test.abi-mean' name is longer than 4096 bytes"},
       {"emptyid", "component 0 id is empty"},
-      {"nulinside", "component 0 name is not valid UTF-8"},
-      {"swappedversion", "component 0 version 'ABI fixture: predicts the mean target.' is not MAJOR.MINOR.PATCH"},
+      {"nulinside", "component 'org.cotune.test.abi-mean' name is not valid UTF-8"},
+      {"swappedversion", "component 'org.cotune.test.abi-mean' version 'ABI fixture: predicts the mean target.' is "
+                         "not MAJOR.MINOR.PATCH, such as 1.0.0 (it reads as a description: the C++ helper's"},
+      {"badid", "component 0 id 'not an id' is not a reverse-DNS id"},
+      {"badname", "component 'org.cotune.test.abi-mean' name 'abi mean' is not one a study file can name it by"},
+      {"shortversion", "component 'org.cotune.test.abi-mean' version '1.0' is not MAJOR.MINOR.PATCH, such as 1.0.0"},
   };
   Registry reg;
   for (const auto& [name, reason] : cases) {
@@ -129,6 +133,12 @@ TEST(Abi, NonsenseDescriptorsAreRefusedWithAReason) {
     EXPECT_NE(reg.problems().back().file.find("abi" + name), std::string::npos);
   }
   EXPECT_TRUE(reg.components().empty());
+  // The C++ helper's field order is named only where the version reads as a description.
+  for (const LoadProblem& p : reg.problems()) {
+    if (p.file.find("abishortversion") != std::string::npos) {
+      EXPECT_EQ(p.reason.find("C++"), std::string::npos) << p.reason;
+    }
+  }
   ASSERT_TRUE(reg.load_file(fixture("good")));
   EXPECT_EQ(reg.components().size(), 1u);
 }

@@ -27,6 +27,9 @@
  *  FIXTURE_EMPTY_ID     the id has length 0
  *  FIXTURE_NUL_INSIDE   the name holds a NUL byte within its stated length
  *  FIXTURE_SWAPPED_VERSION  the description and the version swapped (the C++ helper's old order)
+ *  FIXTURE_BAD_ID       the id is not reverse-DNS ("not an id")
+ *  FIXTURE_BAD_NAME     the name holds a space ("abi mean"), which no study file can name
+ *  FIXTURE_SHORT_VERSION  the version is "1.0"
  */
 #include <cotune/cotune.h>
 
@@ -151,6 +154,12 @@ static const char kNameBuffer[] = "abi-meanYYYY";
 #elif defined(FIXTURE_NUL_INSIDE)
 #define ID_STR {FIXTURE_ID, sizeof(FIXTURE_ID) - 1}
 #define NAME_STR {"abi\0mean", 8}
+#elif defined(FIXTURE_BAD_ID)
+#define ID_STR {"not an id", 9}
+#define NAME_STR {"abi-mean", 8}
+#elif defined(FIXTURE_BAD_NAME)
+#define ID_STR {FIXTURE_ID, sizeof(FIXTURE_ID) - 1}
+#define NAME_STR {"abi mean", 8}
 #else
 #define ID_STR {FIXTURE_ID, sizeof(FIXTURE_ID) - 1}
 #define NAME_STR {"abi-mean", 8}
@@ -159,6 +168,9 @@ static const char kNameBuffer[] = "abi-meanYYYY";
 #if defined(FIXTURE_SWAPPED_VERSION)
 #define DESCRIPTION_STR {"1.0.0", 5}
 #define VERSION_STR {"ABI fixture: predicts the mean target.", 38}
+#elif defined(FIXTURE_SHORT_VERSION)
+#define DESCRIPTION_STR {"ABI fixture: predicts the mean target.", 38}
+#define VERSION_STR {"1.0", 3}
 #else
 #define DESCRIPTION_STR {"ABI fixture: predicts the mean target.", 38}
 #define VERSION_STR {"1.0.0", 5}

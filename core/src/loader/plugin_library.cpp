@@ -8,6 +8,7 @@
 #include <boost/dll/shared_library_load_mode.hpp>
 #include <boost/system/system_error.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <set>
 
@@ -55,6 +56,22 @@ std::string take_string(const std::string& path, const char* what, cotune_str s,
 }
 
 size_t api_struct_size(const void* api) { return *static_cast<const size_t*>(api); }
+
+bool name_char(char ch) {
+  return std::isalnum(static_cast<unsigned char>(ch)) != 0 || ch == '-' || ch == '_';
+}
+
+// "org.cotune.executor.sim": two or more dot-separated parts, none empty.
+bool reverse_dns_id(const std::string& id) {
+  if (id.find('.') == std::string::npos || id.front() == '.' || id.back() == '.' || id.find("..") != std::string::npos)
+    return false;
+  return std::all_of(id.begin(), id.end(), [](char ch) { return name_char(ch) || ch == '.'; });
+}
+
+// What a study file, a command line and a store key can carry as the component's name.
+bool study_file_name(const std::string& name) {
+  return std::all_of(name.begin(), name.end(), [](char ch) { return name_char(ch) || ch == '.'; });
+}
 
 // Checks that the functions every plugin of `kind` must provide are there.
 void check_required_functions(const std::string& path, const ComponentInfo& info, const void* api) {
@@ -171,13 +188,23 @@ std::vector<ComponentInfo> validate_descriptor(const std::string& path, const co
     if (kind_name(c->kind)[0] == '?') refuse(path, where + ": unknown kind " + std::to_string(c->kind));
     info.capabilities = c->capabilities;
     info.id = take_string(path, (where + " id").c_str(), c->id, true);
-    info.name = take_string(path, (where + " name").c_str(), c->name, true);
-    info.description = take_string(path, (where + " description").c_str(), c->description, false);
-    info.version = take_string(path, (where + " version").c_str(), c->version, true);
+    if (!reverse_dns_id(info.id))
+      refuse(path, where + " id '" + info.id + "' is not a reverse-DNS id: dot-separated parts of letters, digits, "
+                           "'-' and '_', such as com.example.executor.mycluster");
+    // From here on the id names the component.
+    const std::string named = "component '" + info.id + "'";
+    info.name = take_string(path, (named + " name").c_str(), c->name, true);
+    if (!study_file_name(info.name))
+      refuse(path, named + " name '" + info.name + "' is not one a study file can name it by: letters, digits, "
+                           "'.', '-' and '_'");
+    info.description = take_string(path, (named + " description").c_str(), c->description, false);
+    info.version = take_string(path, (named + " version").c_str(), c->version, true);
     if (!semantic_version(info.version))
-      refuse(path, where + " version '" + info.version +
-                       "' is not MAJOR.MINOR.PATCH (the C++ helper's ComponentInfo takes the description "
-                       "before the version: {id, name, description, version})");
+      refuse(path, named + " version '" + info.version + "' is not MAJOR.MINOR.PATCH, such as 1.0.0" +
+                       (info.version.find(' ') != std::string::npos
+                            ? " (it reads as a description: the C++ helper's ComponentInfo takes the description "
+                              "before the version, {id, name, description, version})"
+                            : ""));
     info.abi_major = plugin->abi_major;
     info.abi_minor = plugin->abi_minor;
     info.file = path;

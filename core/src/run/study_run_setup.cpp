@@ -212,7 +212,7 @@ auto made_from_options(const StudySpec& spec, const std::string& field, Make mak
     // not on PATH, a table file: NOT_FOUND) too; anything else is the plugin's own failure (a bug,
     // a resource it could not get), still said where it was made from.
     if (e.code() != COTUNE_ERR_INVALID_ARGUMENT && e.code() != COTUNE_ERR_NOT_FOUND)
-      throw PluginError(e.code(), spec.file + ": " + field + ": the plugin failed to start with these options: " +
+      throw PluginError(e.code(), spec.file + ": " + field + ": the plugin could not start: " +
                                       e.what());
     throw UserError(spec.file + ": " + field + ": " + e.what());
   }
