@@ -517,7 +517,7 @@ TEST_F(RunCli, APluginThatFailsToStartIsNamedWithTheStudyFileField) {
   // the study file and the field it was made from, as bad options are (those exit 2).
   const std::string path = write_echo_study("nostart", 2, 1, {{"throw_in_create", true}});
   EXPECT_EQ(run({"run", path, "--store", store_}), 1) << err();
-  EXPECT_NE(err().find("nostart.json: /executor/options: the plugin failed to start with these options: "
+  EXPECT_NE(err().find("nostart.json: /executor/options: the plugin could not start: "
                        "org.cotune.test.executor.testecho: create refused: asked to"),
             std::string::npos)
       << err();
