@@ -948,6 +948,11 @@ TEST_F(RunCli, PluginsCheckCreatesAnExecutorWithTheOptionsGiven) {
   std::ofstream(dir_ + "/runs.csv") << "tp,step_time_s\n1,2.5\n";
   ASSERT_EQ(run({"plugins", "check", lib, "--options", json({{"file", dir_ + "/runs.csv"}}).dump()}), 0) << out() << err();
   EXPECT_NE(out().find("create/destroy ok, capacity 64"), std::string::npos) << out();
+  // What the host found of the optional entry points (a C++ member of another signature is not).
+  EXPECT_NE(out().find("optional entry points: attach yes (a restarted host re-attaches to running jobs), "
+                       "candidates yes, metrics yes, check_study no"),
+            std::string::npos)
+      << out();
   EXPECT_EQ(run({"plugins", "check", lib, "--options", json({{"file", dir_ + "/missing.csv"}}).dump()}), 1) << out();
   EXPECT_NE(out().find("FAILED: "), std::string::npos) << out();
   EXPECT_NE(out().find("missing.csv"), std::string::npos) << out();

@@ -31,6 +31,8 @@ Executor::Executor(ComponentRef ref, std::string_view options_json)
 Executor::~Executor() { api_->destroy(inst_); }
 
 bool Executor::can_attach() const { return optional_fn(api_, &cotune_executor_api::attach) != nullptr; }
+bool Executor::has_metrics() const { return optional_fn(api_, &cotune_executor_api::metrics) != nullptr; }
+bool Executor::has_check_study() const { return optional_fn(api_, &cotune_executor_api::check_study) != nullptr; }
 
 bool Executor::has_candidates() const {
   return optional_fn(api_, &cotune_executor_api::candidates) != nullptr;

@@ -248,6 +248,13 @@ int exercise(const Registry& reg, const std::optional<std::string>& options, con
         case COTUNE_KIND_EXECUTOR: {
           Executor ex(c, options.value_or("{}"));
           std::printf("  create/destroy ok, capacity %d\n", ex.capacity());
+          // A C++ member whose signature is not the helper's is not seen (cotune.hpp detects each by
+          // its exact signature): what the host found is printed, so a missing one shows.
+          const auto yes_no = [](bool b) { return b ? "yes" : "no"; };
+          std::printf("  optional entry points: attach %s (a restarted host re-attaches to running jobs), "
+                      "candidates %s, metrics %s, check_study %s\n",
+                      yes_no(ex.can_attach()), yes_no(ex.has_candidates()), yes_no(ex.has_metrics()),
+                      yes_no(ex.has_check_study()));
           if (submit_timeout_s > 0) {
             try {
               std::printf("  %s\n", exercise_executor(ex, submit_timeout_s).c_str());

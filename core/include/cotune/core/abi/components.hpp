@@ -204,6 +204,9 @@ class Executor {
   const ComponentInfo& info() const { return ref_.info; }
   bool needs_trace() const { return (ref_.info.capabilities & COTUNE_CAP_NEEDS_TRACE) != 0; }
   bool can_attach() const;
+  // Whether it has the optional entry points metrics (ABI 1.3) and check_study (ABI 1.10).
+  bool has_metrics() const;
+  bool has_check_study() const;
   // Whether the executor lists every configuration it can answer (COTUNE_CAP_CANDIDATES).
   bool has_candidates() const;
   // Those configurations, rows of study.num_params values (study: a trial without a configuration).
