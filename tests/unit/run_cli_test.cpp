@@ -1192,6 +1192,39 @@ TEST_F(RunCli, APluginThatCrashesInProcessIsNamed) {
   EXPECT_NE(err().find("\"isolation\": \"process\""), std::string::npos) << err();
 }
 
+TEST_F(RunCli, AStoreThisUserMayNotWriteIsReadNotRefused) {
+  // Another user's store (a file and directory this user may not write, no -wal or -shm beside it):
+  // show reads it; a run that must write says why it cannot. Run as nobody when the test is root,
+  // whom permissions do not stop.
+  const std::string path = write_study("owned", 2, 1, "random");
+  fs::create_directories(dir_ + "/theirs");
+  ASSERT_EQ(run({"run", path, "--store", dir_ + "/theirs/s.db"}), 0) << err();
+  ASSERT_FALSE(fs::exists(dir_ + "/theirs/s.db-wal")) << "the run left its WAL behind";
+  ::chmod(dir_.c_str(), 0755);
+  ::chmod(path.c_str(), 0644);
+  ::chmod((dir_ + "/theirs/s.db").c_str(), 0444);
+  ::chmod((dir_ + "/theirs").c_str(), 0555);
+  const auto as_another_user = []() -> int { return ::geteuid() == 0 ? ::setuid(65534) : 0; };
+  const auto run_as = [&](const std::vector<std::string>& args) {
+    return wait_for(cotune::testing::spawn_cotune(dir_, args, dir_ + "/stdout", dir_ + "/stderr", as_another_user));
+  };
+  EXPECT_EQ(run_as({"show", "--store", dir_ + "/theirs/s.db"}), 0) << err();
+  EXPECT_NE(out().find("owned"), std::string::npos) << out();
+  json other = json::parse(read_file(path));
+  other["name"] = "other";
+  std::ofstream(dir_ + "/other.json") << other.dump();
+  ::chmod((dir_ + "/other.json").c_str(), 0644);
+  EXPECT_EQ(run_as({"run", dir_ + "/other.json", "--store", dir_ + "/theirs/s.db"}), 1) << err();
+  EXPECT_NE(err().find("store " + dir_ + "/theirs/s.db: attempt to write a readonly database (this user may not write "
+                       "the store file or its directory, so it was opened read-only"),
+            std::string::npos)
+      << err();
+  // A new store in a directory this user may not write: said so, not "no such file".
+  EXPECT_EQ(run_as({"run", dir_ + "/other.json", "--store", dir_ + "/theirs/new.db"}), 1) << err();
+  EXPECT_NE(err().find("cannot create it: the directory " + dir_ + "/theirs is not writable"), std::string::npos) << err();
+  ::chmod((dir_ + "/theirs").c_str(), 0755);
+}
+
 TEST_F(RunCli, APluginDirectoryThatIsNotOneIsSaid) {
   // COTUNE_PLUGIN_PATH naming a directory that does not exist left a study's plugins unloaded with
   // only "no executor plugin named": the refusal now names the path.

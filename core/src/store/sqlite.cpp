@@ -16,6 +16,9 @@ namespace {
 // system or a reached file size limit (ulimit -f) seen from here. Empty when none is found.
 std::string system_cause(sqlite3* db, int rc, const std::string& path) {
   const int primary = rc & 0xFF;
+  if (primary == SQLITE_READONLY && db != nullptr && sqlite3_db_readonly(db, "main") == 1)
+    return " (this user may not write the store file or its directory, so it was opened read-only: show, report "
+           "and export-history read it; a run or an import needs a store it can write)";
   if (primary != SQLITE_IOERR && primary != SQLITE_FULL && primary != SQLITE_CANTOPEN) return {};
   const int err = db ? sqlite3_system_errno(db) : 0;
   if (err == ENOSPC || err == EFBIG || err == EDQUOT || err == EROFS || err == EACCES || err == EIO)
@@ -120,13 +123,14 @@ std::vector<std::uint8_t> Statement::blob(int column) const {
   return p ? std::vector<std::uint8_t>(p, p + n) : std::vector<std::uint8_t>();
 }
 
-Database::Database(const std::string& path, int flags) : path_(path) {
+Database::Database(const std::string& path, int flags, const std::string& display)
+    : path_(display.empty() ? path : display) {
   int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
   if (rc != SQLITE_OK) {
-    std::string message = (db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc)) + system_cause(db_, rc, path);
+    std::string message = (db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc)) + system_cause(db_, rc, path_);
     sqlite3_close_v2(db_);
     db_ = nullptr;
-    throw Error(rc, "store " + path + ": cannot open: " + message);
+    throw Error(rc, "store " + path_ + ": cannot open: " + message);
   }
   sqlite3_extended_result_codes(db_, 1);
 }

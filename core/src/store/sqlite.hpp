@@ -69,7 +69,9 @@ using sql::StatementUse;
 class Database : public sql::Connection {
  public:
   // Opens with the given sqlite3_open_v2 flags. `path` is also the name used in messages.
-  Database(const std::string& path, int flags);
+  // `path` as sqlite3_open_v2 takes it (a file name, or a file: URI with SQLITE_OPEN_URI); `display`
+  // is the store's name in messages (the path when empty).
+  Database(const std::string& path, int flags, const std::string& display = "");
   ~Database() override;
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;

@@ -3,7 +3,10 @@
 #include <cotune/core/store/store.hpp>
 #include <cotune/core/store/store_location.hpp>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <string>
 
@@ -42,8 +45,34 @@ std::unique_ptr<sqlite::Database> open_sqlite(const std::string& path, const Sto
   if (!exists && !dir.empty() && !fs::exists(dir, ec) && !ec)
     throw StoreError("store " + path + ": the directory " + dir.string() +
                      " does not exist (cotune creates the store file, not the directories above it)");
-  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (options.create ? SQLITE_OPEN_CREATE : 0);
-  auto db = std::make_unique<sqlite::Database>(path, flags);
+  const std::string dir_name = dir.empty() ? "." : dir.string();
+  const bool dir_writable = ::access(dir_name.c_str(), W_OK) == 0;
+  if (!exists && !dir_writable)
+    throw StoreError("store " + path + ": cannot create it: the directory " + dir_name + " is not writable");
+  // A store this user may not write (another user's, a read-only mount): opened read-only, so that
+  // show, report and export read it. Read-write, SQLite would need to create the WAL's -shm file
+  // beside it even to read.
+  const bool read_only = exists && (::access(path.c_str(), W_OK) != 0 || !dir_writable);
+  int flags = (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) | SQLITE_OPEN_NOMUTEX |
+              (options.create && !read_only ? SQLITE_OPEN_CREATE : 0);
+  // Without its -wal and -shm files (no writer has it open), a WAL database opened read-only would
+  // still have to create the -shm: it is read as immutable instead, which is what it is to us.
+  std::string name = path;
+  if (read_only && !fs::exists(path + "-wal", ec) && !fs::exists(path + "-shm", ec)) {
+    name = "file:";
+    for (const char ch : fs::absolute(path, ec).string()) {
+      if (ch == '%' || ch == '?' || ch == '#') {
+        char hex[4];
+        std::snprintf(hex, sizeof hex, "%%%02X", static_cast<unsigned char>(ch));
+        name += hex;
+      } else {
+        name += ch;
+      }
+    }
+    name += "?immutable=1";
+    flags |= SQLITE_OPEN_URI;
+  }
+  auto db = std::make_unique<sqlite::Database>(name, flags, path);
   sqlite3_busy_timeout(db->handle(), static_cast<int>(std::min(options.busy_timeout_s * 1000.0, 2.0e9)));
   return db;
 }
@@ -70,6 +99,14 @@ Store::Store(const std::string& location, const Options& options) : path_(redact
     explain_open_failure(e, path_);
   }
 
+  if (!postgres && sqlite3_db_readonly(static_cast<sqlite::Database&>(db).handle(), "main") == 1) {
+    // Read-only: nothing is set, and a store this cotune would have to migrate cannot be read.
+    auto version = [&] { return schema::read_version(db); };
+    if (run_transaction(*impl_, sql::Access::kRead, version) != schema::latest_version(schema::migrations_for(db.dialect())))
+      throw StoreError("store " + path_ + ": this user may not write it, and its schema needs an upgrade that "
+                       "writes; open it once as its owner with this cotune");
+    return;
+  }
   if (!postgres) {
     auto set_wal = [&] { return db.query_text("PRAGMA journal_mode = WAL"); };
     std::string mode = run_transaction(*impl_, std::nullopt, set_wal);
