@@ -974,6 +974,12 @@ TEST_F(RunCli, PluginsCheckSubmitsOneTrialToAnExecutorWithSubmit) {
             1)
       << out();
   EXPECT_NE(out().find("did not end within 0.3 s; it was cancelled"), std::string::npos) << out();
+  // A poll that answers an error object fails the check (a study's trial would fail).
+  EXPECT_EQ(run({"plugins", "check", echo, "--submit", "--options", R"({"fail_poll": true})"}), 1) << out();
+  EXPECT_NE(out().find("FAILED: poll answered an error object (a study's trial would fail): "
+                       "org.cotune.test.executor.testecho: poll: lost track of the job (asked to)"),
+            std::string::npos)
+      << out();
   // A poll that does not return cannot be cancelled: the check stops, failed, naming the call.
   EXPECT_EQ(run({"plugins", "check", echo, "--submit", "--submit-timeout", "0.3", "--options", R"({"hang_poll_ms": 60000})"}),
             1)

@@ -21,7 +21,6 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -319,15 +318,20 @@ TEST_F(StudyLoop, AnotherStopRequestEndsTheWaitForCancelledTrials) {
   doc["plugin_paths"] = {COTUNE_BINARY_DIR "/lib/cotune/test-plugins"};
   doc["parallel"] = 2;
   std::atomic<int> stop{0};
-  std::thread user([&] {
-    for (int i = 0; i < 600; ++i) {
+  // Waits until the journal has `n` lines holding `what`.
+  const auto wait_for_lines = [&](const std::string& what, int n) {
+    for (int i = 0; i < 1200; ++i) {
       std::ifstream in(journal);
-      const auto lines = std::count(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>(), '\n');
-      if (lines >= 2) break;
+      int seen = 0;
+      for (std::string line; std::getline(in, line);) seen += line.find(what) != std::string::npos ? 1 : 0;
+      if (seen >= n) return;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
+  };
+  std::thread user([&] {
+    wait_for_lines("unreachable/", 2);
     stop = 1;  // cancels them (on_stop "cancel"); the executor never confirms
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    wait_for_lines("ignored cancel", 2);
     stop = 2;
   });
   RunOptions o;

@@ -123,9 +123,12 @@ struct Line {
   void add(const char* s) { add(s, std::strlen(s)); }
 };
 
-extern "C" void on_crash_signal(int signo) {
+extern "C" void on_crash_signal(int signo, siginfo_t* info, void* /*context*/) {
   size_t i = 0;
   while (kCrashSignals[i] != signo) ++i;
+  // What was there before comes back first: a fault in what follows (a plugin that smashed the
+  // stack may leave the mark unreadable) then goes to it, not here again.
+  ::sigaction(signo, &g_before[i], nullptr);
   Line line;
   line.add("cotune: ");
   line.add(signal_name(signo));
@@ -151,20 +154,26 @@ extern "C" void on_crash_signal(int signo) {
   }
   ssize_t ignored = ::write(STDERR_FILENO, line.text, line.n);
   (void)ignored;
-  // What was there before takes over: returning re-runs the faulting instruction under it; an
-  // abort() raises again.
-  ::sigaction(signo, &g_before[i], nullptr);
-  if (signo == SIGABRT) ::raise(signo);
+  // A fault returns to the faulting instruction, which faults again under the handler put back. A
+  // signal that was sent (kill, raise, abort: si_code <= 0) would not come again: raise it.
+  if (info == nullptr || info->si_code <= 0 || signo == SIGABRT) ::raise(signo);
 }
 
 }  // namespace
 
 void CallWatch::install_crash_report() {
   for (size_t i = 0; i < sizeof kCrashSignals / sizeof kCrashSignals[0]; ++i) {
+#if defined(__SANITIZE_THREAD__)
+    // ThreadSanitizer reports a fault from its own handler, and one chained to it loses the report's
+    // stack; its builds keep their report.
+    if (kCrashSignals[i] != SIGABRT) continue;
+#endif
     struct sigaction sa {};
-    sa.sa_handler = on_crash_signal;
+    sa.sa_sigaction = on_crash_signal;
     sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_NODEFER;
+    // SA_ONSTACK: on the alternate stack when one is set (a sanitizer's, for a stack overflow).
+    // SA_NODEFER: the signal raised again from the handler is delivered, to the handler put back.
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
     ::sigaction(kCrashSignals[i], &sa, &g_before[i]);
   }
 }

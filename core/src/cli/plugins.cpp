@@ -339,7 +339,8 @@ int run(int argc, char** argv) {
     }
     if (vm.count("workload")) workload = read_json_file(vm["workload"].as<std::string>()).dump();
     const double submit_timeout = vm["submit-timeout"].as<double>();
-    if (vm.count("submit") && !(submit_timeout > 0)) throw UserError("--submit-timeout: expected seconds > 0");
+    if (vm.count("submit") && !(submit_timeout > 0 && submit_timeout <= 1e6))
+      throw UserError("--submit-timeout: expected seconds > 0 and at most 1e6");
     const int failures = exercise(reg, options, workload, vm.count("submit") ? submit_timeout : 0);
     // A plugin directory is searched for libcotune-*.so alone (Registry::load_directories): a
     // library named otherwise loads when named itself, but no search path finds it.

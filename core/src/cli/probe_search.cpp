@@ -11,6 +11,7 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -163,7 +164,7 @@ namespace {
 class HangGuard {
  public:
   HangGuard(std::string plugin, std::string file, double limit_s)
-      : plugin_(std::move(plugin)), file_(std::move(file)), limit_s_(limit_s + kGraceS) {
+      : plugin_(std::move(plugin)), file_(std::move(file)), limit_s_(std::min(limit_s, 1e6) + kGraceS) {
     thread_ = std::thread([this] { watch(); });
   }
   ~HangGuard() {

@@ -553,9 +553,11 @@ void StudyRun::check_budget(double elapsed_s) {
 
 void StudyRun::cancel_all() {
   cancelled_all_ = true;
-  cancel_deadline_ = std::chrono::steady_clock::now() +
-                     std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                         std::chrono::duration<double>(options_.cancel_grace_s));
+  // From the first cancel: a later one (a Ctrl-C after the budget cancelled) does not extend it.
+  if (!cancel_deadline_)
+    cancel_deadline_ = std::chrono::steady_clock::now() +
+                       std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                           std::chrono::duration<double>(options_.cancel_grace_s));
   for (RunningTrial& r : running_) {
     if (r.cancel_requested) continue;
     r.cancel_requested = true;
