@@ -719,6 +719,20 @@ TEST_F(RunCli, AMisspeltMetricIsRefusedBeforeAnyTrial) {
   EXPECT_EQ(finished(trials("broken")), 3u);
 }
 
+// One file named from two directories is one source: the second import adds nothing.
+TEST_F(RunCli, AFileImportedUnderAnotherSpellingOfItsPathIsAlreadyInTheStore) {
+  fs::create_directories(dir_ + "/team/sub");
+  std::ofstream(dir_ + "/team/runs.csv") << "preset,global_batch,gpu,gpus,tp,pp,dp,micro_batch,zero,recompute,tokens_per_s\n"
+                                            "llama3-8b,256,h100-sxm,32,1,1,32,1,1,selective,1e5\n";
+  ASSERT_EQ(run({"import", dir_ + "/team/runs.csv", "--space", "llm", "--store", store_}), 0) << err();
+  EXPECT_NE(out().find("1 imported"), std::string::npos) << out();
+  const pid_t pid = cotune::testing::spawn_cotune(dir_ + "/team/sub", {"import", "../runs.csv", "--space", "llm", "--store",
+                                                                      store_},
+                                                  dir_ + "/stdout", dir_ + "/stderr");
+  ASSERT_EQ(wait_for(pid), 0) << err();
+  EXPECT_NE(out().find("0 imported, 1 already in the store"), std::string::npos) << out();
+}
+
 // Runs imported before the study: one better than any the study measures is named at the end, with
 // the file and row it came from (the study does not measure it again).
 TEST_F(RunCli, NamesABetterRunOfTheImportedHistory) {

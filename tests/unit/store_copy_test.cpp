@@ -164,6 +164,33 @@ TEST_F(StoreCopy, CopyingTwiceChangesNothingAndANewerSourceAddsOnlyWhatIsMissing
   EXPECT_EQ(pg.trial_count(pg.find_study("alpha")->id), 7);
 }
 
+TEST_F(StoreCopy, HistoryExportedFromAStudysTrialsIsThatTrialWhereverItIsCopied) {
+  // A store's trials exported as history ("study:alpha", the trial's number) and imported into a
+  // second store: copied back (to PostgreSQL, which holds alpha) nothing is added; copied the other
+  // way (alpha into the second store) the rows read as the trials, not twice.
+  Store source(dir_.file("source.db"));
+  fill(source);
+  Store pg(url_);
+  copy_store(source, pg);
+  const std::string before = contents(pg);
+  const std::vector<HistoryRow> exported = pg.export_history("workload-a", "llm");
+  std::vector<HistoryRow> from_trials;
+  for (const HistoryRow& r : exported)
+    if (r.source.rfind("study:", 0) == 0) from_trials.push_back(r);
+  ASSERT_EQ(from_trials.size(), 5u);  // alpha's finished trials (beta's workload is another)
+  Store other(dir_.file("other.db"));
+  EXPECT_EQ(other.import_history(from_trials).inserted, 5);
+  StoreCopyCounts back = copy_store(other, pg);
+  EXPECT_EQ(back.history.inserted, 0);
+  EXPECT_EQ(back.history.duplicates, 5);
+  EXPECT_EQ(contents(pg), before);
+  // The other way: the studies arrive after the rows; each trial is read once.
+  copy_store(source, other);
+  size_t rows = 0;
+  for (const HistoryRow& r : other.history_for("workload-a", "llm")) rows += r.source.rfind("study:", 0) == 0 ? 1 : 0;
+  EXPECT_EQ(rows, 0u) << "rows of trials the store holds are read as the trials";
+}
+
 TEST_F(StoreCopy, ACopyTakenWhileAStudyRanCatchesUpWhenCopiedAgain) {
   // alpha's tp 5 trial is still pending when the first copy is taken, and the study running; then
   // it runs to the end in the source. Copied again, the destination has it as the source does, and

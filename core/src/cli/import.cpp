@@ -38,6 +38,16 @@ std::pair<std::string, std::string> parse_setting(const std::string& text) {
 
 // Imports one file; returns whether every run of it became a row (none rejected).
 // With --json, `report` receives the file's outcome instead of the summary lines on stdout.
+// Where a file's rows are recorded as coming from: its absolute path, with '.', '..' and links
+// resolved, so that the file named from another directory (./runs.csv, ../team/runs.csv) is the same
+// source and importing it again adds nothing. Stdin ("-") is as given.
+std::string source_of(const std::string& file) {
+  if (file == "-") return file;
+  std::error_code ec;
+  const std::filesystem::path p = std::filesystem::weakly_canonical(std::filesystem::absolute(file, ec), ec);
+  return ec ? file : p.string();
+}
+
 bool import_file(const std::string& file, const std::string& format_option, const std::string& source_option,
                  const std::vector<std::pair<std::string, std::string>>& mapping,
                  const std::map<std::string, std::string>& settings, const Registry& registry,
@@ -80,32 +90,11 @@ bool import_file(const std::string& file, const std::string& format_option, cons
   if (memory_notes > 0)
     std::cerr << "note: " << memory_notes
               << " imported rows ran where the memory estimate says they do not fit; kept as measured\n";
-  // Rows export-history wrote from a study's trials name it ("study:NAME", the trial's number): in
-  // the store that holds that study they are measured already.
+  // Rows export-history wrote from a study's trials ("study:NAME", the trial's number) count as in the
+  // store where it holds that study (Store::import_history).
   std::vector<HistoryRow> rows =
-      history_rows(runs.runs, source_option.empty() ? file : source_option, schema.info().name);
-  std::int64_t in_studies = 0;
-  std::map<std::string, std::map<std::int64_t, std::string>> study_trials;  // name -> seq -> config key
-  const std::string prefix = "study:";
-  rows.erase(std::remove_if(rows.begin(), rows.end(),
-                            [&](const HistoryRow& h) {
-                              if (h.source.rfind(prefix, 0) != 0) return false;
-                              const std::string name = h.source.substr(prefix.size());
-                              auto it = study_trials.find(name);
-                              if (it == study_trials.end()) {
-                                std::map<std::int64_t, std::string> keys;
-                                if (auto study = store.find_study(name))
-                                  for (const TrialRecord& t : store.trials(study->id)) keys[t.seq] = t.config_key;
-                                it = study_trials.emplace(name, std::move(keys)).first;
-                              }
-                              auto t = it->second.find(h.row_number);
-                              const bool measured = t != it->second.end() && t->second == h.config_key;
-                              in_studies += measured ? 1 : 0;
-                              return measured;
-                            }),
-             rows.end());
+      history_rows(runs.runs, source_option.empty() ? source_of(file) : source_option, schema.info().name);
   ImportCounts counts = store.import_history(rows);
-  counts.duplicates += in_studies;
   if (report != nullptr) {
     nlohmann::json rejected = nlohmann::json::array(), skipped = nlohmann::json::array();
     // Every note and warning the text prints (the columns kept as metrics or ignored among them).

@@ -27,9 +27,14 @@ std::string row_label(const HistoryRow& row) {
 
 std::vector<HistoryRow> Store::history_for(const std::string& workload_key, const std::string& space) {
   return read([&] {
+    // A row that export-history wrote from a study's trial ("study:NAME", the trial's number) is that
+    // trial where the store holds the study: it is read once, as the trial (the study may have been
+    // copied in after the row was imported).
     auto q = impl_->db.prepare(
-        "SELECT id, workload_key, space, config_key, config_json, status, metrics_json, source, row_number, "
-        "imported_at FROM history WHERE workload_key = ?1 AND space = ?2 ORDER BY id");
+        "SELECT h.id, h.workload_key, h.space, h.config_key, h.config_json, h.status, h.metrics_json, h.source, "
+        "h.row_number, h.imported_at FROM history h WHERE h.workload_key = ?1 AND h.space = ?2 AND NOT EXISTS ("
+        "SELECT 1 FROM trials t JOIN studies s ON s.id = t.study_id WHERE 'study:' || s.name = h.source AND "
+        "t.seq = h.row_number AND t.config_key = h.config_key) ORDER BY h.id");
     q->bind(1, workload_key);
     q->bind(2, space);
     std::vector<HistoryRow> out;
@@ -85,9 +90,25 @@ ImportCounts Store::import_history(const std::vector<HistoryRow>& rows, ImportTi
         "INSERT INTO history (workload_key, space, config_key, config_json, status, metrics_json, source, "
         "row_number, imported_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) "
         "ON CONFLICT (workload_key, space, source, row_number) DO NOTHING");
+    // A row export-history wrote from a study's trial, in a store that holds that trial: there already.
+    auto measured = db.prepare(
+        "SELECT 1 FROM trials t JOIN studies s ON s.id = t.study_id WHERE s.name = ?1 AND t.seq = ?2 AND "
+        "t.config_key = ?3");
+    const std::string study_prefix = "study:";
     ImportCounts counts;
     double now = now_seconds();
     for (const HistoryRow& row : rows) {
+      if (row.source.rfind(study_prefix, 0) == 0) {
+        measured->bind(1, std::string_view(row.source).substr(study_prefix.size()));
+        measured->bind(2, row.row_number);
+        measured->bind(3, row.config_key);
+        const bool there = measured->step();
+        measured->reset();
+        if (there) {
+          ++counts.duplicates;
+          continue;
+        }
+      }
       insert->bind(1, row.workload_key);
       insert->bind(2, row.space);
       insert->bind(3, row.config_key);
