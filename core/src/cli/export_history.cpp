@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -92,7 +93,15 @@ int run(int argc, char** argv) {
     file.close();
     if (!file) throw std::runtime_error("-o " + out_path + ": writing failed");
   }
-  std::cerr << written << " of " << rows.size() << " rows written (" << keys.size() << " workload(s))\n";
+  // With one workload asked for, its other keys are spellings of it (the study's and a table's).
+  std::set<std::string> with_rows;
+  for (const HistoryRow& r : rows) with_rows.insert(r.workload_key);
+  std::cerr << written << " of " << rows.size() << " rows written ("
+            << (all ? std::to_string(with_rows.size()) + " workload(s)"
+                    : "1 workload" + (with_rows.size() > 1 ? ", its rows under " + std::to_string(with_rows.size()) +
+                                                                 " keys: the study's and as imported tables spell it"
+                                                           : std::string()))
+            << ")\n";
   return written == rows.size() ? 0 : 1;
 }
 

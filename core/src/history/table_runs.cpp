@@ -46,6 +46,8 @@ const std::vector<MetricName>& metric_table() {
       {"peak_mem_gb", {"peak_mem_gib", 1e9 / 1073741824.0, PerGpu::kNone}},
       {"peak_memory_bytes", {"peak_mem_gib", 1.0 / 1073741824.0, PerGpu::kNone}},
       {"cost_per_mtokens", {"cost_per_mtokens", 1, PerGpu::kNone}},
+      // How long the job ran (what a study's GPU-hours count; cotune's executors report it).
+      {"wall_time_s", {"wall_time_s", 1, PerGpu::kNone}},
   };
   return t;
 }
