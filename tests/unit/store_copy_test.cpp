@@ -330,6 +330,11 @@ TEST_F(StoreCli, StoreCopyBothWaysAndTwice) {
   EXPECT_THAT(err(), HasSubstr("password authentication failed"));
   EXPECT_THAT(err(), Not(HasSubstr("wrong-one")));
   EXPECT_EQ(run({"store", "copy", file}), 2) << "usage";
+  // One store on both sides, however it is named, is a mistake, not a copy of nothing.
+  EXPECT_EQ(run({"store", "copy", file, dir_.file("./local.db")}), 2);
+  EXPECT_THAT(err(), HasSubstr("is the destination too"));
+  EXPECT_EQ(run({"store", "copy", url_, url_}), 2);
+  EXPECT_THAT(err(), HasSubstr("is the destination too"));
 }
 
 }  // namespace

@@ -66,6 +66,9 @@ TEST(StoreLocation, AMistypedUrlIsRefusedNotTakenForAFileName) {
   EXPECT_THAT(scheme, Not(HasSubstr("s3cret")));
   for (const char* typo : {"postgres:team", "postgresql:/h/db", "postgresq:team", "Postgres:team"})
     EXPECT_THAT(check_store_location(typo), HasSubstr("looks like a PostgreSQL URL but is not one")) << typo;
+  // A stray space from a copied line would name a file " postgresql:..." in the working directory.
+  for (const char* spaced : {" postgresql://u@h/db", "cotune.db ", " "})
+    EXPECT_THAT(check_store_location(spaced), HasSubstr("begins or ends with white space")) << spaced;
 }
 
 TEST(StoreLocation, CommandsToRunAgainLeaveThePasswordOut) {

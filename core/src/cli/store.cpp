@@ -30,6 +30,13 @@ int copy(const std::string& from, const std::string& to) {
   Store::Options source_options;
   source_options.create = false;  // a mistyped source is an error, not a new empty store
   Store source(from, source_options);
+  // One store on both sides (the same URL, or two names of one file) would count everything as
+  // already there: a mistake, said as one.
+  std::error_code ec;
+  const bool same = is_postgres_url(from) || is_postgres_url(to)
+                        ? source.path() == redact_store_location(to)
+                        : std::filesystem::exists(to, ec) && std::filesystem::equivalent(from, to, ec);
+  if (same) throw UserError("store copy: " + source.path() + " is the destination too; name another store");
   Store destination(to);
   StoreCopyCounts c = copy_store(source, destination);
   std::printf("copied %s -> %s: studies %lld new, %lld brought up to date, %lld already there; %lld trials added, "

@@ -47,6 +47,10 @@ std::string connection_url(std::string_view location) {
 }
 
 std::string check_store_location(std::string_view location) {
+  // " postgresql://..." (a stray space from a copied line) would be a file of that name.
+  if (!location.empty() && (std::isspace(static_cast<unsigned char>(location.front())) != 0 ||
+                            std::isspace(static_cast<unsigned char>(location.back())) != 0))
+    return "store '" + redact_store_location(location) + "': begins or ends with white space; remove it";
   if (is_postgres_url(location)) return "";
   constexpr std::string_view kExpected =
       " (a PostgreSQL database is postgresql://user@host:port/dbname, or postgres://...; anything else is the "
