@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <random>
@@ -192,6 +193,37 @@ TEST_F(CrashResume, ATrialProcessThatOutlivedItsHostIsStoppedBeforeTheTrialRunsA
   const size_t close = fields.rfind(')');
   EXPECT_TRUE(close == std::string::npos || fields.substr(close + 2, 1) == "Z") << fields;
   std::vector<TrialRecord> all = stored_trials(store_, "leftover");
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].status, TrialStatus::kOk);
+}
+
+// Ctrl-C cancels the trials in flight; the next run submits them again without trying to re-attach
+// to jobs that are gone (which said "cannot re-attach ... no longer running" of each).
+TEST_F(CrashResume, TrialsCancelledByAStopAreSubmittedAgainNotReattached) {
+  const char* script =
+      "if [ ! -e \"$COTUNE_WORKDIR/started\" ]; then touch \"$COTUNE_WORKDIR/started\"; sleep 600; fi; "
+      "printf '{{\"tokens_per_s\": 1}}' > \"$COTUNE_RESULT_FILE\"";
+  json doc = study_doc("stopped", {{"name", "process"}, {"options", {{"command", {"/bin/sh", "-c", script}}}}});
+  doc["budget"] = {{"trials", 1}};
+  doc["parallel"] = 1;
+  const std::string study = dir_.file("stopped.json");
+  std::ofstream(study) << doc.dump(2);
+  pid_t host = spawn({"run", study, "--store", store_});
+  for (int i = 0; i < 1000 && !std::filesystem::exists(dir_.file("cotune-runs/stopped/1/started")); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(std::filesystem::exists(dir_.file("cotune-runs/stopped/1/started"))) << testing::read_file(dir_.file("stderr"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the run records the job's id
+  ::kill(host, SIGINT);
+  ASSERT_EQ(testing::wait_exit(host), 130) << testing::read_file(dir_.file("stderr"));
+  std::vector<TrialRecord> before = stored_trials(store_, "stopped");
+  ASSERT_EQ(before.size(), 1u);
+  EXPECT_EQ(before[0].status, TrialStatus::kRunning);
+  EXPECT_FALSE(before[0].external_id.has_value()) << *before[0].external_id;
+
+  ASSERT_EQ(testing::wait_exit(spawn({"run", study, "--store", store_})), 0) << testing::read_file(dir_.file("stderr"));
+  EXPECT_EQ(testing::read_file(dir_.file("stderr")).find("cannot re-attach"), std::string::npos)
+      << testing::read_file(dir_.file("stderr"));
+  std::vector<TrialRecord> all = stored_trials(store_, "stopped");
   ASSERT_EQ(all.size(), 1u);
   EXPECT_EQ(all[0].status, TrialStatus::kOk);
 }

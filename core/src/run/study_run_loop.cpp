@@ -315,7 +315,9 @@ size_t StudyRun::poll_round() {
     }
     ++ended;
     if (result.status == COTUNE_STATUS_CANCELLED && r.cancel_requested && stopping_) {
-      // Stopped on request: never measured, so its record stays in flight and the next run resumes it.
+      // Stopped on request: never measured, so its record stays in flight and the next run resumes it,
+      // submitting it again (its job is gone: there is nothing to re-attach to).
+      store_->forget_trial_job(r.trial_id);
     } else if (result.status == COTUNE_STATUS_CANCELLED && r.reattached && !r.cancel_requested) {
       // A job of the earlier run that was cancelled when it stopped: run it again. (A scancel while
       // no run followed it reads the same: the job never finished its measurement either way.)

@@ -176,6 +176,15 @@ void Store::update_trial_started(std::int64_t trial_id, const std::string& exter
   });
 }
 
+void Store::forget_trial_job(std::int64_t trial_id) {
+  write([&] {
+    auto q = impl_->db.prepare(
+        "UPDATE trials SET external_id = NULL WHERE id = ?1 AND status IN ('pending', 'running')");
+    q->bind(1, trial_id);
+    q->step();
+  });
+}
+
 void Store::finish_trial(std::int64_t trial_id, const TrialOutcome& o) {
   if (!is_finished(o.status))
     throw std::invalid_argument("Store::finish_trial: a trial ends with a finished status, not '" +

@@ -140,6 +140,9 @@ class Store {
   std::optional<TrialId> add_trial(std::int64_t study_id, const NewTrial& trial);
   // The executor accepted the trial: status running, started now, one more attempt, its job id.
   void update_trial_started(std::int64_t trial_id, const std::string& external_id);
+  // The trial's job is gone (cancelled when its run stopped): it stays in flight, without a job to
+  // re-attach to, so the next run submits it again.
+  void forget_trial_job(std::int64_t trial_id);
   // The trial ended; committed before returning. Sets finished_at to now.
   void finish_trial(std::int64_t trial_id, const TrialOutcome& outcome);
   std::optional<TrialRecord> trial(std::int64_t trial_id);
