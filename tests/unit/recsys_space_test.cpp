@@ -23,6 +23,7 @@
 using cotune::core::Registry;
 using cotune::core::Space;
 using nlohmann::json;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 namespace {
@@ -234,6 +235,61 @@ TEST_F(RecsysSpaceTest, PlannerRespectsMemory) {
   EXPECT_EQ(s2->explain(c3.data()), "");
 }
 
+TEST_F(RecsysSpaceTest, RowWiseShardsAndReplicatedGradientsCountInMemory) {
+  // One table of 4e9 rows x 128 fp32 (1.9 TiB) row-wise over 8 GPUs of 80 GiB: 244 GiB a GPU, refused
+  // naming it. (It was placed, and the configuration called valid.)
+  json w = tiny(json::array({{{"name", "giant"}, {"rows", 4e9}, {"dim", 128}}, {{"name", "small"}, {"rows", 1000}, {"dim", 128}}}));
+  w["cluster"] = {{"gpu", "h100-sxm"}, {"nodes", 1}, {"gpus_per_node", 8}};
+  w["training"]["embedding_optimizer"] = "sgd";
+  w["model"]["interaction"] = "cat";
+  w["training"]["global_batch"] = 8192;
+  auto s = make(w);
+  const auto rw = config(*s, {{"large_table_sharding", "row_wise"}, {"large_table_rows", 1e6}, {"replicate_below_mib", 0},
+                              {"batch_per_gpu", 1024}});
+  EXPECT_THAT(s->explain(rw.data()), HasSubstr("the row-wise shards need 238.42 GiB on each GPU (table 'giant' 238.42 GiB)"));
+
+  // 40 tables of 400k x 128 fp32 (195 MiB each, under replicate_below_mib), all replicated: 7.6 GiB
+  // of weights on every GPU and as much of DDP's dense gradients.
+  json tables = json::array();
+  for (int i = 0; i < 40; ++i) tables.push_back({{"name", "t" + std::to_string(i)}, {"rows", 4e5}, {"dim", 128}});
+  json r = tiny(tables);
+  r["cluster"] = w["cluster"];
+  r["training"]["embedding_optimizer"] = "sgd";
+  r["model"]["interaction"] = "cat";
+  r["training"]["global_batch"] = 8192;
+  auto s2 = make(r);
+  const auto dp = config(*s2, {{"replicate_below_mib", 256}, {"batch_per_gpu", 1024}, {"emb_precision", "fp32"}});
+  ASSERT_EQ(s2->explain(dp.data()), "");
+  const cotune_memory& m = s2->lower(dp.data()).memory;
+  const double tables_bytes = 40 * 4e5 * 128 * 4;
+  EXPECT_GE(m.weights, tables_bytes);
+  EXPECT_GE(m.gradients, tables_bytes) << "the replicated tables' gradients";
+}
+
+TEST_F(RecsysSpaceTest, OffloadedTablesSpreadOverTheNodesHostMemory) {
+  // 8 tables of 200M x 128 fp32 (95.4 GiB each, offloaded) on 4 nodes of 256 GiB host memory: two per
+  // node fit. The cheapest GPUs are all on the first node; placed there, all 8 (763 GiB) did not.
+  json tables = json::array();
+  for (int i = 0; i < 8; ++i) tables.push_back({{"name", "big" + std::to_string(i)}, {"rows", 2e8}, {"dim", 128}});
+  json w = tiny(tables);
+  w["model"]["interaction"] = "cat";
+  w["training"]["global_batch"] = 32768;
+  w["cluster"] = {{"gpu", "h100-sxm"}, {"nodes", 4}, {"gpus_per_node", 8}, {"host_gib_per_node", 256}};
+  auto s = make(w);
+  for (const char* balance : {"lookups", "memory", "mix"}) {
+    const auto c = config(*s, {{"large_table_sharding", "table_wise"}, {"offload", true}, {"balance", balance},
+                               {"batch_per_gpu", 1024}, {"replicate_below_mib", 0}});
+    ASSERT_EQ(s->explain(c.data()), "") << balance;
+    std::vector<int> per_node(4, 0);
+    const json plan = torchrec(*s, c);
+    for (const auto& [name, t] : plan.items()) {
+      ASSERT_TRUE(t.contains("ranks") && !t["ranks"].empty()) << plan.dump();
+      ++per_node[t["ranks"][0].get<int>() / 8];
+    }
+    for (int n : per_node) EXPECT_LE(n, 2) << balance;
+  }
+}
+
 TEST_F(RecsysSpaceTest, PlannerBalancesLookups) {
   // 64 equal tables on 8 GPUs: 8 each, perfectly balanced.
   json w = tiny(equal_tables(64));
@@ -310,6 +366,11 @@ TEST_F(RecsysSpaceTest, RejectsBadWorkloadsWithTheField) {
   EXPECT_THAT(err(w), HasSubstr("dot interaction needs every table's dim equal to the bottom MLP's last width (64)"));
   w = tiny(json::array({{{"name", "a"}, {"rows", 10}, {"dim", 16}, {"skew", 1.5}}}));
   EXPECT_THAT(err(w), HasSubstr("/model/tables/0/skew: expected a number in [0, 1)"));
+  // A typo of a recsys cluster field is named with what it likely means, among every field.
+  w = criteo(1);
+  w["cluster"]["host_gib_per_nod"] = 512;
+  EXPECT_THAT(err(w), AllOf(HasSubstr("/cluster/host_gib_per_nod: unknown cluster field (did you mean \"host_gib_per_node\"?)"),
+                            HasSubstr("host_link_GBps")));
   w = tiny();
   w["model"]["table_generator"] = {{"count", 3}};
   EXPECT_THAT(err(w), HasSubstr("/model: expected exactly one of tables"));

@@ -221,8 +221,10 @@ void resolve_hardware(const json& cluster, cotune_hardware* out, const std::stri
     bool ok = false;
     for (const char* k : known) ok = ok || it.key() == k;
     if (!ok)
-      throw UserError(where + "/" + it.key() + ": unknown cluster field (expected gpu, gpu_spec, nodes, "
-                      "gpus_per_node, nodes_per_island, network, price_per_gpu_hour, calibration)");
+      throw UserError(where + "/" + it.key() + ": unknown cluster field" +
+                      support::did_you_mean(it.key(), std::vector<std::string>(std::begin(known), std::end(known))) +
+                      " (expected gpu, gpu_spec, nodes, gpus_per_node, nodes_per_island, network, price_per_gpu_hour, "
+                      "calibration)");
   }
 
   GpuFields g;

@@ -209,7 +209,8 @@ void lower_config(const Workload& w, const Config& c, const cotune_hardware& hw,
   trace.model_flops_per_gpu = dense_flops_per_sample(w) * b * micro_batches(w, c);
   trace.gpus = c.gpus;
   trace.memory = dense_memory(w, c);
-  trace.memory.weights += plan.max_hbm;
+  trace.memory.weights += plan.max_hbm - plan.dp_grad_hbm;
+  trace.memory.gradients += plan.dp_grad_hbm;
   trace.hardware = hw;
 }
 

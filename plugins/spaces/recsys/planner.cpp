@@ -65,7 +65,7 @@ double work_time_bytes(const ShardWork& s, double host_factor) {
 struct Pending {
   uint32_t table;
   double col_offset, cols;
-  double time, hbm;
+  double time, hbm, host;
   double cost;
 };
 
@@ -116,7 +116,10 @@ void make_plan(const Workload& w, const Config& c, const PlanTarget& target, Pla
       p.dp_lookup_bytes += b * t.pooling * t.dim * e + b * t.dim * kPoolBytes;
       p.dp_backward_bytes += 2 * b * t.pooling * t.dim * kPoolBytes;
       p.dp_update_bytes += t.rows * (2 * t.dim * e + 2 * optimizer_bytes_per_row(w) + t.dim * kPoolBytes);
-      p.dp_grad_bytes += t.rows * t.dim * kPoolBytes;
+      // DDP's gradient of a replicated table is dense, in the table's precision: all-reduced each step,
+      // and held on every GPU.
+      p.dp_grad_bytes += t.rows * t.dim * e;
+      p.dp_grad_hbm += t.rows * t.dim * e;
       p.shards.push_back({i, s, 0, t.rows, 0, t.dim, -1});
       continue;
     }
@@ -151,16 +154,32 @@ void make_plan(const Workload& w, const Config& c, const PlanTarget& target, Pla
       const ShardWork sw = shard_work(w, c, t, t.rows, cols, Bm);
       p.id_send += sw.ids / target.gpus;  // each GPU sends the ids of its own samples
       p.out_recv += b * cols * ob;
-      pending.push_back({i, off, cols, work_time_bytes(sw, hf), sw.hbm, 0});
+      pending.push_back({i, off, cols, work_time_bytes(sw, hf), sw.hbm, sw.host_mem, 0});
       total_time += pending.back().time;
       total_hbm += sw.hbm;
     }
   }
 
-  const double budget = target.hbm_budget - p.dp_hbm;
+  const double budget = target.hbm_budget - p.dp_hbm - p.dp_grad_hbm;
   if (budget < 0) {
-    p.why = "replicated tables (under replicate_below_mib) need " + gib(p.dp_hbm) + " on every GPU, more than the " +
-            gib(std::max(0.0, target.hbm_budget)) + " left after the dense part";
+    p.why = "replicated tables (under replicate_below_mib) need " + gib(p.dp_hbm + p.dp_grad_hbm) +
+            " on every GPU with their gradients, more than the " + gib(std::max(0.0, target.hbm_budget)) +
+            " left after the dense part";
+    return;
+  }
+  // Row-wise shards were placed first, one slice on every GPU: they must fit before anything else is.
+  for (size_t g = 0; g < G; ++g) {
+    if (p.gpu[g].hbm <= budget) continue;
+    std::string largest;
+    double most = -1;
+    for (const Shard& sh : p.shards)
+      if (sh.rank == static_cast<int32_t>(g) && sh.type == Sharding::kRowWise) {
+        const Table& t = w.tables[sh.table];
+        const double bytes = shard_work(w, c, t, sh.rows, sh.cols, Bm).hbm;
+        if (bytes > most) most = bytes, largest = t.name;
+      }
+    p.why = "the row-wise shards need " + gib(p.gpu[g].hbm) + " on each GPU (table '" + largest + "' " + gib(most) +
+            "), but " + gib(std::max(0.0, budget)) + " is left for embeddings";
     return;
   }
   // The balance objective: time-equivalent bytes, HBM bytes, or both normalised.
@@ -215,11 +234,28 @@ void make_plan(const Workload& w, const Config& c, const PlanTarget& target, Pla
     if (a.table != x.table) return a.table < x.table;
     return a.col_offset < x.col_offset;
   });
+  // Offloaded shards also fill their node's host memory: a GPU whose node has no room left for one is
+  // passed over (else the cheapest GPUs, all on the first node, would take every table).
+  std::vector<double> node_host(nodes, 0);
+  for (size_t g = 0; g < G; ++g) node_host[g / gpn] += p.gpu[g].host;
   for (const Pending& s : pending) {
     size_t best = G;
-    for (size_t g = 0; g < G; ++g)
-      if (p.gpu[g].hbm + s.hbm <= budget && (best == G || p.gpu[g].cost < p.gpu[best].cost)) best = g;
+    bool host_full = false;
+    for (size_t g = 0; g < G; ++g) {
+      if (p.gpu[g].hbm + s.hbm > budget) continue;
+      if (c.offload && node_host[g / gpn] + s.host > target.host_bytes_per_node) {
+        host_full = true;
+        continue;
+      }
+      if (best == G || p.gpu[g].cost < p.gpu[best].cost) best = g;
+    }
     const Table& t = w.tables[s.table];
+    if (best == G && host_full) {
+      p.why = "table '" + t.name + "' (" + gib(s.host) + " offloaded) fits the host memory of no node: " +
+              gib(target.host_bytes_per_node) + " per node" +
+              (target.host_bytes_per_node > 0 ? "" : " (set cluster.host_gib_per_node)");
+      return;
+    }
     if (best == G) {
       double most_free = 0;
       for (const GpuLoad& g : p.gpu) most_free = std::max(most_free, budget - g.hbm);
@@ -233,6 +269,7 @@ void make_plan(const Workload& w, const Config& c, const PlanTarget& target, Pla
     const ShardWork sw = shard_work(w, c, t, t.rows, s.cols, Bm);
     GpuLoad& g = p.gpu[best];
     add(g, sw);
+    node_host[best / gpn] += sw.host_mem;
     g.out_send += sw.out * ob * (target.gpus - 1) / target.gpus;
     g.cost = cost_of(g.time_bytes(), g.hbm);
     p.shards.push_back({s.table, type == Sharding::kDataParallel ? Sharding::kTableWise : type, 0, t.rows,
@@ -245,7 +282,7 @@ void make_plan(const Workload& w, const Config& c, const PlanTarget& target, Pla
     const double tb = p.gpu[g].time_bytes();
     sum += tb;
     if (tb > p.max_time_bytes) p.max_time_bytes = tb, p.critical = g;
-    p.max_hbm = std::max(p.max_hbm, p.gpu[g].hbm + p.dp_hbm);
+    p.max_hbm = std::max(p.max_hbm, p.gpu[g].hbm + p.dp_hbm + p.dp_grad_hbm);
   }
   p.mean_time_bytes = sum / target.gpus;
   for (size_t n = 0; n < nodes; ++n) {

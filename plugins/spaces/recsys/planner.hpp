@@ -56,13 +56,16 @@ struct Plan {
   std::vector<GpuLoad> gpu;
   // Replicated (data-parallel) tables: the same on every GPU.
   double dp_hbm = 0, dp_lookup_bytes = 0, dp_backward_bytes = 0, dp_update_bytes = 0, dp_grad_bytes = 0;
+  // Their dense gradients (DDP keeps one as large as the table, in its precision: the bytes
+  // dp_grad_bytes all-reduces): HBM on every GPU beside dp_hbm, counted as gradients.
+  double dp_grad_hbm = 0;
   double id_send = 0;      // per GPU: the ids of its samples for every sharded table
   double out_recv = 0;     // per GPU: pooled embeddings of its samples from table/column/table-row-wise shards
   double rw_reduce = 0;    // per GPU: partial sums of row-wise tables (reduce-scatter over all GPUs)
   size_t sharded_tables = 0, replicated_tables = 0;
   size_t critical = 0;     // the GPU whose lookups take longest (the step waits for it)
   double max_time_bytes = 0, mean_time_bytes = 0;
-  double max_hbm = 0;      // largest per-GPU embedding HBM (replicated tables included)
+  double max_hbm = 0;      // largest per-GPU embedding HBM (replicated tables and their gradients included)
   double max_host_per_node = 0;
   double imbalance() const { return mean_time_bytes > 0 ? max_time_bytes / mean_time_bytes : 1; }
 };

@@ -1,6 +1,9 @@
 // Parser of the recommendation-model workload JSON (schema in docs/workloads-recsys.md).
 #include "workload.hpp"
 
+#include <cotune/support/likely_meant.hpp>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <set>
@@ -192,6 +195,19 @@ Workload parse_workload(const json& j) {
   w.training = parse_training(j["training"]);
   if (!j["cluster"].is_object()) throw std::invalid_argument("/cluster: expected an object");
   w.cluster = j["cluster"];
+  // Every field a recsys cluster may have: the catalogue resolver's and the two read here. A typo of
+  // one of these two would otherwise meet the resolver, which knows neither.
+  const std::vector<std::string> cluster_fields = {"gpu", "gpu_spec", "nodes", "gpus_per_node", "nodes_per_island",
+                                                   "network", "price_per_gpu_hour", "calibration",
+                                                   "host_gib_per_node", "host_link_GBps"};
+  for (auto it = w.cluster.begin(); it != w.cluster.end(); ++it)
+    if (std::find(cluster_fields.begin(), cluster_fields.end(), it.key()) == cluster_fields.end()) {
+      std::string expected;
+      for (const std::string& f : cluster_fields) expected += (expected.empty() ? "" : ", ") + f;
+      throw std::invalid_argument("/cluster/" + it.key() + ": unknown cluster field" +
+                                  cotune::support::did_you_mean(it.key(), cluster_fields) + " (expected " + expected +
+                                  ")");
+    }
   // The two recsys fields are read here; the rest goes to the host's catalogue resolver.
   if (w.cluster.contains("host_gib_per_node")) {
     const json& v = w.cluster["host_gib_per_node"];
