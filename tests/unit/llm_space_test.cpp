@@ -285,6 +285,10 @@ TEST_F(LlmSpaceTest, FlexDispatcherIsExportedWhereTheFrameworkHasIt) {
   s->set_target("torchtitan@v0.2.2");
   const auto c3 = config(*s, {{"tp", 2}, {"ep", 16}, {"etp", 1}, {"sp", true}, {"zero", 3}});
   EXPECT_THAT(s->render(c3.data(), COTUNE_RENDER_TORCHTITAN), HasSubstr("expert_parallel_comm_backend = \"deepep\""));
+  // No TorchTitan flavor has Qwen3-30B's dimensions: [model] names placeholders TorchTitan refuses,
+  // rather than nothing, which would train its default llama3 debugmodel.
+  EXPECT_THAT(s->render(c3.data(), COTUNE_RENDER_TORCHTITAN),
+              HasSubstr("[model]\nname = \"<your model's registry name>\"\nflavor = \"<its flavor with the dimensions above>\"\n"));
   const auto etp2 = config(*s, {{"tp", 2}, {"ep", 16}, {"etp", 2}, {"sp", true}, {"zero", 3}});
   EXPECT_THAT(s->explain(etp2.data()), HasSubstr("etp must be 1 with the deepep backend"));
   // Where the job config cannot say it, the workload is refused with the reason.
@@ -385,6 +389,16 @@ TEST_F(LlmSpaceTest, Bf16GradientReductionIsExportedWhereTheFrameworkHasIt) {
   EXPECT_THAT(nemo, HasSubstr("from megatron.bridge.training.mixed_precision import get_mixed_precision_config\n"));
   EXPECT_THAT(nemo, HasSubstr("    cfg.mixed_precision = get_mixed_precision_config(\"bf16_mixed\")\n"
                               "    cfg.mixed_precision.grad_reduce_in_fp32 = False\n"));
+  // Without the distributed optimizer the reduction still overlaps (as the model times it and as
+  // the Megatron-LM export says); only the parameter gather needs the distributed optimizer.
+  auto plain_dp = make(w, {{"tp", {1}}, {"sp", {false}}, {"zero", {0}}});
+  plain_dp->set_target("nemo");
+  const auto z0 = config(*plain_dp, {{"tp", 1}, {"sp", false}, {"zero", 0}});
+  const std::string nemo0 = plain_dp->render(z0.data(), COTUNE_RENDER_NEMO);
+  EXPECT_THAT(nemo0, HasSubstr("cfg.ddp.overlap_grad_reduce = True\n"));
+  EXPECT_THAT(nemo0, HasSubstr("cfg.ddp.overlap_param_gather = False\n"));
+  plain_dp->set_target("megatron");
+  EXPECT_THAT(plain_dp->render(z0.data(), COTUNE_RENDER_MEGATRON), HasSubstr("--overlap-grad-reduce"));
   s->set_target("deepspeed");
   const auto c1 = config(*s, {{"tp", 1}, {"sp", false}, {"zero", 1}});
   const json ds = json::parse(s->render(c1.data(), COTUNE_RENDER_DEEPSPEED));

@@ -563,6 +563,10 @@ TEST_F(RecsysSpaceTest, TorchRecExportRoundTripsWithIntegers) {
     EXPECT_LE(local, world);
     EXPECT_EQ(world % local, 0);
     EXPECT_TRUE(once["cotune"]["batch_per_gpu"].is_number_integer());
+    // The step the model timed: its micro-batches of batch_per_gpu on every GPU make the global batch.
+    EXPECT_EQ(once["cotune"]["micro_batches_per_step"].get<int64_t>() * once["cotune"]["batch_per_gpu"].get<int64_t>() *
+                  world,
+              once["cotune"]["global_batch"].get<int64_t>());
     for (const auto& [name, t] : once["plan"]["model.sparse_arch.embedding_bag_collection"].items()) {
       for (const json& r : t["ranks"]) {
         EXPECT_TRUE(r.is_number_integer()) << name << ": " << r;

@@ -117,7 +117,9 @@ std::string render_nemo(const Workload& w, const Config& c, const Target& t, con
   field("optimizer.use_distributed_optimizer", py_bool(c.zero >= 1));
   field("ddp.use_megatron_fsdp", py_bool(fsdp));
   if (fsdp) field("ddp.data_parallel_sharding_strategy", py_str(c.zero == 2 ? "optim_grads" : "optim_grads_params"));
-  field("ddp.overlap_grad_reduce", py_bool(w.training.overlap_grad_reduce && c.zero >= 1));
+  // Overlapping the gradient reduction needs no distributed optimizer (as --overlap-grad-reduce on
+  // Megatron-LM's command line); gathering the parameters does (M26).
+  field("ddp.overlap_grad_reduce", py_bool(w.training.overlap_grad_reduce));
   field("ddp.overlap_param_gather", py_bool(w.training.overlap_grad_reduce && c.zero >= 1));
   // The preset's grad_reduce_in_fp32 (True) overrides the ddp config's, so bf16 gradient buffers
   // are set on the preset's object, as Megatron-Bridge's perf recipes do.

@@ -71,6 +71,11 @@ std::string toml_job(const Workload& w, const Config& c, const Target& t, const 
   if (const Flavor* f = flavor_of(m)) {
     j.set("name", Toml::str(f->name));
     j.set("flavor", Toml::str(f->flavor));
+  } else {
+    // Left out, TorchTitan's defaults (llama3, debugmodel) would train another model without a word;
+    // a name no registry has stops the launch until it is set.
+    j.set("name", Toml::str("<your model's registry name>"));
+    j.set("flavor", Toml::str("<its flavor with the dimensions above>"));
   }
   // MoE experts are grouped GEMMs: v0.2.2 converts them with their own converter (v0.1.0 has no MoE).
   if (fp8)
@@ -138,7 +143,8 @@ std::string toml_job(const Workload& w, const Config& c, const Target& t, const 
                      " -m torchtitan.train --job.config_file job.toml\n";
   head += "# the model cotune modelled: " + dimensions(m) + "\n";
   if (flavor_of(m) == nullptr)
-    head += "# [model] name and flavor: set them to your registry's entry with these dimensions\n";
+    head += "# [model] name and flavor: set them to your registry's entry with these dimensions (TorchTitan "
+            "refuses the placeholders; without them it would train its default llama3 debugmodel)\n";
   return head + j.text();
 }
 

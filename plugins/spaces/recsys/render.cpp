@@ -1,6 +1,8 @@
 // Rendering of configurations (see render.hpp).
 #include "render.hpp"
 
+#include "lowering.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -118,8 +120,12 @@ std::string render_torchrec(const Workload& w, const Config& c, const Plan& plan
   out["world_size"] = world;
   out["local_world_size"] = local;
   // Run settings of ours that are not part of TorchRec's plan.
+  // The step the model timed: micro_batches_per_step batches of batch_per_gpu on every GPU, their
+  // gradients accumulated before one optimizer step (global_batch samples in all).
   out["cotune"] = {
       {"batch_per_gpu", integer(c.batch_per_gpu)},
+      {"micro_batches_per_step", integer(micro_batches(w, c))},
+      {"global_batch", integer(w.training.global_batch)},
       {"pipeline", c.pipeline == Pipeline::kPrefetch ? "TrainPipelineSparseDist" : "TrainPipelineBase"},
       {"dense_parallel",
        c.dense_parallel == DenseParallel::kFsdp ? "FullyShardedDataParallel" : "DistributedDataParallel"},
