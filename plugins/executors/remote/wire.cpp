@@ -9,10 +9,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <system_error>
 
 namespace cotune_remote {
 namespace {
@@ -82,7 +82,7 @@ std::string home_expanded(const std::string& path) {
 std::string load_secret_file(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0)
-    throw std::runtime_error("secret file '" + path + "' cannot be read: " + std::strerror(errno));
+    throw std::runtime_error("secret file '" + path + "' cannot be read: " + std::generic_category().message(errno));
   if (!S_ISREG(st.st_mode)) throw std::runtime_error("secret file '" + path + "' is not a regular file");
   if ((st.st_mode & 077) != 0) {
     char mode[8];
