@@ -726,6 +726,9 @@ TEST_F(RunCli, AFileImportedUnderAnotherSpellingOfItsPathIsAlreadyInTheStore) {
                                             "llama3-8b,256,h100-sxm,32,1,1,32,1,1,selective,1e5\n";
   ASSERT_EQ(run({"import", dir_ + "/team/runs.csv", "--space", "llm", "--store", store_}), 0) << err();
   EXPECT_NE(out().find("1 imported"), std::string::npos) << out();
+  // The workload each key stands for, whole numbers as integers.
+  EXPECT_NE(out().find("\"cluster\":{\"gpu\":\"h100-sxm\",\"nodes\":4}"), std::string::npos) << out();
+  EXPECT_EQ(out().find(".0,"), std::string::npos) << out();
   const pid_t pid = cotune::testing::spawn_cotune(dir_ + "/team/sub", {"import", "../runs.csv", "--space", "llm", "--store",
                                                                       store_},
                                                   dir_ + "/stdout", dir_ + "/stderr");

@@ -13,6 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -41,6 +43,19 @@ std::pair<std::string, std::string> parse_setting(const std::string& text) {
 // Where a file's rows are recorded as coming from: its absolute path, with '.', '..' and links
 // resolved, so that the file named from another directory (./runs.csv, ../team/runs.csv) is the same
 // source and importing it again adds nothing. Stdin ("-") is as given.
+// The workload as a person reads it: the table's cells read as doubles, so whole numbers are written
+// as integers ("heads": 16, not 16.0).
+nlohmann::json readable(nlohmann::json j) {
+  if (j.is_number_float()) {
+    const double v = j.get<double>();
+    if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 9.0e15) return static_cast<std::int64_t>(v);
+    return j;
+  }
+  if (j.is_object() || j.is_array())
+    for (auto& v : j) v = readable(v);
+  return j;
+}
+
 std::string source_of(const std::string& file) {
   if (file == "-") return file;
   std::error_code ec;
@@ -125,7 +140,8 @@ bool import_file(const std::string& file, const std::string& format_option, cons
   std::cout << "; " << workloads.size() << " workload(s); store " << store.path() << "\n";
   // The workload as the rows read: a study seeded by these runs states it so (a preset named in the
   // study file is another workload than the dimensions a table gives; docs/history.md).
-  for (const std::string& key : workloads) std::cout << "  workload key " << key << ": " << workload_of[key].dump() << "\n";
+  for (const std::string& key : workloads)
+    std::cout << "  workload key " << key << ": " << readable(workload_of[key]).dump() << "\n";
   return runs.rejected.empty();
 }
 
