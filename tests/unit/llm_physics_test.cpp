@@ -177,6 +177,29 @@ TEST_F(LlmPhysics, TheGradientsBackwardProducesLastAreReducedAfterIt) {
             0);
 }
 
+TEST_F(LlmPhysics, LearnedPositionsAreAddedOnceRotaryOnesInEveryLayer) {
+  // Megatron-LM's default (--position-embedding-type learned_absolute), which GPT-2/3 and the
+  // Table 1 models ran: one position lookup and add at the embedding, and no rotation of queries
+  // and keys. Llama-class models (SwiGLU, a rope_base) rotate them in every layer, forward and
+  // backward, once per micro-batch.
+  json gpt = kLlama7b;
+  gpt["gated_mlp"] = false;
+  const json config = {{"dp", 1}, {"micro_batch", 1}};
+  const Run learned = simulate(gpt, {{"global_batch", 4}}, "a100-80gb", 1, config);
+  EXPECT_EQ(learned.ops("rope"), 0);
+  EXPECT_EQ(learned.ops("rope_grad"), 0);
+  EXPECT_EQ(learned.ops("position_embedding"), 1);
+  EXPECT_EQ(learned.ops("position_embedding_grad"), 1);
+  gpt["rope_base"] = 10000;
+  const Run rotated = simulate(gpt, {{"global_batch", 4}}, "a100-80gb", 1, config);
+  EXPECT_EQ(rotated.ops("rope"), 32);
+  EXPECT_EQ(rotated.ops("rope_grad"), 32);
+  EXPECT_EQ(rotated.ops("position_embedding"), 0);
+  EXPECT_GT(rotated.r.step_time_s, learned.r.step_time_s);
+  // A SwiGLU model without a rope_base is rotary too, as its launch arguments say.
+  EXPECT_EQ(simulate(kLlama7b, {{"global_batch", 4}}, "a100-80gb", 1, config).ops("rope"), 32);
+}
+
 TEST_F(LlmPhysics, Bf16GradientReductionHalvesTheBufferAndTheBytesReduced) {
   // Megatron-LM keeps fp32 main gradients with bf16 unless --grad-reduce-in-bf16 (Megatron-Bridge's
   // perf recipes: grad_reduce_in_fp32 = False): 2 bytes a parameter instead of 4, in the buffer and

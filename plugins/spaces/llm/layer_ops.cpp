@@ -147,7 +147,7 @@ void attention_forward(TraceBuilder& B, const Workload& w, const Config& c, cons
     qkv = B.gemm(phase, "qkv", d.T, d.q_local + d.k_local + d.v_local, d.h, n, fwd, flags);
     B.wait_next(gathered);
   }
-  B.memory(phase, "rope", rope_bytes(m, d), n, flags, 2);
+  if (m.rotary()) B.memory(phase, "rope", rope_bytes(m, d), n, flags, 2);
   int32_t ring = -1;
   if (w.training.attention == Attention::kFlash) {
     if (c.cp > 1) {
@@ -207,8 +207,10 @@ void attention_backward(TraceBuilder& B, const Workload& w, const Config& c, con
     B.gemm_bf16(BW, "attention_scores_dgrad", rows, m.qk_head_dim(), d.s, n);
     B.gemm_bf16(BW, "attention_scores_wgrad", rows, m.qk_head_dim(), d.s, n);
   }
-  const int32_t rope = B.memory(BW, "rope_grad", rope_bytes(m, d), n, 0, 2);
-  if (ring >= 0) B.depend(rope, ring);
+  if (m.rotary()) {
+    const int32_t rope = B.memory(BW, "rope_grad", rope_bytes(m, d), n, 0, 2);
+    if (ring >= 0) B.depend(rope, ring);
+  }
   const int32_t gathered = wgrad_input(B, c, d, n);
   int32_t dgrad = -1;  // the last data gradient: its reduce-scatter runs under the weight gradients
   if (m.mla.on()) {

@@ -301,6 +301,9 @@ void lower_config(const Workload& w, const Config& c, const cotune_hardware& hw,
   pipeline_transfer(B, c, d, rank, F);
   if (n.embedding) {
     B.memory(F, "embedding", d.T * d.h * kAct * 2, 1, 0, 2);
+    // Learned absolute positions: their rows are looked up and added to the tokens' (read twice,
+    // written once), in place of the rotation every layer does otherwise.
+    if (!m.rotary()) B.memory(F, "position_embedding", d.T * d.h * kAct * 3, 1, 0, 2);
     B.collective(F, 0, c.sp ? "tp_reducescatter" : "tp_allreduce", c.sp ? COTUNE_COLL_REDUCE_SCATTER : COTUNE_COLL_ALL_REDUCE,
                  COTUNE_GROUP_TP, d.T * d.h * kAct, 1, c.tp, 1);
   }
@@ -317,7 +320,10 @@ void lower_config(const Workload& w, const Config& c, const cotune_hardware& hw,
   dense_mlp_backward(B, w, c, d, n.dense_mlp);
   attention_backward(B, w, c, d, n.attention);
   fsdp_reduce(B, w, c, s, n, w.training.lora);
-  if (n.embedding) B.memory(BW, "embedding_grad", d.T * d.h * kAct * 3, 1, 0, 2);
+  if (n.embedding) {
+    B.memory(BW, "embedding_grad", d.T * d.h * kAct * 3, 1, 0, 2);
+    if (!m.rotary()) B.memory(BW, "position_embedding_grad", d.T * d.h * kAct * 2, 1, 0, 2);
+  }
 
   // ---- once per step: gradient synchronisation, optimizer, parameter gather
   step_phase(B, w, c, s, n, r);

@@ -94,9 +94,11 @@ void per_op_recompute(TraceBuilder& B, const Workload& w, const Config& c, const
                    attention, -1, R);
     for (size_t i = 1; i < first_mlp; i += 2)
       B.gemm(BW, gemms[i].label, d.T, gemms[i].n, gemms[i].k, attention, GemmRole::kForward, R);
-    const double rope_width =
-        m.mla.on() ? d.heads_local * m.mla.qk_rope_head_dim + m.mla.qk_rope_head_dim : d.q_local + d.k_local;
-    B.memory(BW, "rope_recompute", d.T * rope_width * kAct * 2, attention, R, 2);
+    if (m.rotary()) {
+      const double rope_width =
+          m.mla.on() ? d.heads_local * m.mla.qk_rope_head_dim + m.mla.qk_rope_head_dim : d.q_local + d.k_local;
+      B.memory(BW, "rope_recompute", d.T * rope_width * kAct * 2, attention, R, 2);
+    }
     if (m.mla.on()) {
       B.memory(BW, "latent_norms_recompute", d.T * (m.mla.q_lora_rank + m.mla.kv_lora_rank) * kAct * 2, attention, R, 2);
     }

@@ -32,7 +32,6 @@ class Args {
 // (squared ReLU) with rotary embeddings and no biases, keeping LayerNorm; GPT-style models keep
 // Megatron's defaults (LayerNorm, learned positions, biases, GeLU).
 bool llama_class(const Model& m) { return m.gated_mlp || m.mla.on() || m.mtp_layers > 0 || m.moe(); }
-bool rotary(const Model& m) { return llama_class(m) || m.rope_base > 0; }
 // Megatron-LM's --rotary-base default (M60).
 constexpr double kMegatronRotaryBase = 10000;
 
@@ -56,7 +55,7 @@ void model_args(Args& a, const Model& m) {
   if (m.gated_mlp) a.add("--swiglu");
   if (m.activation == "squared_relu") a.add("--squared-relu");
   if (llama_class(m)) a.add("--normalization", std::string("RMSNorm"));
-  if (rotary(m)) {
+  if (m.rotary()) {
     a.add("--position-embedding-type", std::string("rope"));
     if (m.rope_base > 0 && m.rope_base != kMegatronRotaryBase) a.add("--rotary-base", m.rope_base);
   }
