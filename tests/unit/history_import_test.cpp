@@ -335,6 +335,33 @@ TEST_F(HistoryImport, MegatronArgumentNamesAndStatusWordsAsTeamsWriteThem) {
   EXPECT_EQ(json::parse(both.runs[0].config_json)["tp"], 2);
 }
 
+TEST_F(HistoryImport, HuggingFaceConfigNamesAndTorchTitanDegreesAsTeamsWriteThem) {
+  // A model described by its Hugging Face config.json (Qwen3-30B-A3B's names) and a layout by
+  // TorchTitan's [parallelism] degrees, read with no --map.
+  const char* text =
+      "hidden_size,num_hidden_layers,num_attention_heads,num_key_value_heads,kv_channels,intermediate_size,"
+      "moe_intermediate_size,num_experts,num_experts_per_tok,vocab_size,rope_theta,tie_word_embeddings,seq_len,"
+      "global_batch,gpus,gpu,tensor_parallel_degree,expert_parallel_degree,step_time_s\n"
+      "2048,48,32,4,128,6144,768,128,8,151936,1000000,false,4096,64,16,h100-sxm,2,8,3.5\n";
+  const TableRuns runs = read_table_runs(table_of(text), {}, registry(), schema());
+  ASSERT_EQ(runs.runs.size(), 1u) << (runs.rejected.empty() ? "" : runs.rejected.front().reason);
+  const json& model = runs.runs[0].workload["model"];
+  EXPECT_EQ(model["layers"], 48);
+  EXPECT_EQ(model["kv_heads"], 4);
+  EXPECT_EQ(model["head_dim"], 128);
+  EXPECT_EQ(model["ffn_hidden"], 6144);
+  EXPECT_EQ(model["expert_ffn_hidden"], 768);
+  EXPECT_EQ(model["experts"], 128);
+  EXPECT_EQ(model["top_k"], 8);
+  EXPECT_EQ(model["vocab"], 151936);
+  EXPECT_EQ(model["rope_base"], 1000000);
+  EXPECT_EQ(model["tie_embeddings"], false);
+  const json config = json::parse(runs.runs[0].config_json);
+  EXPECT_EQ(config["tp"], 2);
+  EXPECT_EQ(config["ep"], 8);
+  EXPECT_EQ(config["dp"], 8);
+}
+
 TEST(TableRuns, RejectionsOfOneReasonAreSaidOnce) {
   std::vector<RejectedRow> rows;
   for (size_t line = 2; line <= 9; ++line) rows.push_back({line, "column hidden: missing"});

@@ -47,6 +47,24 @@ const std::vector<ColumnSpelling>& other_column_spellings() {
       {"recompute_granularity", "recompute"},
       {"elapsed_time_per_iteration_ms", "step_time_ms"},
       {"elapsed_time_per_iteration_s", "step_time_s"},
+      // Megatron-LM's head width (its rotary_base is printed for every model, rotary or not: not read)
+      {"kv_channels", "head_dim"},
+      // Hugging Face config.json names, for a model described as its card gives it
+      {"num_hidden_layers", "layers"},
+      {"num_key_value_heads", "kv_heads"},
+      {"intermediate_size", "ffn_hidden"},
+      {"num_local_experts", "experts"},
+      {"n_routed_experts", "experts"},
+      {"num_experts_per_tok", "top_k"},
+      {"moe_intermediate_size", "expert_ffn_hidden"},
+      {"rope_theta", "rope_base"},
+      {"tie_word_embeddings", "tie_embeddings"},
+      // TorchTitan's [parallelism] degrees
+      {"tensor_parallel_degree", "tp"},
+      {"pipeline_parallel_degree", "pp"},
+      {"context_parallel_degree", "cp"},
+      {"expert_parallel_degree", "ep"},
+      {"expert_tensor_parallel_degree", "etp"},
   };
   return spellings;
 }
