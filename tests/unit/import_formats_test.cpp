@@ -311,6 +311,15 @@ TEST_F(ImportFormats, MegatronArgumentNamesBecomeTheSchemasColumns) {
   EXPECT_EQ(cells_from_settings({{"fp8_recipe", "mxfp8"}}).at("fp8_recipe"), "mxfp8");
   EXPECT_EQ(cells_from_settings({{"fp8_recipe", "blockwise"}}).at("fp8_recipe"), "blockwise");
   EXPECT_EQ(cells_from_settings({{"fp8_recipe", "custom"}}).count("fp8_recipe"), 0u);
+  // Rotary embeddings: the base counts only with a rotary position embedding; Megatron-LM prints
+  // rotary_base for a GPT model with learned positions too.
+  EXPECT_EQ(cells_from_settings({{"position_embedding_type", "rope"}, {"rotary_base", "500000"}}).at("rope_base"),
+            "500000");
+  EXPECT_EQ(cells_from_settings({{"position_embedding_type", "rope"}}).at("rope_base"), "10000");
+  EXPECT_EQ(cells_from_settings({{"use_rotary_position_embeddings", "True"}}).at("rope_base"), "10000");
+  EXPECT_EQ(cells_from_settings({{"position_embedding_type", "learned_absolute"}, {"rotary_base", "10000"}})
+                .count("rope_base"),
+            0u);
 }
 
 TEST_F(ImportFormats, AnUnknownFormatOrABadSettingIsABadUsage) {

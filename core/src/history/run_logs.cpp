@@ -88,7 +88,8 @@ const char* const kCombined[] = {"padded_vocab_size", "vocab_size", "group_query
                                  "kv_channels", "untie_embeddings_and_output_weights", "use_distributed_optimizer",
                                  "recompute_granularity", "num_layers_per_virtual_pipeline_stage",
                                  "moe_shared_expert_intermediate_size", "fp8", "bf16", "fp16", "hidden_dropout",
-                                 "attention_dropout", "moe_token_dispatcher_type", "moe_enable_deepep"};
+                                 "attention_dropout", "moe_token_dispatcher_type", "moe_enable_deepep",
+                                 "position_embedding_type", "use_rotary_position_embeddings", "rotary_base"};
 
 }  // namespace
 
@@ -567,6 +568,16 @@ std::map<std::string, std::string> cells_from_settings(const std::map<std::strin
                                                    number_of(c["hidden"], &h) && number_of(c["heads"], &a) &&
                                                    number_of(*v, &kvc) && a > 0 && kvc != h / a)
     c["head_dim"] = *v;
+  // Rotary embeddings: rotary_base is printed for every model, and counts only where the position
+  // embedding is rotary (a model with learned positions has no rope_base).
+  const std::string* position = get("position_embedding_type");
+  const std::string* legacy_rotary = get("use_rotary_position_embeddings");
+  if (!c.count("rope_base") && ((position && (lower(*position) == "rope" || lower(*position) == "yarn" ||
+                                              lower(*position) == "mrope")) ||
+                                (legacy_rotary && truthy(*legacy_rotary)))) {
+    const std::string* base = get("rotary_base");
+    c["rope_base"] = base ? *base : "10000";
+  }
   if (const std::string* v = get("untie_embeddings_and_output_weights"); v && !c.count("tie_embeddings"))
     c["tie_embeddings"] = truthy(*v) ? "false" : "true";
   if (const std::string* v = get("use_distributed_optimizer"); v && !c.count("zero")) c["zero"] = truthy(*v) ? "1" : "0";
