@@ -309,6 +309,7 @@ RowPrediction predict_published_row(const Registry& registry, const PublishedRow
     std::map<std::string, std::string> cells = row.cells;
     cells.erase("preset");
     if (cells.count("gated_mlp_fallback")) cells["gated_mlp"] = cells["gated_mlp_fallback"];
+    if (cells.count("rope_base_fallback")) cells["rope_base"] = cells["rope_base_fallback"];
     if (!cells.count("hidden")) return refusal("model dimensions unknown");
     p = predict_row(registry, row, calibration, cells);
   }

@@ -45,6 +45,15 @@ int gated_by_family(const std::string& model) {
   return -1;
 }
 
+// Rotary embeddings by family where the MLP does not say it (a gated MLP is rotary anyway, as is a
+// squared-ReLU one): Nemotron, Falcon, GPT-NeoX/Pythia, GPT-J and StarCoder2 rotate; GPT-2/3, OPT,
+// BLOOM and MPT (ALiBi) do not.
+bool rotary_by_family(const std::string& model) {
+  for (const char* r : {"nemotron", "falcon", "neox", "pythia", "gpt-j", "gptj", "starcoder2"})
+    if (contains_word(model, r)) return true;
+  return false;
+}
+
 // The catalogue name of a GPU as tables write it (its own spelling when the catalogue has no match:
 // the row is then refused by the GPU check).
 std::string catalogue_gpu(const std::string& gpu) {
@@ -212,6 +221,7 @@ PublishedRow read_row(const CsvTable& t, const CsvRecord& rec) {
     }
     c["gated_mlp_fallback"] = gated ? "true" : "false";  // used when the name is no preset
   }
+  if (!c.count("rope_base") && rotary_by_family(r.model)) c["rope_base_fallback"] = "10000";  // likewise
   c["gpu"] = r.gpu;
   c["dtype"] = r.dtype;
   // The FP8 recipe its precision names: the llm space's table reader reads it (MXFP8, blockwise, else

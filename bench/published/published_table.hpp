@@ -9,6 +9,7 @@
 //    with neither dimensions nor a preset is refused ("model dimensions unknown");
 //  - SwiGLU: the preset's, else by family (Llama, Qwen, Mistral/Mixtral, DeepSeek, Kimi, gpt-oss,
 //    Gemma: gated; GPT, MPT, Nemotron, OPT, BLOOM, Falcon: not), else gated unless ffn = 4 hidden;
+//    rotary embeddings where gated, else by family (Nemotron, Falcon, GPT-NeoX, GPT-J, StarCoder2);
 //  - the layout as printed; dp = gpus / (tp pp cp); fsdp > 0 is ZeRO-3 (FSDP), otherwise the
 //    distributed optimizer (ZeRO-1: Megatron-Bridge's and NeMo's default); sp when tp > 1 (their
 //    recipes' default); etp unstated is Megatron's default (tp);

@@ -196,8 +196,28 @@ TEST_F(LlmPhysics, LearnedPositionsAreAddedOnceRotaryOnesInEveryLayer) {
   EXPECT_EQ(rotated.ops("rope_grad"), 32);
   EXPECT_EQ(rotated.ops("position_embedding"), 0);
   EXPECT_GT(rotated.r.step_time_s, learned.r.step_time_s);
-  // A SwiGLU model without a rope_base is rotary too, as its launch arguments say.
+  // A SwiGLU model without a rope_base is rotary too, as its launch arguments say; so is a
+  // squared-ReLU (Nemotron-style) one.
   EXPECT_EQ(simulate(kLlama7b, {{"global_batch", 4}}, "a100-80gb", 1, config).ops("rope"), 32);
+  json nemotron = kLlama7b;
+  nemotron["gated_mlp"] = false;
+  nemotron["activation"] = "squared_relu";
+  EXPECT_EQ(simulate(nemotron, {{"global_batch", 4}}, "a100-80gb", 1, config).ops("rope"), 32);
+  // Under sequence parallelism Megatron-Core reduce-scatters the embedding only without a position
+  // embedding; with learned positions it all-reduces the lookup, adds the positions and splits.
+  gpt.erase("rope_base");
+  const json sp = {{"tp", 2}, {"dp", 1}, {"sp", true}, {"micro_batch", 1}};
+  const Run gpt_sp = simulate(gpt, {{"global_batch", 4}}, "a100-80gb", 2, sp);
+  const Run llama_sp = simulate(kLlama7b, {{"global_batch", 4}}, "a100-80gb", 2, sp);
+  const auto embedding_collectives = [](const Run& r, const std::string& label) {
+    double n = 0;
+    for (const auto& o : r.labels)
+      if (o.label == label && o.bytes == 2048.0 * 4096 * 2) n += o.count;
+    return n;
+  };
+  EXPECT_EQ(embedding_collectives(gpt_sp, "tp_allreduce"), 1);
+  EXPECT_EQ(embedding_collectives(llama_sp, "tp_allreduce"), 0);
+  EXPECT_GE(embedding_collectives(llama_sp, "tp_reducescatter"), 1);
 }
 
 TEST_F(LlmPhysics, Bf16GradientReductionHalvesTheBufferAndTheBytesReduced) {

@@ -302,10 +302,15 @@ void lower_config(const Workload& w, const Config& c, const cotune_hardware& hw,
   if (n.embedding) {
     B.memory(F, "embedding", d.T * d.h * kAct * 2, 1, 0, 2);
     // Learned absolute positions: their rows are looked up and added to the tokens' (read twice,
-    // written once), in place of the rotation every layer does otherwise.
-    if (!m.rotary()) B.memory(F, "position_embedding", d.T * d.h * kAct * 3, 1, 0, 2);
-    B.collective(F, 0, c.sp ? "tp_reducescatter" : "tp_allreduce", c.sp ? COTUNE_COLL_REDUCE_SCATTER : COTUNE_COLL_ALL_REDUCE,
-                 COTUNE_GROUP_TP, d.T * d.h * kAct, 1, c.tp, 1);
+    // written once), in place of the rotation every layer does otherwise. Megatron-Core then
+    // all-reduces the vocabulary-parallel lookup whole and splits it for sequence parallelism
+    // afterwards (LanguageModelEmbedding reduce-scatters only without a position embedding).
+    const bool learned = !m.rotary();
+    if (learned) B.memory(F, "position_embedding", d.T * d.h * kAct * 3, 1, 0, 2);
+    const bool scatter = c.sp && !learned;
+    B.collective(F, 0, scatter ? "tp_reducescatter" : "tp_allreduce",
+                 scatter ? COTUNE_COLL_REDUCE_SCATTER : COTUNE_COLL_ALL_REDUCE, COTUNE_GROUP_TP, d.T * d.h * kAct, 1,
+                 c.tp, 1);
   }
   fsdp_gather(B, c, s, n, F);
   forward_layers(B, w, c, d, n, F, 0);
