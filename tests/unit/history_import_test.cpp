@@ -335,14 +335,14 @@ TEST_F(HistoryImport, MegatronArgumentNamesAndStatusWordsAsTeamsWriteThem) {
   EXPECT_EQ(json::parse(both.runs[0].config_json)["tp"], 2);
 }
 
-TEST_F(HistoryImport, HuggingFaceConfigNamesAndTorchTitanDegreesAsTeamsWriteThem) {
-  // A model described by its Hugging Face config.json (Qwen3-30B-A3B's names) and a layout by
-  // TorchTitan's [parallelism] degrees, read with no --map.
+TEST_F(HistoryImport, HuggingFaceConfigNamesAsTeamsWriteThem) {
+  // A model described by its Hugging Face config.json (Qwen3-30B-A3B's names), read with no --map:
+  // hidden_act "silu" is the gated SwiGLU MLP.
   const char* text =
       "hidden_size,num_hidden_layers,num_attention_heads,num_key_value_heads,kv_channels,intermediate_size,"
-      "moe_intermediate_size,num_experts,num_experts_per_tok,vocab_size,rope_theta,tie_word_embeddings,seq_len,"
-      "global_batch,gpus,gpu,tensor_parallel_degree,expert_parallel_degree,step_time_s\n"
-      "2048,48,32,4,128,6144,768,128,8,151936,1000000,false,4096,64,16,h100-sxm,2,8,3.5\n";
+      "moe_intermediate_size,num_experts,num_experts_per_tok,vocab_size,rope_theta,tie_word_embeddings,hidden_act,"
+      "seq_len,global_batch,gpus,gpu,tp,ep,step_time_s\n"
+      "2048,48,32,4,128,6144,768,128,8,151936,1000000,false,silu,4096,64,16,h100-sxm,2,8,3.5\n";
   const TableRuns runs = read_table_runs(table_of(text), {}, registry(), schema());
   ASSERT_EQ(runs.runs.size(), 1u) << (runs.rejected.empty() ? "" : runs.rejected.front().reason);
   const json& model = runs.runs[0].workload["model"];
@@ -356,10 +356,41 @@ TEST_F(HistoryImport, HuggingFaceConfigNamesAndTorchTitanDegreesAsTeamsWriteThem
   EXPECT_EQ(model["vocab"], 151936);
   EXPECT_EQ(model["rope_base"], 1000000);
   EXPECT_EQ(model["tie_embeddings"], false);
+  EXPECT_EQ(model["activation"], "swiglu");
   const json config = json::parse(runs.runs[0].config_json);
   EXPECT_EQ(config["tp"], 2);
   EXPECT_EQ(config["ep"], 8);
   EXPECT_EQ(config["dp"], 8);
+  // DeepSeek-V3's names for its shared expert, dense first layers, MTP and routing groups; GPT-2's
+  // activation is GeLU.
+  const TableRuns deepseek = read_table_runs(
+      table_of("preset,n_shared_experts,first_k_dense_replace,num_nextn_predict_layers,n_group,topk_group,global_batch,"
+               "gpus,gpu,ep,step_time_s\ndeepseek-v3,1,3,0,8,4,4096,256,h100-sxm,64,30\n"),
+      {}, registry(), schema());
+  ASSERT_EQ(deepseek.runs.size(), 1u) << (deepseek.rejected.empty() ? "" : deepseek.rejected.front().reason);
+  EXPECT_EQ(deepseek.runs[0].workload["model"]["mtp_layers"], 0);
+  EXPECT_EQ(deepseek.runs[0].workload["model"]["expert_groups"], 8);
+  const TableRuns gpt2 = read_table_runs(
+      table_of("hidden_size,num_hidden_layers,num_attention_heads,hidden_act,global_batch,gpus,step_time_s\n"
+               "768,12,12,gelu_new,64,8,0.2\n"),
+      {}, registry(), schema());
+  ASSERT_EQ(gpt2.runs.size(), 1u) << (gpt2.rejected.empty() ? "" : gpt2.rejected.front().reason);
+  EXPECT_EQ(gpt2.runs[0].workload["model"]["activation"], "gelu");
+}
+
+// Megatron-LM prints rotary_base for every model: it is read only where position_embedding_type is
+// rotary, and a table's rope and learned-position runs are two workloads.
+TEST_F(HistoryImport, RotaryEmbeddingsAsMegatronArgumentsSayThem) {
+  const TableRuns runs = read_table_runs(
+      table_of("hidden_size,num_layers,num_attention_heads,position_embedding_type,rotary_base,global_batch,gpus,"
+               "step_time_s\n1024,24,16,rope,500000,64,8,0.5\n1024,24,16,learned_absolute,10000,64,8,0.4\n"
+               "1024,24,16,rope,,64,8,0.5\n"),
+      {}, registry(), schema());
+  ASSERT_EQ(runs.runs.size(), 3u) << (runs.rejected.empty() ? "" : runs.rejected.front().reason);
+  EXPECT_EQ(runs.runs[0].workload["model"]["rope_base"], 500000);
+  EXPECT_FALSE(runs.runs[1].workload["model"].contains("rope_base"));
+  EXPECT_EQ(runs.runs[2].workload["model"]["rope_base"], 10000);
+  EXPECT_NE(runs.runs[0].workload, runs.runs[1].workload);
 }
 
 TEST(TableRuns, RejectionsOfOneReasonAreSaidOnce) {

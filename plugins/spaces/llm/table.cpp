@@ -104,6 +104,20 @@ std::string fp8_recipe_of_detail(const std::string& detail) {
   return "tensorwise";
 }
 
+// The MLP's nonlinearity as configs name it, in lower case: Hugging Face's hidden_act "silu" is the
+// gated SwiGLU MLP in every architecture that names it (Llama, Mistral, Qwen, DeepSeek), its GeLU
+// variants are GeLU, "relu2" is squared ReLU. Other words stay as written (the model names them).
+std::string activation_word(const std::string& w) {
+  if (w == "silu" || w == "swish") return "swiglu";
+  if (w.rfind("gelu", 0) == 0) return "gelu";
+  if (w == "relu2") return "squared_relu";
+  return w;
+}
+
+// Rotary embeddings as Megatron-LM's arguments say them: a position_embedding_type of rope, yarn or
+// mrope, with its rotary_base (printed for every model, so the base alone says nothing).
+bool rotary_position_type(const std::string& w) { return w == "rope" || w == "yarn" || w == "mrope"; }
+
 // A yes/no cell in lower case as logs write it (True/False, yes/no, on/off, 1/0); nullopt otherwise.
 std::optional<bool> truth(const std::string& w) {
   if (w == "true" || w == "yes" || w == "1" || w == "on") return true;
@@ -224,11 +238,15 @@ json model_of(const Cells& r) {
     json v;
     if (c.kind == Kind::kBool) v = r.boolean(c.column, false);
     else if (c.kind == Kind::kNumber) v = r.number(c.column);
-    else if (c.kind == Kind::kText) v = r.word(c.column, "");  // the activation's name: SwiGLU is swiglu
+    else if (c.kind == Kind::kText) v = activation_word(r.word(c.column, ""));
     else v = r.integer(c.column, 0);
     if (c.mla) model["mla"][c.field] = v;
     else model[c.field] = v;
   }
+  // A preset keeps its own base unless the row gives one.
+  if (!model.contains("rope_base") && rotary_position_type(r.word("position_embedding_type", "")) &&
+      (r.has("rotary_base") || !preset))
+    model["rope_base"] = r.has("rotary_base") ? r.number("rotary_base") : 10000.0;
   if (!preset) {
     for (const char* col : {"hidden", "layers", "heads"})
       if (!r.has(col))
@@ -531,7 +549,8 @@ std::string answer(F&& f) {
 }  // namespace
 
 std::string table_schema() {
-  json reads = json::array({"fsdp", "task", "model", "dtype_detail", "workload_json"});
+  json reads = json::array({"fsdp", "task", "model", "dtype_detail", "workload_json", "position_embedding_type",
+                            "rotary_base"});
   for (const auto& alias : kAliases) reads.push_back(alias.first);
   return json{{"columns", llm_csv_columns()}, {"config_columns", llm_config_columns()}, {"reads", reads}}.dump();
 }

@@ -59,12 +59,12 @@ const std::vector<ColumnSpelling>& other_column_spellings() {
       {"moe_intermediate_size", "expert_ffn_hidden"},
       {"rope_theta", "rope_base"},
       {"tie_word_embeddings", "tie_embeddings"},
-      // TorchTitan's [parallelism] degrees
-      {"tensor_parallel_degree", "tp"},
-      {"pipeline_parallel_degree", "pp"},
-      {"context_parallel_degree", "cp"},
-      {"expert_parallel_degree", "ep"},
-      {"expert_tensor_parallel_degree", "etp"},
+      {"hidden_act", "activation"},
+      {"n_shared_experts", "shared_experts"},
+      {"first_k_dense_replace", "dense_layers_first"},
+      {"num_nextn_predict_layers", "mtp_layers"},
+      {"n_group", "expert_groups"},
+      {"topk_group", "group_top_k"},
   };
   return spellings;
 }

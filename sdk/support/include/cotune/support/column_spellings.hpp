@@ -19,9 +19,9 @@ using ColumnSpelling = std::pair<std::string_view, std::string_view>;  // as spe
 const std::vector<ColumnSpelling>& megatron_argument_spellings();
 
 // Other spellings tables use ("num_gpus" -> "gpus", "gpu_type" -> "gpu", "vocab_size" -> "vocab",
-// "elapsed_time_per_iteration_ms" -> "step_time_ms", ...), Hugging Face config names
-// ("num_hidden_layers" -> "layers", "num_experts_per_tok" -> "top_k", ...) and TorchTitan's
-// parallelism degrees ("tensor_parallel_degree" -> "tp", ...).
+// "elapsed_time_per_iteration_ms" -> "step_time_ms", ...) and Hugging Face config names
+// ("num_hidden_layers" -> "layers", "num_experts_per_tok" -> "top_k", "hidden_act" -> "activation",
+// ...).
 const std::vector<ColumnSpelling>& other_column_spellings();
 
 // The schema column `name` spells (Megatron-LM's names first), or "" when it is none of these.
