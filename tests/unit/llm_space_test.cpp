@@ -264,6 +264,15 @@ TEST_F(LlmSpaceTest, RendersMegatronTorchTitanAndJson) {
   EXPECT_THAT(toml, HasSubstr("pipeline_parallel_schedule = \"Interleaved1F1B\""));
   EXPECT_THAT(toml, HasSubstr("data_parallel_shard_degree = 16"));
   EXPECT_THAT(toml, HasSubstr("mode = \"selective\""));
+  EXPECT_THAT(toml, HasSubstr("[model]\nname = \"llama3\"\nflavor = \"70B\"\n"));
+  // A GPT-style model of Llama-3 70B's sizes (GeLU, learned positions) is no llama3 flavor.
+  auto gpt = make({{"model", {{"preset", "llama3-70b"}, {"gated_mlp", false}, {"activation", "gelu"}, {"rope_base", 0}}},
+                   {"training", {{"global_batch", 1024}}},
+                   {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 64}}}});
+  gpt->set_target("torchtitan@v0.2.2");
+  EXPECT_THAT(gpt->render(config(*gpt, {{"tp", 8}, {"pp", 4}, {"sp", true}, {"zero", 3}}).data(),
+                          COTUNE_RENDER_TORCHTITAN),
+              HasSubstr("name = \"<your model's registry name>\""));
   const std::string js = s->render(c.data(), COTUNE_RENDER_JSON);
   EXPECT_EQ(json::parse(js)["recompute"], "selective");
   EXPECT_EQ(s->parse(js), c);  // round trip

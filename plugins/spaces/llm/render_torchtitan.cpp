@@ -11,7 +11,8 @@ namespace {
 using render_detail::num;
 
 // TorchTitan picks a model by registry name and flavor; these are the flavors whose dimensions a
-// workload can match.
+// workload can match (SwiGLU and rotary, as Llama 3 is: a GPT-style model of the same sizes is not
+// one of them).
 struct Flavor {
   const char* name;
   const char* flavor;
@@ -26,7 +27,7 @@ const Flavor kFlavors[] = {
 const Flavor* flavor_of(const Model& m) {
   for (const Flavor& f : kFlavors)
     if (m.layers == f.layers && m.hidden == f.hidden && m.heads == f.heads && m.kv_heads == f.kv_heads &&
-        m.ffn_hidden == f.ffn_hidden && !m.moe() && !m.mla.on())
+        m.ffn_hidden == f.ffn_hidden && m.gated_mlp && !m.moe() && !m.mla.on())
       return &f;
   return nullptr;
 }
