@@ -378,6 +378,30 @@ TEST_F(HistoryImport, HuggingFaceConfigNamesAsTeamsWriteThem) {
   EXPECT_EQ(gpt2.runs[0].workload["model"]["activation"], "gelu");
 }
 
+// PyTorch FSDP's and trainers' names for sharding, checkpointing and precision, Megatron-LM's
+// distributed-optimizer switch, a tokens/s per GPU as trainers log it, and TorchTitan's sequence
+// parallelism with TP where the row says it ran TorchTitan and gives no sp.
+TEST_F(HistoryImport, TrainerNamesForShardingCheckpointingAndPrecision) {
+  const TableRuns runs = read_table_runs(
+      table_of("preset,global_batch,gpus,gpu,tp,micro_batch,sharding_strategy,activation_checkpointing,"
+               "mixed_precision,use_distributed_optimizer,format,tokens_per_sec_per_gpu\n"
+               "llama3-8b,16,8,h100-sxm,1,2,FULL_SHARD,True,bf16-mixed,,,5000\n"
+               "llama3-8b,64,8,h100-sxm,2,1,,False,,True,,9000\n"
+               "llama3-8b,16,8,h100-sxm,2,2,FULL_SHARD,,,,torchtitan,5500\n"),
+      {}, registry(), schema());
+  ASSERT_EQ(runs.runs.size(), 3u) << (runs.rejected.empty() ? "" : runs.rejected.front().reason);
+  const json fsdp = json::parse(runs.runs[0].config_json);
+  EXPECT_EQ(fsdp["zero"], 3);
+  EXPECT_EQ(fsdp["recompute"], "full");
+  EXPECT_EQ(runs.runs[0].workload["training"]["dtype"], "bf16");
+  EXPECT_DOUBLE_EQ(runs.runs[0].metrics["tokens_per_s"].get<double>(), 40000);
+  const json megatron = json::parse(runs.runs[1].config_json);
+  EXPECT_EQ(megatron["zero"], 1);
+  EXPECT_EQ(megatron["recompute"], "none");
+  EXPECT_EQ(megatron["sp"], false);
+  EXPECT_EQ(json::parse(runs.runs[2].config_json)["sp"], true);
+}
+
 // Megatron-LM prints rotary_base for every model: it is read only where position_embedding_type is
 // rotary, and a table's rope and learned-position runs are two workloads.
 TEST_F(HistoryImport, RotaryEmbeddingsAsMegatronArgumentsSayThem) {

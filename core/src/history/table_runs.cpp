@@ -36,6 +36,11 @@ const std::vector<MetricName>& metric_table() {
       {"tokens_per_s_per_gpu", {"tokens_per_s", 1, PerGpu::kMultiply}},
       {"samples_per_s", {"samples_per_s", 1, PerGpu::kNone}},
       {"samples_per_s_per_gpu", {"samples_per_s", 1, PerGpu::kMultiply}},
+      // The same as trainers' logs often spell them (Hugging Face's train_samples_per_second aside).
+      {"tokens_per_sec", {"tokens_per_s", 1, PerGpu::kNone}},
+      {"tokens_per_sec_per_gpu", {"tokens_per_s", 1, PerGpu::kMultiply}},
+      {"samples_per_sec", {"samples_per_s", 1, PerGpu::kNone}},
+      {"samples_per_sec_per_gpu", {"samples_per_s", 1, PerGpu::kMultiply}},
       {"tflops_per_gpu", {"tflops_per_gpu", 1, PerGpu::kNone}},
       {"tflops", {"tflops_per_gpu", 1, PerGpu::kDivide}},
       {"mfu", {"mfu", 1, PerGpu::kNone}},

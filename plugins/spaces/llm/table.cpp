@@ -415,9 +415,21 @@ LlmCsvRow llm_row_from_cells(const CsvCellLookup& cell) {
   // PyTorch FSDP's sharding strategy as logs print it.
   double zero = r.integer("zero", 0);
   if (!r.has("zero") && r.has("fsdp")) zero = zero_of_fsdp_cell(r.text("fsdp"), zero);
+  // Megatron-LM's --use-distributed-optimizer shards the optimizer state: zero 1.
+  if (!r.has("zero") && zero == 0 && r.has("use_distributed_optimizer")) {
+    const std::optional<bool> t = truth(lower(r.text("use_distributed_optimizer")));
+    if (!t)
+      throw std::invalid_argument("column use_distributed_optimizer: expected true or false, got '" +
+                                  r.text("use_distributed_optimizer") + "'");
+    if (*t) zero = 1;
+  }
 
   const std::string recompute = recompute_word(r.word("recompute", "none"));
-  const bool sp = r.boolean("sp", false);
+  // TorchTitan applies sequence parallelism with tensor parallelism (always at v0.1.0 and v0.2.2, by
+  // default at HEAD): a row run with it (its format cell) and no sp cell ran with sp at tp > 1;
+  // elsewhere sp is off unless said.
+  const bool torchtitan = r.word("format", "").rfind("torchtitan", 0) == 0;
+  const bool sp = r.boolean("sp", torchtitan && tp > 1);
   row.config = {{"tp", tp}, {"pp", pp}, {"dp", dp}, {"cp", cp}, {"ep", r.integer("ep", 1)},
                 {"micro_batch", r.integer("micro_batch", 1)}, {"vpp", r.integer("vpp", 1)},
                 {"zero", zero}, {"recompute", recompute}, {"sp", sp}, {"gpus", gpus}, {"gpu", gpu}};
@@ -550,7 +562,7 @@ std::string answer(F&& f) {
 
 std::string table_schema() {
   json reads = json::array({"fsdp", "task", "model", "dtype_detail", "workload_json", "position_embedding_type",
-                            "rotary_base"});
+                            "rotary_base", "use_distributed_optimizer", "format"});
   for (const auto& alias : kAliases) reads.push_back(alias.first);
   return json{{"columns", llm_csv_columns()}, {"config_columns", llm_config_columns()}, {"reads", reads}}.dump();
 }

@@ -47,6 +47,13 @@ const std::vector<ColumnSpelling>& other_column_spellings() {
       {"recompute_granularity", "recompute"},
       {"elapsed_time_per_iteration_ms", "step_time_ms"},
       {"elapsed_time_per_iteration_s", "step_time_s"},
+      // PyTorch FSDP's, Lightning's and Composer's names
+      {"sharding_strategy", "fsdp"},
+      {"activation_checkpointing", "recompute"},
+      {"gradient_checkpointing", "recompute"},
+      {"mixed_precision", "dtype"},
+      {"precision", "dtype"},
+      {"torch_dtype", "dtype"},
       // Megatron-LM's head width (its rotary_base is printed for every model, rotary or not: not read)
       {"kv_channels", "head_dim"},
       // Hugging Face config.json names, for a model described as its card gives it
