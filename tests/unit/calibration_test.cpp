@@ -583,6 +583,16 @@ TEST_F(Calibration, CommandLineSaysWhenTheFileItWritesChangesNothing) {
   r = run_cli(dir, {"calibrate", "--runs", dir + "/half.csv", "--out", dir + "/cal2.json"});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_THAT(r.out, AllOf(HasSubstr("apply it with"), Not(HasSubstr("it sets no constant"))));
+  EXPECT_THAT(r.out, Not(HasSubstr("moved by a factor")));  // 0.68 -> 0.5 is a machine's difference
+  // Runs whose GEMMs reach a quarter of the peak fit, and the summary doubts them: an efficiency that
+  // moves by a factor of 2.7 is more often a misread column than the hardware.
+  std::ofstream quarter(dir + "/quarter.csv");
+  write_half_gemm_runs(quarter, {{"gemm_efficiency_max", 0.25}});
+  quarter.close();
+  r = run_cli(dir, {"calibrate", "--runs", dir + "/quarter.csv", "--out", dir + "/cal3.json", "--fit",
+                    "gemm_efficiency_max"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("warning: gemm_efficiency_max moved by a factor of 2.7 from the catalogue's (0.68 -> "));
 }
 
 // What a user is most likely to get wrong on the command line is refused or said, not ignored: an
@@ -718,6 +728,17 @@ TEST_F(Calibration, CommandLineNamesTheColumnsItDoesNotRead) {
   r = run_cli(dir, {"simulate", "--batch", dir + "/clean.csv"});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.err, "");
+  // One whose cells look like settings (numbers, true/false, a framework's name) is named once the
+  // rows are read: unread, what it meant took its default. An id column is an id.
+  std::ofstream(dir + "/settings.csv") << "hidden,layers,heads,vocab,seq_len,global_batch,gpu,gpus,tp,run_id,"
+                                          "per_device_train_batch_size,bf16,framework,notes\n"
+                                          "2048,16,16,32000,2048,256,h100-sxm,8,2,7,4,True,torchtitan,a note\n";
+  r = run_cli(dir, {"simulate", "--batch", dir + "/settings.csv"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("note: " + dir + "/settings.csv: columns not read, copied through, whose cells look "
+                               "like settings: per_device_train_batch_size, bf16, framework (a framework: the format "
+                               "column?); a setting"));
+  EXPECT_THAT(r.err, Not(HasSubstr("run_id")));
 }
 
 TEST_F(Calibration, CommandLineFitsWhatItCanAndNamesWhatItLeftOut) {

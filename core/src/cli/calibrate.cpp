@@ -46,6 +46,8 @@ std::vector<std::string> split_list(const std::string& text) {
 // A calibrated model this far off on its own runs (MAPE) has not found the machine: the runs' units
 // or columns are most likely wrong.
 constexpr double kImplausibleError = 0.5;
+// How far a fitted efficiency may move from the catalogue's before the summary doubts the runs.
+constexpr double kImplausibleFactor = 2;
 
 void print_result(std::FILE* to, const core::perf::CalibrationResult& r, bool held_out_asked) {
   std::fprintf(to, "\n%s: %zu runs\n", r.gpu.c_str(), r.runs);
@@ -57,6 +59,16 @@ void print_result(std::FILE* to, const core::perf::CalibrationResult& r, bool he
       std::fprintf(to, "  warning: %s stopped at the end of its range (%.4g): the runs ask more of it than the model "
                        "can give; check what they say (recompute, sp, how a TFLOP/s column was converted) before "
                        "using the fit\n", f.name.c_str(), f.value);
+  // An efficiency is a share of a peak that machines and framework versions move by tens of per
+  // cent, not by factors: a fit that moves one by more than kImplausibleFactor is more often a
+  // column of the runs misread or left unstated than the hardware.
+  for (const auto& f : r.fitted)
+    if (!f.at_limit && f.name.find("efficiency") != std::string::npos && f.before > 0 && f.value > 0 &&
+        std::max(f.value / f.before, f.before / f.value) > kImplausibleFactor)
+      std::fprintf(to, "  warning: %s moved by a factor of %.1f from the catalogue's (%.4g -> %.4g), more than "
+                       "machines and framework versions differ by; check what the runs say (recompute, zero or "
+                       "fsdp, micro_batch, a per-GPU throughput, the step time's unit) before using the fit\n",
+                   f.name.c_str(), std::max(f.value / f.before, f.before / f.value), f.before, f.value);
   for (const std::string& n : r.not_fitted) std::fprintf(to, "  not fitted: %s\n", n.c_str());
   if (r.selection_error.size() > 1) {
     std::fprintf(to, "  cross-validated error fitting the 0, 1, 2, ... most telling constants:");

@@ -14,7 +14,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -122,6 +124,67 @@ void warn_misspelt_columns(const std::vector<std::string>& header, const std::ve
                  "is misspelt takes its default)\n", source.c_str(), names.c_str());
 }
 
+// Columns copied through without a hint (a run's name, notes, ...) pass unremarked, unless their
+// cells look like settings: numbers or true/false (a per-device batch size, a bf16 switch), or a
+// framework's name (a format column under another name). Such a column, unread, leaves what it
+// meant at the schema's default, so it is named once the rows are read.
+class UnreadSettingColumns {
+ public:
+  UnreadSettingColumns(const std::vector<std::string>& header, const std::vector<std::string>& reads,
+                       const core::TableSchema& schema) {
+    for (size_t i = 0; i < header.size(); ++i)
+      if (!core::reads_column(reads[i], schema) && core::column_hint(header[i], schema).empty() && !an_id(header[i]))
+        columns_.push_back({i, header[i]});
+  }
+  void look_at(const std::vector<std::string>& fields) {
+    for (Column& c : columns_) {
+      if (c.index >= fields.size() || fields[c.index].empty()) continue;
+      const std::string cell = lower(fields[c.index]);
+      if (setting_like(cell)) c.setting = true;
+      if (framework_like(cell)) c.framework = true;
+    }
+  }
+  void report(const std::string& source) const {
+    std::string names;
+    for (const Column& c : columns_)
+      if (c.setting || c.framework)
+        names += (names.empty() ? "" : ", ") + c.name + (c.framework ? " (a framework: the format column?)" : "");
+    if (!names.empty())
+      std::fprintf(stderr, "cotune simulate: note: %s: columns not read, copied through, whose cells look like "
+                   "settings: %s; a setting the schema does not read under that name took its default (the "
+                   "columns: docs/simulate.md; other names read: docs/history.md)\n",
+                   source.c_str(), names.c_str());
+  }
+
+ private:
+  struct Column {
+    size_t index;
+    std::string name;
+    bool setting = false, framework = false;
+  };
+  static std::string lower(std::string s) {
+    for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return s;
+  }
+  // Numbered rows and runs: "id", "run_id", "index", "row".
+  static bool an_id(const std::string& column) {
+    const std::string c = lower(column);
+    return c == "id" || c == "index" || c == "row" || (c.size() > 3 && c.compare(c.size() - 3, 3, "_id") == 0);
+  }
+  static bool setting_like(const std::string& cell) {
+    if (cell == "true" || cell == "false" || cell == "yes" || cell == "no") return true;
+    char* end = nullptr;
+    std::strtod(cell.c_str(), &end);
+    return end == cell.c_str() + cell.size();
+  }
+  static bool framework_like(const std::string& cell) {
+    const std::string name = cell.substr(0, cell.find('@'));
+    return name == "megatron" || name == "megatron-lm" || name == "torchtitan" || name == "nemo" ||
+           name == "megatron-bridge" || name == "deepspeed";
+  }
+  std::vector<Column> columns_;
+};
+
 }  // namespace
 
 size_t simulate_batch(const core::Registry& registry, const core::TableSchema& schema, std::istream& in,
@@ -151,12 +214,14 @@ size_t simulate_batch(const core::Registry& registry, const core::TableSchema& s
     if (index.count(measured)) clashing += (clashing.empty() ? "" : ", ") + std::string(measured);
   if (!clashing.empty())
     throw core::UserError(source + ": input columns named like the output's or measured (" + clashing +
-                          "): drop or rename them (a file of measured runs calibrates as it is: cotune calibrate --runs)");
+                          "): drop or rename them (to see the model beside a file of measured runs: cotune calibrate --runs FILE "
+                          "--rows OUT.csv writes each run's measured and model step time)");
   // What each column stands for (Megatron-LM argument names read as the schema's): the output keeps
   // the input's own names.
   std::vector<std::string> reads(header.size());
   for (size_t i = 0; i < header.size(); ++i) reads[i] = core::canonical_column(header[i], schema, header);
   warn_misspelt_columns(header, reads, schema, source);
+  UnreadSettingColumns unread(header, reads, schema);
   for (size_t i = 0; i < header.size(); ++i) out << (i ? "," : "") << csv_field(header[i]);
   for (const std::string& a : added) out << "," << a;
   out << "\n";
@@ -165,6 +230,7 @@ size_t simulate_batch(const core::Registry& registry, const core::TableSchema& s
   std::set<std::string> uncalibrated;  // GPUs the calibration has no constants for, said once each
   while (reader.next(record)) {
     if (fields.size() == 1 && fields[0].empty()) continue;  // blank line
+    unread.look_at(fields);
     Outcome o;
     try {
       if (fields.size() != header.size())
@@ -197,6 +263,7 @@ size_t simulate_batch(const core::Registry& registry, const core::TableSchema& s
       out << ",,,,,,,";
     out << "," << csv_field(o.reason) << "\n";
   }
+  unread.report(source);
   return bad;
 }
 
