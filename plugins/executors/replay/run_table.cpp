@@ -62,13 +62,20 @@ int32_t row_status(std::string_view cell, const std::string& where) {
       std::string(cell) + "'");
 }
 
-// Seconds per unit of a time suffix ("_s", "_ms", "_us", "_min", "_h"); 0 for a name without one.
+// Seconds per unit of a time suffix ("_s", "_ms", "_us", "_min", "_h"), also as logs write the unit
+// after a space or in brackets ("elapsed time per iteration (ms)", "step time [s]"); 0 for a name
+// without one.
 double seconds_per_unit(const std::string& name) {
-  static const std::pair<const char*, double> kUnits[] = {{"_ms", 1e-3}, {"_us", 1e-6}, {"_min", 60}, {"_h", 3600},
-                                                          {"_s", 1}};
-  for (const auto& [suffix, seconds] : kUnits) {
-    const std::string s(suffix);
-    if (name.size() > s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0) return seconds;
+  static const std::pair<const char*, double> kUnits[] = {{"ms", 1e-3}, {"us", 1e-6}, {"min", 60}, {"h", 3600},
+                                                          {"s", 1}};
+  std::string n = lower(name);
+  const bool bracketed = !n.empty() && (n.back() == ')' || n.back() == ']');
+  if (bracketed) n.pop_back();
+  for (const auto& [unit, seconds] : kUnits) {
+    const std::string u(unit);
+    if (n.size() <= u.size() || n.compare(n.size() - u.size(), u.size(), u) != 0) continue;
+    const char before = n[n.size() - u.size() - 1];
+    if (before == '_' || (bracketed ? before == '(' || before == '[' : before == ' ')) return seconds;
   }
   return 0;
 }
