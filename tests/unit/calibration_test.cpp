@@ -454,6 +454,18 @@ TEST_F(Calibration, CommandLineCalibratesAndSimulateAppliesIt) {
     EXPECT_TRUE(config.contains("tp") && config.contains("micro_batch")) << cell[7];
   }
   EXPECT_EQ(rows.rows.size(), 6u);
+  EXPECT_EQ(rows.rows[0].fields[0], "line 2");
+  // A run's own name, where a column holds one, comes beside its line.
+  {
+    std::ifstream in(dir + "/runs.csv");
+    std::ofstream named(dir + "/named.csv");
+    std::string line;
+    for (int i = 0; std::getline(in, line); ++i) named << line << (i == 0 ? ",name" : ",\"gpt, tp" + std::to_string(i) + "\"") << "\n";
+  }
+  r = run_cli(dir, {"calibrate", "--runs", dir + "/named.csv", "--out", dir + "/cal4.json", "--fit",
+                    "gemm_efficiency_max", "--rows", dir + "/named_rows.csv"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(cotune::core::read_csv_file(dir + "/named_rows.csv").rows[0].fields[0], "line 2 (gpt, tp1)");
 
   // --json: the calibration and each fit's figures as one document.
   r = run_cli(dir, {"calibrate", "--runs", dir + "/runs.csv", "--fit", "gemm_efficiency_max", "--json"});

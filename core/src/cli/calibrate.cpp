@@ -139,7 +139,7 @@ void write_rows(const std::string& path, const CalibrationRuns& runs, const std:
     const std::vector<std::string>& configurations = runs.configurations.at(gpu);
     for (size_t i = 0; i < gpu_runs.size(); ++i) {
       const double m = gpu_runs[i].measured_step_s;
-      f << gpu_runs[i].label << "," << gpu << "," << m << "," << model[i] << "," << fitted[i] << ","
+      f << core::csv_quote(gpu_runs[i].label) << "," << gpu << "," << m << "," << model[i] << "," << fitted[i] << ","
         << model[i] / m - 1 << "," << fitted[i] / m - 1 << "," << core::csv_quote(configurations[i]) << "\n";
     }
   }

@@ -12,6 +12,20 @@
 #include "cli/calibrate.hpp"
 
 namespace cotune::cli {
+namespace {
+
+// A run as messages and --rows name it: its line, and the name the team gave it where a column
+// holds one (name, run, run_name, id, run_id, job_id).
+std::string run_label(const core::TableRun& run) {
+  std::string label = "line " + std::to_string(run.line);
+  for (const char* column : {"name", "Name", "run", "run_name", "id", "run_id", "job_id"}) {
+    const auto it = run.cells.find(column);
+    if (it != run.cells.end() && !it->second.empty()) return label + " (" + it->second + ")";
+  }
+  return label;
+}
+
+}  // namespace
 
 CalibrationRuns read_calibration_runs(const core::Registry& registry, const core::TableSchema& schema,
                                       const std::string& path,
@@ -94,7 +108,7 @@ CalibrationRuns read_calibration_runs(const core::Registry& registry, const core
       continue;
     }
     const std::string gpu(trace.hardware.gpu_name.data, trace.hardware.gpu_name.len);
-    runs.by_gpu[gpu].push_back({"line " + std::to_string(run.line), core::perf::TraceCopy(trace), step});
+    runs.by_gpu[gpu].push_back({run_label(run), core::perf::TraceCopy(trace), step});
     runs.configurations[gpu].push_back(run.config_json);
   }
   std::sort(runs.skipped.begin(), runs.skipped.end(),
