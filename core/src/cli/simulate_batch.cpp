@@ -11,6 +11,7 @@
 #include <cotune/core/perfmodel/perfmodel.hpp>
 #include <cotune/core/history/table_runs.hpp>
 #include <cotune/core/run/study_setup.hpp>
+#include <cotune/core/studyfile/study_file.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -177,10 +178,13 @@ class UnreadSettingColumns {
     std::strtod(cell.c_str(), &end);
     return end == cell.c_str() + cell.size();
   }
+  // A cell the format column would take as a framework (json is no framework).
   static bool framework_like(const std::string& cell) {
-    const std::string name = cell.substr(0, cell.find('@'));
-    return name == "megatron" || name == "megatron-lm" || name == "torchtitan" || name == "nemo" ||
-           name == "megatron-bridge" || name == "deepspeed";
+    try {
+      return !core::launch_target_of(cell, "").empty();
+    } catch (const core::UserError&) {
+      return false;
+    }
   }
   std::vector<Column> columns_;
 };

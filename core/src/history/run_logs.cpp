@@ -572,9 +572,8 @@ std::map<std::string, std::string> cells_from_settings(const std::map<std::strin
   // embedding is rotary (a model with learned positions has no rope_base).
   const std::string* position = get("position_embedding_type");
   const std::string* legacy_rotary = get("use_rotary_position_embeddings");
-  if (!c.count("rope_base") && ((position && (lower(*position) == "rope" || lower(*position) == "yarn" ||
-                                              lower(*position) == "mrope")) ||
-                                (legacy_rotary && truthy(*legacy_rotary)))) {
+  if (!c.count("rope_base") &&
+      ((position && support::rotary_position_embedding(*position)) || (legacy_rotary && truthy(*legacy_rotary)))) {
     const std::string* base = get("rotary_base");
     c["rope_base"] = base ? *base : "10000";
   }

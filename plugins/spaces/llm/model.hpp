@@ -45,13 +45,13 @@ struct Model {
   std::string activation;
   // Rotary position embeddings and their base; 0: learned absolute positions (GPT-2/3 style).
   double rope_base = 0;
-  // Queries and keys rotated in every layer: a rope_base, a Llama-class model (SwiGLU, MLA, MTP or
-  // MoE) or a Nemotron-style one (squared ReLU), which are built with rotary embeddings (the launch
-  // arguments say the same). Otherwise GPT-style learned absolute positions, added once at the
-  // embedding.
-  bool rotary() const {
-    return rope_base > 0 || gated_mlp || mla.on() || mtp_layers > 0 || moe() || activation == "squared_relu";
-  }
+  // Llama-class: SwiGLU, MLA, MTP or MoE, which Megatron-LM builds with RMSNorm, rotary embeddings
+  // and no linear biases.
+  bool llama_class() const { return gated_mlp || mla.on() || mtp_layers > 0 || moe(); }
+  // Queries and keys rotated in every layer: a rope_base, a Llama-class model or a Nemotron-style one
+  // (squared ReLU), which are built with rotary embeddings (the launch arguments say the same).
+  // Otherwise GPT-style learned absolute positions, added once at the embedding.
+  bool rotary() const { return rope_base > 0 || llama_class() || activation == "squared_relu"; }
 
   bool moe() const { return experts > 1; }
   double head_dim() const { return head_dim_given > 0 ? head_dim_given : hidden / heads; }

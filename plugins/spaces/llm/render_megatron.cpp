@@ -31,7 +31,6 @@ class Args {
 // and no linear biases (M60; M42 for MoE with expert tensor parallelism; M63 for MTP); Nemotron
 // (squared ReLU) with rotary embeddings and no biases, keeping LayerNorm; GPT-style models keep
 // Megatron's defaults (LayerNorm, learned positions, biases, GeLU).
-bool llama_class(const Model& m) { return m.gated_mlp || m.mla.on() || m.mtp_layers > 0 || m.moe(); }
 // Megatron-LM's --rotary-base default (M60).
 constexpr double kMegatronRotaryBase = 10000;
 
@@ -54,12 +53,12 @@ void model_args(Args& a, const Model& m) {
   if (!m.tie_embeddings) a.add("--untie-embeddings-and-output-weights");
   if (m.gated_mlp) a.add("--swiglu");
   if (m.activation == "squared_relu") a.add("--squared-relu");
-  if (llama_class(m)) a.add("--normalization", std::string("RMSNorm"));
+  if (m.llama_class()) a.add("--normalization", std::string("RMSNorm"));
   if (m.rotary()) {
     a.add("--position-embedding-type", std::string("rope"));
     if (m.rope_base > 0 && m.rope_base != kMegatronRotaryBase) a.add("--rotary-base", m.rope_base);
   }
-  if (llama_class(m) || m.activation == "squared_relu") a.add("--disable-bias-linear");
+  if (m.llama_class() || m.activation == "squared_relu") a.add("--disable-bias-linear");
   if (m.mla.on()) {
     a.add("--multi-latent-attention");
     if (m.mla.q_lora_rank > 0) a.add("--q-lora-rank", m.mla.q_lora_rank);

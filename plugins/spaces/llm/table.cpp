@@ -3,6 +3,7 @@
 #include "workload.hpp"
 
 #include <cotune/cotune.hpp>
+#include <cotune/support/column_spellings.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -113,10 +114,6 @@ std::string activation_word(const std::string& w) {
   if (w == "relu2") return "squared_relu";
   return w;
 }
-
-// Rotary embeddings as Megatron-LM's arguments say them: a position_embedding_type of rope, yarn or
-// mrope, with its rotary_base (printed for every model, so the base alone says nothing).
-bool rotary_position_type(const std::string& w) { return w == "rope" || w == "yarn" || w == "mrope"; }
 
 // A yes/no cell in lower case as logs write it (True/False, yes/no, on/off, 1/0); nullopt otherwise.
 std::optional<bool> truth(const std::string& w) {
@@ -244,7 +241,7 @@ json model_of(const Cells& r) {
     else model[c.field] = v;
   }
   // A preset keeps its own base unless the row gives one.
-  if (!model.contains("rope_base") && rotary_position_type(r.word("position_embedding_type", "")) &&
+  if (!model.contains("rope_base") && cotune::support::rotary_position_embedding(r.string("position_embedding_type", "")) &&
       (r.has("rotary_base") || !preset))
     model["rope_base"] = r.has("rotary_base") ? r.number("rotary_base") : 10000.0;
   if (!preset) {
@@ -416,13 +413,7 @@ LlmCsvRow llm_row_from_cells(const CsvCellLookup& cell) {
   double zero = r.integer("zero", 0);
   if (!r.has("zero") && r.has("fsdp")) zero = zero_of_fsdp_cell(r.text("fsdp"), zero);
   // Megatron-LM's --use-distributed-optimizer shards the optimizer state: zero 1.
-  if (!r.has("zero") && zero == 0 && r.has("use_distributed_optimizer")) {
-    const std::optional<bool> t = truth(lower(r.text("use_distributed_optimizer")));
-    if (!t)
-      throw std::invalid_argument("column use_distributed_optimizer: expected true or false, got '" +
-                                  r.text("use_distributed_optimizer") + "'");
-    if (*t) zero = 1;
-  }
+  if (!r.has("zero") && zero == 0 && r.boolean("use_distributed_optimizer", false)) zero = 1;
 
   const std::string recompute = recompute_word(r.word("recompute", "none"));
   // TorchTitan applies sequence parallelism with tensor parallelism (always at v0.1.0 and v0.2.2, by

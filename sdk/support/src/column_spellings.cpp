@@ -1,5 +1,8 @@
 #include <cotune/support/column_spellings.hpp>
 
+#include <cctype>
+#include <string>
+
 namespace cotune::support {
 
 const std::vector<ColumnSpelling>& megatron_argument_spellings() {
@@ -82,6 +85,12 @@ std::string_view column_spelled_by(std::string_view name) {
   for (const auto& [spelled, column] : other_column_spellings())
     if (name == spelled) return column;
   return {};
+}
+
+bool rotary_position_embedding(std::string_view position_embedding_type) {
+  std::string t;
+  for (char c : position_embedding_type) t += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return t == "rope" || t == "yarn" || t == "mrope";
 }
 
 }  // namespace cotune::support

@@ -27,6 +27,10 @@ const std::vector<ColumnSpelling>& other_column_spellings();
 // The schema column `name` spells (Megatron-LM's names first), or "" when it is none of these.
 std::string_view column_spelled_by(std::string_view name);
 
+// Whether a Megatron-LM position_embedding_type (any case) rotates queries and keys: rope, yarn or
+// mrope. Its rotary_base is printed for every model, so the base alone says nothing.
+bool rotary_position_embedding(std::string_view position_embedding_type);
+
 }  // namespace cotune::support
 
 #endif  // COTUNE_SUPPORT_COLUMN_SPELLINGS_HPP_
